@@ -1,0 +1,290 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/report"
+)
+
+// These tests run the real binary: exit statuses, what goes to stdout and
+// stderr, and what is left on disk are the user-facing contract.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "perfsleuth-cli-test-")
+	if err != nil {
+		panic(err)
+	}
+	binary = filepath.Join(dir, "perfsleuth")
+	build := exec.Command("go", "build", "-o", binary, "../../cmd/perfsleuth")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		os.RemoveAll(dir)
+		panic("build perfsleuth: " + err.Error())
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// run runs perfsleuth in dir with args and returns what it printed and its status.
+func run(t *testing.T, dir string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("run perfsleuth %v: %v", args, err)
+	}
+	return result{out.String(), errb.String(), code}
+}
+
+// listing is every path below dir, to check that nothing was left behind.
+func listing(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err == nil && p != dir {
+			rel, _ := filepath.Rel(dir, p)
+			out = append(out, rel)
+		}
+		return nil
+	})
+	sort.Strings(out)
+	return out
+}
+
+func TestBadInputGivesOneClearErrorAndExit2(t *testing.T) {
+	work := t.TempDir()
+	foreign := t.TempDir()
+	os.WriteFile(filepath.Join(foreign, "precious.txt"), []byte("keep me"), 0o644)
+	cases := []struct {
+		name string
+		args []string
+		want string // a phrase the error line must contain
+	}{
+		{"unknown flag", []string{"bench", "fileio", "--bogus"}, "unknown flag: --bogus"},
+		{"bs larger than size", []string{"bench", "fileio", "--bs", "8k", "--size", "4k"}, "--bs"},
+		{"zero files", []string{"bench", "fileio", "--files", "0"}, "--files"},
+		{"bad rw", []string{"bench", "fileio", "--rw", "sideways"}, "randread"},
+		{"bad size", []string{"bench", "fileio", "--size", "lots"}, "not a size"},
+		{"dir does not exist", []string{"bench", "fileio", "--dir", "/nonexistent/perfsleuth"}, "/nonexistent/perfsleuth"},
+		{"dir holds foreign files", []string{"bench", "fileio", "--dir", foreign, "--size", "1m", "--ops", "10"}, "--force"},
+		{"sqlite bad journal", []string{"bench", "sqlite", "--journal", "sometimes"}, "wal"},
+		{"sqlite dir does not exist", []string{"bench", "sqlite", "--dir", "/nonexistent/perfsleuth"}, "/nonexistent/perfsleuth"},
+		{"command not found", []string{"observe", "--", "perfsleuth-no-such-command"}, "not found"},
+		{"pid gone", []string{"observe", "-p", "999999999", "--duration", "1s"}, "not running"},
+		{"observe nothing", []string{"observe"}, "nothing to observe"},
+		{"observe unknown workload", []string{"observe", "fio"}, "unknown"},
+		{"report missing file", []string{"report", filepath.Join(work, "none.json")}, "none.json"},
+		{"json dir not writable", []string{"bench", "fileio", "--json", "/nonexistent/x.json"}, "--json"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := run(t, work, c.args...)
+			if r.code != 2 {
+				t.Fatalf("exit status %d, want 2\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+			}
+			lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+			if len(lines) != 1 || !strings.HasPrefix(lines[0], "perfsleuth: error: ") {
+				t.Fatalf("want one error line, got:\n%s", r.stderr)
+			}
+			if !strings.Contains(lines[0], c.want) {
+				t.Errorf("error %q does not mention %q", lines[0], c.want)
+			}
+			if r.stdout != "" {
+				t.Errorf("stdout should be empty on error, got %q", r.stdout)
+			}
+			if l := listing(t, work); len(l) != 0 {
+				t.Errorf("left behind in the working directory: %v", l)
+			}
+		})
+	}
+	if l := listing(t, foreign); len(l) != 1 || l[0] != "precious.txt" {
+		t.Errorf("foreign directory changed: %v", l)
+	}
+}
+
+func TestReportRendersARecordAsTheRunDid(t *testing.T) {
+	work := t.TempDir()
+	rec := filepath.Join(work, "run.json")
+	r := run(t, work, "bench", "fileio", "--rw", "randwrite", "--size", "4m", "--ops", "2000", "--fsync", "100", "--json", rec)
+	if r.code != 0 {
+		t.Fatalf("bench failed (%d): %s", r.code, r.stderr)
+	}
+	again := run(t, work, "report", rec)
+	if again.code != 0 {
+		t.Fatalf("report failed (%d): %s", again.code, again.stderr)
+	}
+	if again.stdout != r.stdout {
+		t.Errorf("report renders differently from the run:\n--- run\n%s\n--- report\n%s", r.stdout, again.stdout)
+	}
+	loaded, err := model.Load(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loaded.SchemaVersion != model.SchemaVersion || loaded.Target.FileIO == nil || loaded.Result == nil || loaded.Result.FileIO == nil {
+		t.Fatalf("record lacks its parts: %+v", loaded)
+	}
+	var writes, syncs int64
+	for _, op := range loaded.Result.FileIO.Ops {
+		switch op.Op {
+		case "write":
+			writes = op.Count
+		case "fsync":
+			syncs = op.Count
+		}
+	}
+	if writes != 2000 || syncs != 20 {
+		t.Errorf("record says %d writes and %d fsyncs, want 2000 and 20", writes, syncs)
+	}
+	// Everything on the terminal fits 80 columns.
+	for _, l := range strings.Split(r.stdout, "\n") {
+		if n := len([]rune(l)); n > report.Width {
+			t.Errorf("line of %d columns: %q", n, l)
+		}
+	}
+	if !strings.Contains(r.stdout, "fsync") {
+		t.Errorf("the output does not state the sync setting:\n%s", r.stdout)
+	}
+	if l := listing(t, work); len(l) != 1 {
+		t.Errorf("left behind: %v (only run.json should remain)", l)
+	}
+	// A record from a newer perfsleuth is refused with a clear message.
+	var raw map[string]any
+	b, _ := os.ReadFile(rec)
+	json.Unmarshal(b, &raw)
+	raw["schema_version"] = model.SchemaVersion + 1
+	b, _ = json.Marshal(raw)
+	os.WriteFile(rec, b, 0o644)
+	if r := run(t, work, "report", rec); r.code != 2 || !strings.Contains(r.stderr, "upgrade perfsleuth") {
+		t.Errorf("newer record: status %d, stderr %q", r.code, r.stderr)
+	}
+}
+
+func TestObserveCommandSeesItsProcessTree(t *testing.T) {
+	work := t.TempDir()
+	rec := filepath.Join(work, "cmd.json")
+	// A shell that starts a child which burns CPU and writes 4 MiB.
+	script := "sh -c 'i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; dd if=/dev/zero of=out bs=64k count=64 2>/dev/null; rm -f out'"
+	r := run(t, work, "observe", "--interval", "100ms", "--json", rec, "--", "sh", "-c", script)
+	if r.code != 0 {
+		t.Fatalf("observe failed (%d): %s", r.code, r.stderr)
+	}
+	loaded, err := model.Load(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if loaded.Result == nil || loaded.Result.Command == nil || loaded.Result.Command.ExitCode != 0 {
+		t.Fatalf("no command result: %+v", loaded.Result)
+	}
+	o := loaded.Observation
+	if o == nil || o.Source != "procfs" {
+		t.Fatalf("no procfs observation: %+v", o)
+	}
+	if o.Totals.Process.UserSec+o.Totals.Process.SystemSec <= 0 {
+		t.Errorf("no CPU time seen for a CPU-burning tree: %+v", o.Totals.Process)
+	}
+	if o.Totals.Process.WChar < 4<<20 {
+		t.Errorf("wchar %d, want at least the 4 MiB dd wrote", o.Totals.Process.WChar)
+	}
+	if len(o.Timeline) < 2 {
+		t.Errorf("want a timeline, got %d samples", len(o.Timeline))
+	}
+}
+
+func TestObserveCommandPassesExitStatusOn(t *testing.T) {
+	work := t.TempDir()
+	r := run(t, work, "observe", "--", "sh", "-c", "exit 3")
+	if r.code != 0 {
+		t.Fatalf("observe itself should succeed, got %d: %s", r.code, r.stderr)
+	}
+	if !strings.Contains(r.stdout, "exit status 3") {
+		t.Errorf("the command's exit status is not reported:\n%s", r.stdout)
+	}
+}
+
+func TestObservePIDUntilItExits(t *testing.T) {
+	work := t.TempDir()
+	sleeper := exec.Command("sleep", "1")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { sleeper.Wait(); close(done) }()
+	start := time.Now()
+	r := run(t, work, "observe", "-p", itoa(sleeper.Process.Pid), "--interval", "100ms", "--duration", "30s")
+	<-done
+	if r.code != 0 {
+		t.Fatalf("observe -p failed (%d): %s", r.code, r.stderr)
+	}
+	if el := time.Since(start); el > 10*time.Second {
+		t.Errorf("observation went on %s after the process exited", el)
+	}
+	if !strings.Contains(r.stdout, "exited") {
+		t.Errorf("the output does not say the process exited:\n%s", r.stdout)
+	}
+}
+
+func TestCtrlCStopsTheRunPrintsWhatWasMeasuredAndCleansUp(t *testing.T) {
+	for _, args := range [][]string{
+		{"bench", "fileio", "--rw", "randwrite", "--size", "16m", "--duration", "60s"},
+		{"observe", "--interval", "100ms", "fileio", "--rw", "randwrite", "--size", "16m", "--duration", "60s"},
+		{"bench", "sqlite", "--rows", "100000000", "--sync", "off"},
+		{"observe", "--interval", "100ms", "sqlite", "--rows", "100000000", "--sync", "off"},
+	} {
+		t.Run(strings.Join(args[:2], " "), func(t *testing.T) {
+			work := t.TempDir()
+			cmd := exec.Command(binary, args...)
+			cmd.Dir = work
+			cmd.Env = append(os.Environ(), "NO_COLOR=1")
+			var out, errb bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &out, &errb
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(1500 * time.Millisecond)
+			cmd.Process.Signal(syscall.SIGINT)
+			err := cmd.Wait()
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != 130 {
+				t.Fatalf("want exit status 130, got %v\nstdout: %s\nstderr: %s", err, out.String(), errb.String())
+			}
+			if !strings.Contains(out.String(), "INTERRUPTED") || !strings.Contains(out.String(), "result") {
+				t.Errorf("partial results not printed:\n%s\nstderr: %s", out.String(), errb.String())
+			}
+			if l := listing(t, work); len(l) != 0 {
+				t.Errorf("left behind: %v", l)
+			}
+		})
+	}
+}
+
+func itoa(n int) string { return strconv.Itoa(n) }

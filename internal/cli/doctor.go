@@ -1,0 +1,46 @@
+package cli
+
+import (
+	"encoding/json"
+
+	"github.com/spf13/cobra"
+
+	"github.com/perfsleuth/perfsleuth/internal/report"
+	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
+)
+
+func newDoctorCmd() *cobra.Command {
+	var asJSON bool
+	var dir string
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Say what this host and kernel let perfsleuth see, and why not",
+		Long: `Probe this host for what perfsleuth's observers need (root, BTF, eBPF program
+and map types, tracepoints, perf events, delay accounting, cgroup v2, ...),
+say for each what works, what is missing and what to do about it, and
+describe the CPUs and the storage behind --dir.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			checks := sysinfo.Capabilities()
+			host, warnings := sysinfo.Collect(dir)
+			out := cmd.OutOrStdout()
+			if asJSON {
+				b, err := json.MarshalIndent(struct {
+					Host     any             `json:"host"`
+					Checks   []sysinfo.Check `json:"checks"`
+					Warnings []string        `json:"warnings,omitempty"`
+				}{host, checks, warnings}, "", "  ")
+				if err != nil {
+					return err
+				}
+				_, err = out.Write(append(b, '\n'))
+				return err
+			}
+			_, err := out.Write(report.Doctor(host, checks, warnings, report.Options{Color: useColor(out)}))
+			return err
+		},
+	}
+	cmd.Flags().BoolVar(&asJSON, "json", false, "print the checks as JSON")
+	cmd.Flags().StringVar(&dir, "dir", ".", "describe the storage behind this directory")
+	return cmd
+}

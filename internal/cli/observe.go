@@ -1,0 +1,109 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/perfsleuth/perfsleuth/internal/runner"
+)
+
+type observeFlags struct {
+	out      outputFlags
+	interval time.Duration
+	pid      int
+	duration time.Duration
+}
+
+// defaultInterval is the /proc sampling interval: 1 s, as iostat and vmstat
+// default to, fine enough for a timeline and cheap (one sample reads a few
+// files per thread).
+const defaultInterval = time.Second
+
+func (f *observeFlags) bind(cmd *cobra.Command) {
+	fs := cmd.PersistentFlags()
+	fs.StringVar(&f.out.json, "json", "", "write the run record (versioned JSON, see docs/run-record.md) to FILE; - for stdout")
+	fs.DurationVar(&f.interval, "interval", defaultInterval, "sampling interval of /proc and /sys")
+	cmd.Flags().IntVarP(&f.pid, "pid", "p", 0, "observe this running process and its descendants")
+	cmd.Flags().DurationVar(&f.duration, "duration", 0, "with --pid: how long to observe (0: until it exits or Ctrl-C)")
+}
+
+func (f *observeFlags) check() error {
+	if f.interval < 10*time.Millisecond {
+		return fmt.Errorf("--interval %s is too short: use 10ms or more", f.interval)
+	}
+	return f.out.check()
+}
+
+func newObserveCmd() *cobra.Command {
+	var f observeFlags
+	cmd := &cobra.Command{
+		Use:   "observe [flags] fileio|sqlite [workload flags] | -- CMD [ARGS...] | -p PID",
+		Short: "Run a workload under observation and say where its time goes",
+		Long: `Run a workload under observation: a built-in benchmark (fileio, sqlite, with the
+same flags as 'perfsleuth bench'), any command (its whole process tree), or an
+existing process (-p PID). perfsleuth samples /proc and /sys every --interval:
+CPU time per CPU, per-thread CPU time and context switches, the process's IO
+counters, and iostat -x figures for the block devices involved.`,
+		Example: `  perfsleuth observe sqlite --journal wal --sync normal
+  perfsleuth observe --json run.json fileio --rw randwrite --bs 4k --fsync 1
+  perfsleuth observe -- dd if=/dev/zero of=big bs=1M count=512 oflag=direct
+  perfsleuth observe -p 1234 --duration 30s`,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := f.check(); err != nil {
+				return err
+			}
+			opts := runner.ObserveOptions{Interval: f.interval}
+			switch {
+			case f.pid != 0 && len(args) > 0:
+				return errors.New("give either -p PID or a command after --, not both")
+			case f.pid != 0:
+				run, err := runner.ObservePID(cmd.Context(), f.pid, f.duration, opts)
+				if err != nil {
+					return err
+				}
+				return f.out.emit(cmd, run)
+			case f.duration != 0:
+				return errors.New("--duration goes with -p PID; a command is observed until it exits")
+			case len(args) == 0:
+				return errors.New("nothing to observe: give fileio, sqlite, -- CMD [ARGS...] or -p PID (see 'perfsleuth observe --help')")
+			}
+			if cmd.ArgsLenAtDash() != 0 {
+				return fmt.Errorf("unknown workload %q: use fileio, sqlite, or put a command after --", args[0])
+			}
+			run, err := runner.ObserveCommand(cmd.Context(), args, opts)
+			if err != nil {
+				return err
+			}
+			return f.out.emit(cmd, run)
+		},
+	}
+	f.bind(cmd)
+	for _, w := range []struct {
+		name, short string
+		bind        targetBinder
+	}{
+		{"fileio", "Observe the file-IO benchmark (flags as 'perfsleuth bench fileio')", fileioTarget},
+		{"sqlite", "Observe the SQLite benchmark (flags as 'perfsleuth bench sqlite')", sqliteTarget},
+	} {
+		sub := &cobra.Command{Use: w.name + " [workload flags]", Short: w.short, Args: cobra.NoArgs}
+		target := w.bind(sub)
+		sub.RunE = func(cmd *cobra.Command, _ []string) error {
+			if err := f.check(); err != nil {
+				return err
+			}
+			bar := newProgressBar(cmd.ErrOrStderr())
+			defer bar.Clear()
+			run, err := runner.ObserveBuiltin(cmd.Context(), target(), runner.ObserveOptions{Interval: f.interval}, runner.Hooks{Phase: bar.Phase, Progress: bar.Progress})
+			bar.Clear()
+			if err != nil {
+				return err
+			}
+			return f.out.emit(cmd, run)
+		}
+		cmd.AddCommand(sub)
+	}
+	return cmd
+}

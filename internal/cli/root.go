@@ -1,0 +1,77 @@
+// Package cli is perfsleuth's command line: one file per subcommand. It turns
+// flags into a validated target, hands it to the runner, and renders what
+// comes back. It is the only package that talks to the user.
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/perfsleuth/perfsleuth/internal/runner"
+)
+
+// Exit statuses: 0 done, 2 any error perfsleuth reports (bad input, a
+// missing file, a gone pid, a failing disk), 130 stopped by Ctrl-C (after
+// printing what was measured), as shells report SIGINT.
+const (
+	ExitOK          = 0
+	ExitError       = 2
+	ExitInterrupted = 130
+)
+
+// errInterrupted marks a run the user stopped; what was measured is printed.
+var errInterrupted = errors.New("interrupted")
+
+// silentError is an error already reported to the user (or by a child).
+type silentError struct{ error }
+
+// NewRoot builds the perfsleuth command tree.
+func NewRoot(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "perfsleuth",
+		Short: "Why is this workload slow, and is it really the storage?",
+		Long: `perfsleuth runs a workload (its own file-IO or SQLite benchmark, any command, or
+an existing process), observes it, and says where its time goes.`,
+		Version:       runner.Version,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())
+	})
+	root.AddCommand(newBenchCmd(), newObserveCmd(), newReportCmd(), newDoctorCmd(), newChildCmd())
+	return root
+}
+
+// Main runs perfsleuth with args and returns the exit status.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := NewRoot(stdout, stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.Is(err, errInterrupted):
+		return ExitInterrupted
+	case errors.Is(err, runner.ErrInterrupted):
+		fmt.Fprintln(stderr, "perfsleuth: interrupted before anything was measured; nothing left behind")
+		return ExitInterrupted
+	}
+	var se silentError
+	if !errors.As(err, &se) {
+		fmt.Fprintf(stderr, "perfsleuth: error: %s\n", oneLine(err))
+	}
+	return ExitError
+}
+
+// oneLine joins a (possibly joined) error into a single line.
+func oneLine(err error) string {
+	return strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; ")
+}

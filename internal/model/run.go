@@ -1,0 +1,148 @@
+// Package model is the perfsleuth run record: plain data that a run produces and
+// that analysis and rendering consume. It is serialised as versioned JSON
+// (docs/run-record.md) so that `perfsleuth report` can render a run again
+// without touching the kernel. No logic lives here beyond (de)serialisation.
+package model
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"time"
+)
+
+// SchemaVersion is bumped on every incompatible change to the JSON layout.
+const SchemaVersion = 1
+
+// Run is one perfsleuth run: what ran, where, what it measured, what was seen.
+type Run struct {
+	SchemaVersion int       `json:"schema_version"`
+	Tool          Tool      `json:"tool"`
+	StartedAt     time.Time `json:"started_at"`
+	EndedAt       time.Time `json:"ended_at"`
+	// Interrupted is true when the run was stopped early (Ctrl-C, target died);
+	// the result then covers only what was measured until then.
+	Interrupted bool         `json:"interrupted"`
+	Host        Host         `json:"host"`
+	Target      Target       `json:"target"`
+	Result      *Result      `json:"result,omitempty"`
+	Observation *Observation `json:"observation,omitempty"`
+	// Warnings are things the user can act on, in plain words.
+	Warnings []string `json:"warnings,omitempty"`
+}
+
+// Tool identifies the perfsleuth build and the command line that made the run.
+type Tool struct {
+	Name    string   `json:"name"`
+	Version string   `json:"version"`
+	Args    []string `json:"args"`
+}
+
+// Target is what was run or observed, with every setting, defaults included.
+type Target struct {
+	// Kind is one of "fileio", "sqlite", "command", "pid".
+	Kind    string         `json:"kind"`
+	FileIO  *FileIOConfig  `json:"fileio,omitempty"`
+	SQLite  *SQLiteConfig  `json:"sqlite,omitempty"`
+	Command *CommandConfig `json:"command,omitempty"`
+	PID     *PIDConfig     `json:"pid,omitempty"`
+	// Notices say in plain words what the run does that a user might not
+	// expect (an fsync at the end, O_DIRECT, page-cache reads, ...).
+	Notices []string `json:"notices,omitempty"`
+}
+
+// CommandConfig describes `observe -- CMD ARGS...`.
+type CommandConfig struct {
+	Argv []string `json:"argv"`
+	Dir  string   `json:"dir"`
+}
+
+// PIDConfig describes `observe -p PID`.
+type PIDConfig struct {
+	PID         int     `json:"pid"`
+	Comm        string  `json:"comm"`
+	Cmdline     string  `json:"cmdline"`
+	DurationSec float64 `json:"duration_sec"`
+}
+
+// Result is what the workload itself measured.
+type Result struct {
+	// DurationSec is the measured phase's wall time (prepare excluded).
+	DurationSec float64        `json:"duration_sec"`
+	FileIO      *FileIOResult  `json:"fileio,omitempty"`
+	SQLite      *SQLiteResult  `json:"sqlite,omitempty"`
+	Command     *CommandResult `json:"command,omitempty"`
+}
+
+// CommandResult is how an observed command (or PID) ended.
+type CommandResult struct {
+	// ExitCode is -1 when the process was killed by a signal or is not our child.
+	ExitCode int    `json:"exit_code"`
+	Signal   string `json:"signal,omitempty"`
+	// Exited is false when observation of a PID ended before the process did.
+	Exited  bool    `json:"exited"`
+	WallSec float64 `json:"wall_sec"`
+}
+
+// Latency summarises a latency distribution recorded in an HDR histogram
+// (3 significant digits). All values are nanoseconds.
+type Latency struct {
+	Count  int64   `json:"count"`
+	MinNs  int64   `json:"min_ns"`
+	MeanNs float64 `json:"mean_ns"`
+	StdNs  float64 `json:"stddev_ns"`
+	P50Ns  int64   `json:"p50_ns"`
+	P90Ns  int64   `json:"p90_ns"`
+	P99Ns  int64   `json:"p99_ns"`
+	P999Ns int64   `json:"p99_9_ns"`
+	MaxNs  int64   `json:"max_ns"`
+	// Buckets are the histogram's non-empty buckets, ascending, so the
+	// distribution can be drawn again from the record.
+	Buckets []Bucket `json:"buckets,omitempty"`
+}
+
+// Bucket is one histogram bucket: Count values in [LowNs, HighNs].
+type Bucket struct {
+	LowNs  int64 `json:"low_ns"`
+	HighNs int64 `json:"high_ns"`
+	Count  int64 `json:"count"`
+}
+
+// Load reads a run record from path and checks its schema version.
+func Load(path string) (*Run, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var r Run
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nil, fmt.Errorf("%s is not a perfsleuth run record: %w", path, err)
+	}
+	if r.SchemaVersion == 0 {
+		return nil, fmt.Errorf("%s is not a perfsleuth run record (no schema_version)", path)
+	}
+	if r.SchemaVersion > SchemaVersion {
+		return nil, fmt.Errorf("%s has schema_version %d, this perfsleuth reads up to %d: upgrade perfsleuth", path, r.SchemaVersion, SchemaVersion)
+	}
+	return &r, nil
+}
+
+// Save writes the run record to path atomically (temp file + rename), so an
+// interrupted write never leaves a truncated record behind.
+func Save(r *Run, path string) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	b = append(b, '\n')
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}

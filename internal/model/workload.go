@@ -1,0 +1,101 @@
+package model
+
+// FileIOConfig is every setting of the fileio benchmark. Names follow fio.
+type FileIOConfig struct {
+	// RW is one of read, write, randread, randwrite, readwrite, randrw.
+	RW string `json:"rw"`
+	// RWMixRead is the percentage of reads in readwrite/randrw.
+	RWMixRead int `json:"rwmix_read"`
+	// BS is the block size of every read and write, bytes.
+	BS int64 `json:"bs"`
+	// Size is the total size of all files, bytes.
+	Size    int64 `json:"size"`
+	Files   int   `json:"files"`
+	Threads int   `json:"threads"`
+	// Direct opens files with O_DIRECT.
+	Direct bool `json:"direct"`
+	// Fsync issues a sync after every Fsync writes of a thread to a file; 0 never.
+	Fsync int `json:"fsync"`
+	// Fdatasync makes those syncs (and the end sync) fdatasync instead of fsync.
+	Fdatasync bool `json:"fdatasync"`
+	// EndFsync syncs every written file once when the run ends (timed as part of the run).
+	EndFsync bool `json:"end_fsync"`
+	Sync     bool `json:"sync"`  // O_SYNC
+	Dsync    bool `json:"dsync"` // O_DSYNC
+	// DurationSec bounds the run by time; Ops by operation count (reads+writes).
+	// When both are set the run stops at whichever comes first.
+	DurationSec float64 `json:"duration_sec"`
+	Ops         int64   `json:"ops"`
+	Dir         string  `json:"dir"`
+	// DirCreated is true when perfsleuth created Dir (and so removes it).
+	DirCreated bool  `json:"dir_created"`
+	Keep       bool  `json:"keep"`
+	Force      bool  `json:"force"`
+	Seed       int64 `json:"seed"`
+}
+
+// FileIOResult is what the fileio benchmark measured.
+type FileIOResult struct {
+	Prepare PrepareStats `json:"prepare"`
+	// Ops has one entry per op type that ran: "read", "write", "fsync" or "fdatasync".
+	Ops []OpStats `json:"ops"`
+	// Per-thread op counts (reads+writes) for fairness.
+	ThreadOps []int64 `json:"thread_ops"`
+}
+
+// PrepareStats describes the unmeasured layout step.
+type PrepareStats struct {
+	Files       int     `json:"files"`
+	Bytes       int64   `json:"bytes"`
+	DurationSec float64 `json:"duration_sec"`
+	// Reused is true when files of the right size already existed (--keep from
+	// an earlier run) and were not rewritten.
+	Reused bool `json:"reused"`
+}
+
+// OpStats is the throughput and latency of one op type.
+type OpStats struct {
+	Op        string  `json:"op"`
+	Count     int64   `json:"count"`
+	Bytes     int64   `json:"bytes"`
+	OpsPerSec float64 `json:"ops_per_sec"`
+	MiBPerSec float64 `json:"mib_per_sec"`
+	Latency   Latency `json:"latency"`
+}
+
+// SQLiteConfig is every setting of the sqlite benchmark.
+type SQLiteConfig struct {
+	Rows      int      `json:"rows"`
+	TxSize    int      `json:"tx_size"`
+	Journal   string   `json:"journal"`
+	Sync      string   `json:"sync"`
+	PageSize  int      `json:"page_size"`
+	CacheSize int      `json:"cache_size"`
+	Index     bool     `json:"index"`
+	Phases    []string `json:"phases"`
+	Dir       string   `json:"dir"`
+	// DirCreated is true when perfsleuth created Dir (and so removes it).
+	DirCreated    bool   `json:"dir_created"`
+	Keep          bool   `json:"keep"`
+	Force         bool   `json:"force"`
+	Seed          int64  `json:"seed"`
+	SQLiteVersion string `json:"sqlite_version"`
+}
+
+// SQLiteResult is what the sqlite benchmark measured, one entry per phase.
+type SQLiteResult struct {
+	Phases []PhaseStats `json:"phases"`
+}
+
+// PhaseStats is one sqlite phase (insert, update, delete, select).
+type PhaseStats struct {
+	Phase        string  `json:"phase"`
+	Statements   int64   `json:"statements"`
+	Transactions int64   `json:"transactions"`
+	DurationSec  float64 `json:"duration_sec"`
+	TxPerSec     float64 `json:"tx_per_sec"`
+	// Latency is per transaction (per statement when tx_size is 1).
+	Latency Latency `json:"latency"`
+	// RowsAfter is the table's row count when the phase ended.
+	RowsAfter int64 `json:"rows_after"`
+}

@@ -1,0 +1,236 @@
+package procfs
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/perfsleuth/perfsleuth/internal/model"
+)
+
+const testInterval = 150 * time.Millisecond
+
+// workload is a running "work" helper with its pipes.
+type workload struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *bufio.Reader
+}
+
+func startWorkload(t *testing.T) *workload {
+	t.Helper()
+	cmd := helperCmd("work")
+	cmd.Env = append(cmd.Env, "PERFSLEUTH_PROCFS_FILE="+filepath.Join(t.TempDir(), "out"))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return &workload{cmd: cmd, stdin: stdin, out: bufio.NewReader(stdout)}
+}
+
+func (w *workload) run(t *testing.T) (shortPID, sleepPID int) {
+	t.Helper()
+	if _, err := io.WriteString(w.stdin, "go\n"); err != nil {
+		t.Fatal(err)
+	}
+	line, err := w.out.ReadString('\n')
+	if err != nil {
+		t.Fatalf("helper: %v", err)
+	}
+	f := strings.Fields(line)
+	if len(f) != 3 || f[0] != "done" {
+		t.Fatalf("helper said %q", line)
+	}
+	shortPID, _ = strconv.Atoi(f[1])
+	sleepPID, _ = strconv.Atoi(f[2])
+	return shortPID, sleepPID
+}
+
+// finish lets the helper exit and returns the CPU time it and its reaped
+// children used, as wait4 reports it.
+func (w *workload) finish(t *testing.T) time.Duration {
+	t.Helper()
+	w.stdin.Close()
+	if err := w.cmd.Wait(); err != nil {
+		t.Fatalf("helper: %v", err)
+	}
+	return w.cmd.ProcessState.UserTime() + w.cmd.ProcessState.SystemTime()
+}
+
+// cpuBefore is the CPU time pid used before the window (its start-up),
+// which the sampler rightly does not count.
+func cpuBefore(t *testing.T, pid int) float64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := parseStat(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return float64(st.utime+st.stime) / userHZ
+}
+
+// cpuTolerance allows for /proc's 10 ms ticks (each process's utime and
+// stime are rounded down); it is below helperShortCPU, so losing the
+// short-lived grandchild, or the helper's last interval, fails the test.
+const cpuTolerance = 0.08
+
+func TestSamplerWorkloadTree(t *testing.T) {
+	w := startWorkload(t)
+	time.Sleep(100 * time.Millisecond) // let the helper start and wait for "go"
+	pre := cpuBefore(t, w.cmd.Process.Pid)
+	s := NewSampler(Config{RootPID: w.cmd.Process.Pid, IncludeRoot: true, Interval: testInterval})
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	_, sleepPID := w.run(t)
+	time.Sleep(2 * testInterval) // the helper is idle now, waiting on stdin
+	obs := s.Stop()
+	used := w.finish(t).Seconds() - pre
+	t.Logf("warnings: %v; %d samples, observer %.1f ms/sample", s.Warnings(), len(obs.Timeline), obs.ObserverCPUSec*1000/float64(len(obs.Timeline)+1))
+
+	tot := obs.Totals.Process
+	t.Logf("totals: %+v; wait4 CPU %.3f s", tot, used)
+	if tot.WChar < helperWrites*helperWriteBytes || tot.SyscW < helperWrites {
+		t.Errorf("wchar %d syscw %d, want >= %d and >= %d", tot.WChar, tot.SyscW, helperWrites*helperWriteBytes, helperWrites)
+	}
+	if tot.Processes < 2 {
+		t.Errorf("%d processes seen, want the helper and its sleeping child at least", tot.Processes)
+	}
+	if got := tot.UserSec + tot.SystemSec; math.Abs(got-used) > cpuTolerance {
+		t.Errorf("tree CPU %.3f s, wait4 says %.3f s", got, used)
+	}
+
+	var helperThreads, burned, exited int
+	sawSleeper := false
+	for _, th := range obs.Totals.Threads {
+		switch th.PID {
+		case w.cmd.Process.Pid:
+			helperThreads++
+			if th.UserSec > 0 && th.Exited {
+				burned++
+			}
+			if th.Exited {
+				exited++
+			}
+		case sleepPID:
+			sawSleeper = true
+		}
+	}
+	if helperThreads < helperBurners+1 {
+		t.Errorf("%d helper threads seen, want at least %d", helperThreads, helperBurners+1)
+	}
+	if burned < helperBurners {
+		t.Errorf("%d exited threads with user time, want %d burners", burned, helperBurners)
+	}
+	if exited == helperThreads {
+		t.Errorf("every helper thread is marked exited, but the helper was alive at Stop")
+	}
+	if !sawSleeper {
+		t.Errorf("grandchild %d not in the tree", sleepPID)
+	}
+	checkCPUShares(t, obs)
+	if last := obs.Timeline[len(obs.Timeline)-1]; math.Abs(last.TSec-obs.DurationSec) > 1e-9 {
+		t.Errorf("last sample ends at %.3f s, window at %.3f s", last.TSec, obs.DurationSec)
+	}
+}
+
+// TestSamplerLauncherRoot observes this test process as an excluded
+// launcher: the helper is its child and is reaped by it, so the helper's
+// last moments arrive only through this process's cutime. The interval is
+// long, so the short-lived grandchild lives and dies between two samples
+// and is counted only through the helper's cutime.
+func TestSamplerLauncherRoot(t *testing.T) {
+	w := startWorkload(t)
+	time.Sleep(100 * time.Millisecond)
+	pre := cpuBefore(t, w.cmd.Process.Pid)
+	s := NewSampler(Config{RootPID: os.Getpid(), IncludeRoot: false, Interval: time.Second})
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	w.run(t)
+	used := w.finish(t).Seconds() - pre
+	obs := s.Stop()
+	tot := obs.Totals.Process
+	t.Logf("totals: %+v; wait4 CPU %.3f s", tot, used)
+	if got := tot.UserSec + tot.SystemSec; math.Abs(got-used) > cpuTolerance {
+		t.Errorf("tree CPU %.3f s, wait4 says %.3f s", got, used)
+	}
+	if tot.WChar < helperWrites*helperWriteBytes {
+		t.Errorf("wchar %d, want >= %d", tot.WChar, helperWrites*helperWriteBytes)
+	}
+	for _, th := range obs.Totals.Threads {
+		if th.PID == os.Getpid() {
+			t.Errorf("thread %d of the excluded root is listed", th.TID)
+			break
+		}
+	}
+	if len(obs.Totals.Threads) == 0 {
+		t.Errorf("no helper threads listed")
+	}
+}
+
+// checkCPUShares: each CPU's eight shares add up to 100 %.
+func checkCPUShares(t *testing.T, obs *model.Observation) {
+	t.Helper()
+	check := func(where string, cpus []model.CPUUse) {
+		if len(cpus) < 2 || cpus[0].CPU != -1 {
+			t.Errorf("%s: want the all-CPU entry first and one per CPU, got %d entries", where, len(cpus))
+			return
+		}
+		for _, c := range cpus {
+			sum := c.User + c.Nice + c.System + c.IOWait + c.IRQ + c.SoftIRQ + c.Steal + c.Idle
+			if math.Abs(sum-100) > 0.01 {
+				t.Errorf("%s cpu %d: shares add up to %.3f", where, c.CPU, sum)
+			}
+		}
+	}
+	for i, smp := range obs.Timeline {
+		check("sample "+strconv.Itoa(i), smp.CPUs)
+	}
+	check("totals", obs.Totals.CPUs)
+}
+
+func TestSamplerMissingRoot(t *testing.T) {
+	s := NewSampler(Config{RootPID: 1 << 30, Interval: testInterval})
+	if err := s.Start(context.Background()); err == nil {
+		t.Fatal("Start with a PID that does not exist: no error")
+	}
+	if obs := s.Stop(); obs == nil || obs.Source != "procfs" {
+		t.Errorf("Stop after a failed Start: %+v", obs)
+	}
+}
+
+func TestSamplerStopTwice(t *testing.T) {
+	s := NewSampler(Config{RootPID: os.Getpid(), IncludeRoot: true, Interval: testInterval})
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(testInterval + testInterval/2)
+	a, b := s.Stop(), s.Stop()
+	if a != b {
+		t.Error("second Stop returned a different observation")
+	}
+	if len(a.Missing) == 0 || a.IntervalSec != testInterval.Seconds() {
+		t.Errorf("missing %v interval %v", a.Missing, a.IntervalSec)
+	}
+}

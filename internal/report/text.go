@@ -1,0 +1,156 @@
+// Package report renders a model.Run for people (terminal) and programs
+// (JSON). Renderers take plain data and return bytes: they never touch the
+// kernel, so a record saved on one machine renders the same on another.
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/perfsleuth/perfsleuth/internal/units"
+)
+
+// Width is the terminal width every line of the text view fits in.
+const Width = 80
+
+// Options control rendering.
+type Options struct {
+	// Color adds ANSI colour (the CLI turns it off for NO_COLOR and pipes).
+	Color bool
+}
+
+// doc accumulates the text view.
+type doc struct {
+	b     bytes.Buffer
+	color bool
+}
+
+const (
+	ansiBold   = "\033[1m"
+	ansiYellow = "\033[33m"
+	ansiRed    = "\033[31m"
+	ansiDim    = "\033[2m"
+	ansiReset  = "\033[0m"
+)
+
+func (d *doc) paint(code, s string) string {
+	if !d.color || s == "" {
+		return s
+	}
+	return code + s + ansiReset
+}
+
+func (d *doc) line(format string, args ...any) {
+	fmt.Fprintf(&d.b, format, args...)
+	d.b.WriteByte('\n')
+}
+
+func (d *doc) blank() { d.b.WriteByte('\n') }
+
+func (d *doc) heading(s string) {
+	d.blank()
+	d.line("%s", d.paint(ansiBold, s))
+}
+
+// field prints "label    text", wrapping text at Width under itself.
+func (d *doc) field(label, text string) {
+	w := max(10, len(label)+1)
+	d.wrapped(fmt.Sprintf("%-*s", w, label), strings.Repeat(" ", w), text)
+}
+
+// wrapped prints text after first, continuing on lines that start with indent.
+func (d *doc) wrapped(first, indent, text string) {
+	prefix := first
+	cur := prefix
+	width := len([]rune(prefix))
+	words := strings.Fields(text)
+	if len(words) == 0 {
+		d.line("%s", strings.TrimRight(prefix, " "))
+		return
+	}
+	// A word longer than a whole line (a long path) is cut into line-sized
+	// pieces, so that no line is wider than Width.
+	room := max(Width-len([]rune(indent)), 20)
+	var pieces []string
+	for _, w := range words {
+		r := []rune(w)
+		for len(r) > room {
+			pieces = append(pieces, string(r[:room]))
+			r = r[room:]
+		}
+		pieces = append(pieces, string(r))
+	}
+	words = pieces
+	for i, w := range words {
+		wl := len([]rune(w))
+		if i > 0 && width+1+wl > Width {
+			d.line("%s", cur)
+			cur, width = indent+w, len([]rune(indent))+wl
+			continue
+		}
+		if i > 0 {
+			cur += " "
+			width++
+		}
+		cur += w
+		width += wl
+	}
+	d.line("%s", cur)
+}
+
+// fit cuts s to n runes, marking the cut with "~".
+func fit(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	if n <= 1 {
+		return string(r[:n])
+	}
+	return string(r[:n-1]) + "~"
+}
+
+// settings lists a settings struct as key=value in declaration order, keys
+// as in the JSON record, so the terminal and the record say the same thing.
+func settings(v any) string {
+	rv := reflect.Indirect(reflect.ValueOf(v))
+	if !rv.IsValid() || rv.Kind() != reflect.Struct {
+		return ""
+	}
+	rt := rv.Type()
+	var parts []string
+	for i := 0; i < rt.NumField(); i++ {
+		name := strings.Split(rt.Field(i).Tag.Get("json"), ",")[0]
+		if name == "" || name == "-" {
+			continue
+		}
+		f := rv.Field(i)
+		var s string
+		switch {
+		case name == "bs" || name == "size":
+			s = units.FormatSize(f.Int())
+			s = strings.ReplaceAll(s, " ", "")
+		case name == "duration_sec":
+			if f.Float() == 0 {
+				s = "0"
+			} else {
+				s = fmt.Sprintf("%gs", f.Float())
+			}
+			name = "duration"
+		case f.Kind() == reflect.Slice:
+			var items []string
+			for j := 0; j < f.Len(); j++ {
+				items = append(items, fmt.Sprint(f.Index(j).Interface()))
+			}
+			s = strings.Join(items, ",")
+		case f.Kind() == reflect.String && f.String() == "":
+			s = `""`
+		default:
+			s = fmt.Sprint(f.Interface())
+		}
+		parts = append(parts, name+"="+s)
+	}
+	return strings.Join(parts, " ")
+}

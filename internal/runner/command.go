@@ -1,0 +1,188 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
+)
+
+// ObserveCommand runs argv with the terminal's stdin, stdout and stderr and
+// observes its whole process tree until it exits. Ctrl-C reaches the command
+// from the terminal; if it is still running commandStopGrace later (or the
+// signal came to perfsleuth alone), its tree gets SIGTERM, then SIGKILL.
+func ObserveCommand(ctx context.Context, argv []string, opts ObserveOptions) (*model.Run, error) {
+	if len(argv) == 0 {
+		return nil, errors.New("no command given: put it after --, e.g. perfsleuth observe -- dd if=/dev/zero of=x bs=1M count=100")
+	}
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		return nil, fmt.Errorf("command %q not found: check the name, or give its path", argv[0])
+	}
+	cwd, _ := os.Getwd()
+	t := model.Target{Kind: "command", Command: &model.CommandConfig{Argv: argv, Dir: cwd}}
+	run := newRun(t)
+	run.Host, run.Warnings = sysinfo.Collect(cwd)
+
+	cmd := exec.Command(path, argv[1:]...)
+	cmd.Args = argv
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	// If perfsleuth dies, so does the command it started.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", argv[0], err)
+	}
+	// exited closes when the command has exited but is not yet reaped: as a
+	// zombie its /proc files still hold its final CPU and IO totals (its own
+	// and its reaped children's), which the last sample must read before
+	// cmd.Wait releases them.
+	exited := make(chan struct{})
+	go func() {
+		var info unix.Siginfo
+		for unix.Waitid(unix.P_PID, cmd.Process.Pid, &info, unix.WEXITED|unix.WNOWAIT, nil) == unix.EINTR {
+		}
+		close(exited)
+	}()
+	reaped := false
+	defer func() {
+		if !reaped {
+			stopTree(cmd.Process.Pid, exited)
+			cmd.Wait()
+		}
+	}()
+
+	sampler := opts.sampler(cmd.Process.Pid, run.Host.Storage)
+	if err := sampler.Start(context.Background()); err != nil {
+		return nil, fmt.Errorf("start /proc sampling: %w", err)
+	}
+	select {
+	case <-exited:
+	case <-ctx.Done():
+		run.Interrupted = true
+		cmd.Process.Signal(syscall.SIGINT)
+		select {
+		case <-exited:
+		case <-time.After(commandStopGrace):
+			stopTree(cmd.Process.Pid, exited)
+		}
+	}
+	<-exited
+	wall := time.Since(start)
+	run.Observation = sampler.Stop()
+	run.Warnings = append(run.Warnings, sampler.Warnings()...)
+	cmd.Wait()
+	reaped = true
+	res := &model.CommandResult{ExitCode: cmd.ProcessState.ExitCode(), Exited: true, WallSec: wall.Seconds()}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		res.Signal = unix.SignalName(ws.Signal())
+	}
+	if res.ExitCode != 0 && !run.Interrupted {
+		run.Warnings = append(run.Warnings, fmt.Sprintf("%s exited with status %d%s: its numbers may describe a failed run", argv[0], res.ExitCode, signalSuffix(res.Signal)))
+	}
+	run.Result = &model.Result{DurationSec: wall.Seconds(), Command: res}
+	run.EndedAt = time.Now()
+	return run, nil
+}
+
+func signalSuffix(sig string) string {
+	if sig == "" {
+		return ""
+	}
+	return " (" + sig + ")"
+}
+
+// stopTree ends a child and every process below it: SIGTERM, a grace period,
+// then SIGKILL. Descendants are found from /proc before the root is
+// signalled, since they are re-parented once it dies.
+func stopTree(root int, exited <-chan struct{}) {
+	pids := append(descendants(root), root)
+	signalAll := func(sig syscall.Signal) {
+		for _, p := range pids {
+			syscall.Kill(p, sig)
+		}
+	}
+	alive := func() bool {
+		for _, p := range pids {
+			if p != root && syscall.Kill(p, 0) == nil {
+				return true
+			}
+		}
+		select {
+		case <-exited:
+			return false
+		default:
+			return true
+		}
+	}
+	if !alive() {
+		return
+	}
+	signalAll(syscall.SIGTERM)
+	deadline := time.Now().Add(commandTermGrace)
+	for alive() && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if alive() {
+		signalAll(syscall.SIGKILL)
+	}
+	<-exited
+}
+
+// descendants lists the PIDs below root, from the PPid of every process.
+func descendants(root int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	children := map[int][]int{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if pp := ppidOf(pid); pp > 0 {
+			children[pp] = append(children[pp], pid)
+		}
+	}
+	var out []int
+	queue := []int{root}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range children[p] {
+			out = append(out, c)
+			queue = append(queue, c)
+		}
+	}
+	return out
+}
+
+func ppidOf(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	// The comm field may hold spaces and parentheses: fields start after the last ')'.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(s[i+1:])
+	if len(f) < 2 {
+		return 0
+	}
+	pp, _ := strconv.Atoi(f[1])
+	return pp
+}

@@ -1,0 +1,196 @@
+package runner
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+
+	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/probe/procfs"
+	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
+)
+
+// ObserveOptions are the observer's settings, common to every target kind.
+type ObserveOptions struct {
+	// Interval between /proc samples.
+	Interval time.Duration
+}
+
+// How long a stopping child gets before it is signalled harder. A benchmark
+// child removes its files on SIGINT, which takes well under a second even for
+// gigabytes; a command gets the time a user would give it before Ctrl-\.
+const (
+	childStopGrace   = 10 * time.Second
+	commandStopGrace = 3 * time.Second
+	commandTermGrace = 2 * time.Second
+)
+
+func (o ObserveOptions) sampler(pid int, storage *model.Storage) *procfs.Sampler {
+	var disks []string
+	if storage != nil {
+		disks = storage.Disks
+	}
+	return procfs.NewSampler(procfs.Config{RootPID: pid, IncludeRoot: true, Interval: o.Interval, Disks: disks})
+}
+
+// ObserveBuiltin runs a built-in benchmark in a child perfsleuth process and
+// observes it from the end of its prepare step to the end of its measured phase.
+func ObserveBuiltin(ctx context.Context, t model.Target, opts ObserveOptions, hooks Hooks) (*model.Run, error) {
+	b, err := Lookup(t.Kind)
+	if err != nil {
+		return nil, err
+	}
+	if err := b.Validate(&t); err != nil {
+		return nil, err
+	}
+	removeDir, err := b.resolveDir(&t)
+	if err != nil {
+		return nil, err
+	}
+	// The child removes its own files; removeDir covers a child that was killed
+	// before it could (it also keeps a --keep directory).
+	defer removeDir()
+	run := newRun(t)
+	run.Host, run.Warnings = sysinfo.Collect(dirOf(&t))
+
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find perfsleuth's own executable: %w", err)
+	}
+	evR, evW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	ctlR, ctlW, err := os.Pipe()
+	if err != nil {
+		evR.Close()
+		evW.Close()
+		return nil, err
+	}
+	cmd := exec.Command(exe, childCommand)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	cmd.ExtraFiles = []*os.File{evW, ctlR}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	if err := cmd.Start(); err != nil {
+		evR.Close()
+		evW.Close()
+		ctlR.Close()
+		ctlW.Close()
+		return nil, fmt.Errorf("start the benchmark process: %w", err)
+	}
+	evW.Close()
+	ctlR.Close()
+	defer ctlW.Close()
+	exited := make(chan struct{})
+	go func() { cmd.Wait(); close(exited) }()
+	// Whatever happens below, the child is gone when we return.
+	defer stopChild(cmd.Process, exited, syscall.SIGINT, childStopGrace)
+
+	tb, _ := json.Marshal(t)
+	if _, err := ctlW.Write(append(tb, '\n')); err != nil {
+		return nil, fmt.Errorf("send settings to the benchmark process: %w", err)
+	}
+
+	events := make(chan childEvent)
+	go func() {
+		defer close(events)
+		sc := bufio.NewScanner(evR)
+		sc.Buffer(make([]byte, 64<<10), 64<<20)
+		for sc.Scan() {
+			var e childEvent
+			if json.Unmarshal(sc.Bytes(), &e) == nil {
+				events <- e
+			}
+		}
+		evR.Close()
+	}()
+
+	hooks.phase("prepare")
+	var sampler *procfs.Sampler
+	interrupted := false
+	for {
+		select {
+		case <-ctx.Done():
+			if !interrupted {
+				interrupted = true
+				cmd.Process.Signal(syscall.SIGINT)
+			}
+			// Keep reading: the child reports what it measured, then exits.
+			ctx = context.Background()
+			continue
+		case e, ok := <-events:
+			if !ok {
+				if sampler != nil {
+					sampler.Stop()
+				}
+				<-exited
+				if interrupted {
+					return nil, ErrInterrupted
+				}
+				return nil, fmt.Errorf("the benchmark process ended without a result (%v)", cmd.ProcessState)
+			}
+			switch e.Event {
+			case "prepared":
+				sampler = opts.sampler(cmd.Process.Pid, run.Host.Storage)
+				if err := sampler.Start(ctx); err != nil {
+					return nil, fmt.Errorf("start /proc sampling: %w", err)
+				}
+				hooks.phase("run")
+				if _, err := ctlW.Write([]byte("start\n")); err != nil {
+					sampler.Stop()
+					return nil, fmt.Errorf("start the benchmark: %w", err)
+				}
+			case "progress":
+				if hooks.Progress != nil {
+					hooks.Progress(e.Fraction)
+				}
+			case "warning":
+				run.Warnings = append(run.Warnings, e.Message)
+			case "error":
+				if sampler != nil {
+					sampler.Stop()
+				}
+				if interrupted && sampler == nil {
+					return nil, ErrInterrupted
+				}
+				return nil, errors.New(e.Message)
+			case "done":
+				if sampler != nil {
+					run.Observation = sampler.Stop()
+					run.Warnings = append(run.Warnings, sampler.Warnings()...)
+				}
+				hooks.phase("cleanup")
+				run.Result = e.Result
+				run.Interrupted = e.Interrupted || interrupted
+				run.EndedAt = time.Now()
+				// Let the child remove its files; the deferred stopChild waits.
+				for range events {
+				}
+				return run, nil
+			}
+		}
+	}
+}
+
+// stopChild makes sure a child process is gone: it sends sig, waits grace,
+// then kills it. exited is closed when the child has been reaped.
+func stopChild(p *os.Process, exited <-chan struct{}, sig syscall.Signal, grace time.Duration) {
+	select {
+	case <-exited:
+		return
+	default:
+	}
+	p.Signal(sig)
+	select {
+	case <-exited:
+	case <-time.After(grace):
+		p.Kill()
+		<-exited
+	}
+}

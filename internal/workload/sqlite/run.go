@@ -1,0 +1,277 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql/driver"
+	"errors"
+	"fmt"
+	"io"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/mattn/go-sqlite3"
+
+	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/workload"
+)
+
+// progressInterval is how often Run reports progress: often enough for a
+// live display, rare enough to cost nothing (workload.Progress asks for at
+// most a few calls per second).
+const progressInterval = 250 * time.Millisecond
+
+// yieldInterval is how often the loop yields to the Go scheduler. The loop
+// never blocks in Go, so after 10 ms (runtime forcePreemptNS) sysmon
+// preempts it; caught in a cgo call, the P is taken away, sysmon then polls
+// every 20 us for a while and the goroutine moves between threads. Measured
+// here on WAL inserts: ~3000 sysmon wake-ups/s and the loop spread over 3
+// threads. Yielding at half that period means sysmon always sees progress;
+// each yield (runtime.Gosched) costs well under a microsecond.
+const yieldInterval = 5 * time.Millisecond
+
+// Run executes the phases in order. Each phase runs Rows statements in
+// transactions of TxSize (autocommit when 1) and records each transaction's
+// latency. When ctx is cancelled it stops after the current statement,
+// commits the open transaction (so the table holds exactly what the stats
+// count) and returns the phases so far with a nil error. An SQLite error
+// stops the run; the partial result is returned with it.
+func (b *Bench) Run(ctx context.Context, progress workload.Progress) (*model.Result, error) {
+	if b.conn == nil {
+		return nil, errors.New("sqlite benchmark not prepared: call Prepare first")
+	}
+	if b.ran {
+		// The first run left the table as its phases did: a second insert
+		// would collide, a second delete find nothing.
+		return nil, errors.New("sqlite benchmark already ran: Prepare a new one")
+	}
+	b.ran = true
+	res := &model.Result{SQLite: &model.SQLiteResult{}}
+	b.done.Store(0)
+	total := float64(b.cfg.Rows) * float64(len(b.cfg.Phases))
+	if progress != nil {
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			t := time.NewTicker(progressInterval)
+			defer t.Stop()
+			for {
+				select {
+				case <-t.C:
+					progress(float64(b.done.Load()) / total)
+				case <-stop:
+					return
+				}
+			}
+		})
+		defer func() {
+			close(stop)
+			wg.Wait()
+			progress(float64(b.done.Load()) / total)
+		}()
+	}
+	// One generator for the whole run, drawn phase after phase: the same
+	// seed gives the same rows and key orders (and cloop.c's).
+	r := &rng{x: uint64(b.cfg.Seed)}
+	for _, phase := range b.cfg.Phases {
+		if ctx.Err() != nil {
+			break
+		}
+		st, err := b.runPhase(ctx, newGen(phase, b.cfg.Rows, r))
+		res.SQLite.Phases = append(res.SQLite.Phases, st)
+		res.DurationSec += st.DurationSec
+		if err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// runPhase runs one phase. The loop does only what a C loop would: copy the
+// generated arguments, call the driver, check the row count, read the clock
+// once per transaction. Generating the next chunk of arguments is excluded
+// from the phase's duration and from the latency of the transaction it
+// interrupts.
+func (b *Bench) runPhase(ctx context.Context, g *gen) (model.PhaseStats, error) {
+	st := model.PhaseStats{Phase: g.phase}
+	rec := workload.NewRecorder()
+	stmt := b.stmts[g.phase]
+	begin, commit := b.stmts["begin"], b.stmts["commit"]
+	batched := b.cfg.TxSize > 1
+	// Background, not ctx, for the driver: mattn runs each call on a new
+	// goroutine when the context can be cancelled. Cancellation is checked
+	// here, between statements, through a non-blocking receive.
+	bg := context.Background()
+	cancelled := ctx.Done()
+	args := make([]driver.NamedValue, len(g.args[0]))
+	for c := range args {
+		args[c].Ordinal = c + 1
+	}
+	dest := make([]driver.Value, 6)
+	n := g.rows
+	g.next(0)
+	chunkEnd := len(g.ids)
+
+	var err error
+	var failedID int64
+	// excluded is generation time since t0; skipped is all time excluded
+	// from the phase.
+	var excluded, skipped time.Duration
+	start := time.Now()
+	t0, yielded := start, start
+	for k := 0; k < n; {
+		if isDone(cancelled) {
+			break
+		}
+		end := min(k+b.cfg.TxSize, n)
+		if batched {
+			if _, err = begin.ExecContext(bg, nil); err != nil {
+				failedID = g.id(k)
+				break
+			}
+		}
+		stop := false
+		for ; k < end && !stop; k++ {
+			if k == chunkEnd {
+				g0 := time.Now()
+				g.next(k)
+				chunkEnd = k + len(g.ids)
+				excluded += time.Since(g0)
+			}
+			for c, v := range g.args[k-g.from] {
+				args[c].Value = v
+			}
+			if g.phase == PhaseSelect {
+				err = selectOne(bg, stmt, args, dest)
+			} else {
+				err = execOne(bg, stmt, args)
+			}
+			if err != nil {
+				failedID = g.id(k)
+				break
+			}
+			b.done.Add(1)
+			if b.onStatement != nil {
+				b.onStatement(g.phase, int64(k+1))
+			}
+			// Inside a transaction, stop at once and commit what is done:
+			// a transaction of many statements can take long.
+			stop = batched && isDone(cancelled)
+		}
+		if err == nil && batched {
+			if _, err = commit.ExecContext(bg, nil); err != nil {
+				failedID = g.id(k - 1)
+			}
+		}
+		if err != nil {
+			if batched {
+				// Undo the failed transaction so that the table matches the
+				// counts. SQLite may have rolled back already (SQLITE_FULL
+				// does), so an error here adds nothing.
+				b.stmts["rollback"].ExecContext(bg, nil)
+			}
+			break
+		}
+		t1 := time.Now()
+		rec.Record((t1.Sub(t0) - excluded).Nanoseconds())
+		t0, skipped, excluded = t1, skipped+excluded, 0
+		if t1.Sub(yielded) >= yieldInterval {
+			// Outside any transaction's latency (not the phase's duration).
+			runtime.Gosched()
+			t0 = time.Now()
+			yielded = t0
+		}
+		st.Transactions++
+		st.Statements = int64(k)
+		if stop {
+			break
+		}
+	}
+	st.DurationSec = (t0.Sub(start) - skipped).Seconds()
+	if st.DurationSec > 0 {
+		st.TxPerSec = float64(st.Transactions) / st.DurationSec
+	}
+	st.Latency = rec.Summary()
+	if cnt, cerr := b.count(); cerr == nil {
+		st.RowsAfter = cnt
+	} else if err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return st, b.phaseError(g.phase, failedID, err)
+	}
+	return st, nil
+}
+
+// execOne runs an INSERT, UPDATE or DELETE that must change exactly one row.
+func execOne(ctx context.Context, stmt *sqlite3.SQLiteStmt, args []driver.NamedValue) error {
+	r, err := stmt.ExecContext(ctx, args)
+	if err != nil {
+		return err
+	}
+	if n, _ := r.RowsAffected(); n != 1 {
+		return fmt.Errorf("%w: changed %d rows", errNotOneRow, n)
+	}
+	return nil
+}
+
+// selectOne runs the SELECT and reads every column of its one row into dest.
+// The row is not stepped past: the key is the primary key, and resetting
+// ends the statement's read transaction just as stepping to the end would.
+func selectOne(ctx context.Context, stmt *sqlite3.SQLiteStmt, args []driver.NamedValue, dest []driver.Value) error {
+	rows, err := stmt.QueryContext(ctx, args)
+	if err != nil {
+		return err
+	}
+	err = rows.Next(dest)
+	if cerr := rows.Close(); err == nil {
+		err = cerr
+	}
+	if err == io.EOF {
+		return fmt.Errorf("%w: found no row", errNotOneRow)
+	}
+	return err
+}
+
+// isDone reports whether c is closed, without blocking; a nil c never is.
+func isDone(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}
+
+var errNotOneRow = errors.New("statement did not affect exactly one row (is the table in the state the phases expect?)")
+
+// count returns the table's row count, outside any timing.
+func (b *Bench) count() (int64, error) {
+	rows, err := b.stmts["count"].QueryContext(context.Background(), nil)
+	if err != nil {
+		return 0, fmt.Errorf("count rows in %s: %w", b.dbPath, err)
+	}
+	defer rows.Close()
+	dest := make([]driver.Value, 1)
+	if err := rows.Next(dest); err != nil {
+		return 0, fmt.Errorf("count rows in %s: %w", b.dbPath, err)
+	}
+	n, _ := dest[0].(int64)
+	return n, nil
+}
+
+// phaseError names the phase, the row and the database, and says what to
+// do about the errors a user can act on.
+func (b *Bench) phaseError(phase string, id int64, err error) error {
+	msg := fmt.Sprintf("sqlite %s phase on %s (id %d)", phase, b.dbPath, id)
+	var se sqlite3.Error
+	if errors.As(err, &se) {
+		switch se.Code {
+		case sqlite3.ErrFull:
+			return fmt.Errorf("%s: %w: the file system is full; free space, use fewer --rows or another --dir", msg, err)
+		case sqlite3.ErrIoErr:
+			return fmt.Errorf("%s: %w: an IO error; check dmesg for device or file-system errors", msg, err)
+		}
+	}
+	return fmt.Errorf("%s: %w", msg, err)
+}
