@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -182,7 +183,7 @@ func (d *doc) result(run *model.Run) {
 			d.line("  in total: %s", total)
 		}
 		if n := len(r.FileIO.ThreadOps); n > 1 {
-			d.line("  per-thread reads+writes: %s", fairness(r.FileIO.ThreadOps))
+			d.line("  per thread: %s", fairness(r.FileIO.ThreadOps))
 		}
 	case r.SQLite != nil:
 		d.heading(fmt.Sprintf("result: %s measured", secs(r.DurationSec)))
@@ -226,7 +227,28 @@ func fairness(ops []int64) string {
 	if mean > 0 {
 		spread = float64(hi-lo) / mean * 100
 	}
-	return fmt.Sprintf("min %s, max %s over %d threads (spread %.0f%% of the mean)", units.FormatCount(lo), units.FormatCount(hi), len(ops), spread)
+	return fmt.Sprintf("%d threads did %s to %s reads+writes (spread %.0f%%)", len(ops), units.FormatCount(lo), units.FormatCount(hi), spread)
+}
+
+// num prints v in at most w columns, with one decimal if it fits,
+// then with k or M suffixes: iostat columns stay aligned on any device.
+func num(v float64, w int) string {
+	for dec := 1; dec >= 0; dec-- {
+		if s := strconv.FormatFloat(v, 'f', dec, 64); len(s) <= w {
+			return s
+		}
+	}
+	for _, u := range []struct {
+		div float64
+		suf string
+	}{{1e3, "k"}, {1e6, "M"}, {1e9, "G"}} {
+		for dec := 1; dec >= 0; dec-- {
+			if s := strconv.FormatFloat(v/u.div, 'f', dec, 64) + u.suf; len(s) <= w {
+				return s
+			}
+		}
+	}
+	return strconv.FormatFloat(v, 'g', 2, 64)
 }
 
 func rate(v float64) string {
@@ -250,12 +272,15 @@ func orDash(s string) string {
 func (d *doc) observation(o *model.Observation) {
 	d.heading(fmt.Sprintf("observation: %s every %s over %s, %d samples", o.Source, secs(o.IntervalSec), secs(o.DurationSec), len(o.Timeline)))
 	t := o.Totals
+	if len(t.CPUs) > 0 {
+		d.line("  %-8s %7s %7s %7s %7s %7s %7s", "cpu", "user%", "sys%", "iowait%", "irq%", "steal%", "idle%")
+	}
 	for _, c := range t.CPUs {
 		name := fmt.Sprintf("cpu%d", c.CPU)
 		if c.CPU < 0 {
-			name = "cpu all"
+			name = "all"
 		}
-		d.line("  %-8s user %5.1f%%  sys %5.1f%%  iowait %5.1f%%  irq %4.1f%%  steal %4.1f%%  idle %5.1f%%",
+		d.line("  %-8s %7.1f %7.1f %7.1f %7.1f %7.1f %7.1f",
 			name, c.User+c.Nice, c.System, c.IOWait, c.IRQ+c.SoftIRQ, c.Steal, c.Idle)
 	}
 	p := t.Process
@@ -325,13 +350,14 @@ func (d *doc) disks(title string, ds []model.DiskUse) {
 		return
 	}
 	d.heading(title)
-	d.line("  %-7s %7s %7s %7s %7s %6s %6s %6s %6s %6s %6s %5s", "device", "r/s", "w/s", "rMB/s", "wMB/s", "rrqm/s", "wrqm/s", "areqKB", "aqu-sz", "r_awt", "w_awt", "%util")
+	d.line("  %-6s %6s %6s %6s %6s %5s %5s %6s %5s %5s %5s %5s", "device", "r/s", "w/s", "rMB/s", "wMB/s", "rrqm", "wrqm", "rq-KiB", "qu-sz", "r_awt", "w_awt", "util%")
 	for _, x := range ds {
-		d.line("  %-7s %7s %7s %7.1f %7.1f %6s %6s %6.1f %6.2f %6.2f %6.2f %5.1f", fit(x.Device, 7),
-			rate(x.ReadsPerSec), rate(x.WritesPerSec), x.ReadMBps, x.WriteMBps, rate(x.RMergedPerSec), rate(x.WMergedPerSec),
-			x.AvgRqKiB, x.AvgQueue, x.RAwaitMs, x.WAwaitMs, x.UtilPct)
+		d.line("  %-6s %6s %6s %6s %6s %5s %5s %6s %5s %5s %5s %5s", fit(x.Device, 6),
+			num(x.ReadsPerSec, 6), num(x.WritesPerSec, 6), num(x.ReadMBps, 6), num(x.WriteMBps, 6),
+			num(x.RMergedPerSec, 5), num(x.WMergedPerSec, 5), num(x.AvgRqKiB, 6), num(x.AvgQueue, 5),
+			num(x.RAwaitMs, 5), num(x.WAwaitMs, 5), num(x.UtilPct, 5))
 	}
-	d.line("  awaits in ms; areqKB is the average request size in KiB")
+	d.line("  rrqm, wrqm: merged requests/s; rq-KiB: average request size; awaits in ms")
 }
 
 // timeline prints the samples (at most maxTimeline rows, evenly picked):
@@ -347,6 +373,12 @@ func (d *doc) timeline(o *model.Observation) {
 	}
 	d.heading(title)
 	d.line("  %7s %6s %7s %8s %8s %-7s %8s %8s %6s", "t", "busy%", "iowait%", "wl CPUs", "wl ctxsw", "disk", "rMB/s", "wMB/s", "%util")
+	tDecimals := 1
+	if o.IntervalSec < 0.1 {
+		tDecimals = 3
+	} else if o.IntervalSec < 1 {
+		tDecimals = 2
+	}
 	for i := step - 1; i < len(o.Timeline); i += step {
 		s := o.Timeline[i]
 		busy, iow := 0.0, 0.0
@@ -371,7 +403,7 @@ func (d *doc) timeline(o *model.Observation) {
 				disk, rmb, wmb, util = x.Device, x.ReadMBps, x.WriteMBps, x.UtilPct
 			}
 		}
-		d.line("  %6.1fs %6.1f %7.1f %8.2f %8s %-7s %8.1f %8.1f %6.1f", s.TSec, busy, iow, wl,
+		d.line("  %6.*fs %6.1f %7.1f %8.2f %8s %-7s %8.1f %8.1f %6.1f", tDecimals, s.TSec, busy, iow, wl,
 			units.FormatCount(s.Process.VolCtxSw+s.Process.InvolCtxSw), fit(disk, 7), rmb, wmb, util)
 	}
 	d.line("  busy%% and iowait%% are the whole machine's; wl CPUs is the workload's CPU use")

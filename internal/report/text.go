@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"reflect"
 	"strings"
+	"unicode"
 
 	"github.com/perfsleuth/perfsleuth/internal/units"
 )
@@ -65,7 +66,7 @@ func (d *doc) wrapped(first, indent, text string) {
 	prefix := first
 	cur := prefix
 	width := len([]rune(prefix))
-	words := strings.Fields(text)
+	words := strings.Fields(printable(text))
 	if len(words) == 0 {
 		d.line("%s", strings.TrimRight(prefix, " "))
 		return
@@ -100,9 +101,27 @@ func (d *doc) wrapped(first, indent, text string) {
 	d.line("%s", cur)
 }
 
+// printable makes text that comes from the workload or the host (thread
+// names, paths, command lines) safe for a terminal: control characters,
+// escape sequences included, are shown as \xNN instead of being sent.
+func printable(s string) string {
+	if strings.IndexFunc(s, unicode.IsControl) < 0 {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			fmt.Fprintf(&b, "\\x%02x", r)
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
 // fit cuts s to n runes, marking the cut with "~".
 func fit(s string, n int) string {
-	r := []rune(s)
+	r := []rune(printable(s))
 	if len(r) <= n {
 		return s
 	}

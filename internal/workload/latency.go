@@ -1,6 +1,8 @@
 package workload
 
 import (
+	"math"
+
 	"github.com/HdrHistogram/hdrhistogram-go"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
@@ -60,10 +62,31 @@ func (r *Recorder) Summary() model.Latency {
 		P999Ns: h.ValueAtQuantile(99.9),
 		MaxNs:  h.Max(),
 	}
-	for _, b := range h.Distribution() {
-		if b.Count > 0 {
-			l.Buckets = append(l.Buckets, model.Bucket{LowNs: b.From, HighNs: b.To, Count: b.Count})
-		}
-	}
+	l.Buckets = coarseBuckets(h)
 	return l
+}
+
+// bucketsPerOctave sets the resolution of the distribution kept in the run
+// record: quarter octaves (each bucket 19% wider than the last) draw a
+// latency histogram finely enough (biolatency draws whole octaves) in a few
+// dozen buckets, where the HDR histogram's 3-digit buckets would be thousands.
+// Percentiles are computed from the full-resolution histogram before this.
+const bucketsPerOctave = 4
+
+func coarseBuckets(h *hdrhistogram.Histogram) []model.Bucket {
+	var out []model.Bucket
+	for _, b := range h.Distribution() {
+		if b.Count == 0 {
+			continue
+		}
+		idx := int(math.Floor(math.Log2(float64(max(b.From, 1))) * bucketsPerOctave))
+		low := int64(math.Ceil(math.Exp2(float64(idx) / bucketsPerOctave)))
+		high := int64(math.Ceil(math.Exp2(float64(idx+1)/bucketsPerOctave))) - 1
+		if n := len(out); n > 0 && out[n-1].LowNs == low {
+			out[n-1].Count += b.Count
+			continue
+		}
+		out = append(out, model.Bucket{LowNs: low, HighNs: max(high, low), Count: b.Count})
+	}
+	return out
 }
