@@ -139,6 +139,9 @@ func TestReportRendersARecordAsTheRunDid(t *testing.T) {
 	if r.code != 0 {
 		t.Fatalf("bench failed (%d): %s", r.code, r.stderr)
 	}
+	if r.stderr != "" {
+		t.Errorf("stderr is not a terminal, so no progress bar should be drawn; got %q", r.stderr)
+	}
 	again := run(t, work, "report", rec)
 	if again.code != 0 {
 		t.Fatalf("report failed (%d): %s", again.code, again.stderr)
@@ -288,3 +291,50 @@ func TestCtrlCStopsTheRunPrintsWhatWasMeasuredAndCleansUp(t *testing.T) {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+func TestObserveBuiltinSeesTheBenchmarkProcess(t *testing.T) {
+	work := t.TempDir()
+	rec := filepath.Join(work, "obs.json")
+	// 2048 sequential 4 KiB writes from 2 threads, then an fsync of each file.
+	r := run(t, work, "observe", "--interval", "100ms", "--json", rec, "fileio",
+		"--rw", "write", "--size", "8m", "--files", "2", "--threads", "2", "--ops", "2048", "--end-fsync")
+	if r.code != 0 {
+		t.Fatalf("observe fileio failed (%d): %s", r.code, r.stderr)
+	}
+	got, err := model.Load(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var writes, syncs int64
+	for _, op := range got.Result.FileIO.Ops {
+		switch op.Op {
+		case "write":
+			writes = op.Count
+		case "fsync":
+			syncs = op.Count
+		}
+	}
+	if writes != 2048 || syncs != 2 {
+		t.Fatalf("result: %d writes, %d fsyncs; want 2048 and 2", writes, syncs)
+	}
+	p := got.Observation.Totals.Process
+	// The window covers the measured phase only: prepare's writes are not in it.
+	if p.WChar < 2048*4096 || p.WChar > 2048*4096+64<<10 {
+		t.Errorf("observed wchar %d, want the 8 MiB written (prepare excluded)", p.WChar)
+	}
+	if p.SyscW < 2048 {
+		t.Errorf("observed %d write calls, want at least 2048", p.SyscW)
+	}
+	if p.Threads < 2 {
+		t.Errorf("observed %d threads, want at least the 2 workers", p.Threads)
+	}
+	if got.Host.Storage == nil || len(got.Host.Storage.Disks) == 0 && got.Host.Storage.FSType != "tmpfs" {
+		t.Errorf("no storage description for the benchmark directory: %+v", got.Host.Storage)
+	}
+	if len(got.Target.Notices) == 0 || !strings.Contains(strings.Join(got.Target.Notices, "\n"), "end") {
+		t.Errorf("the end fsync is not announced: %v", got.Target.Notices)
+	}
+	if l := listing(t, work); len(l) != 1 {
+		t.Errorf("left behind: %v", l)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 
 	"github.com/perfsleuth/perfsleuth/internal/runner"
 )
@@ -47,7 +48,32 @@ an existing process), observes it, and says where its time goes.`,
 		return fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())
 	})
 	root.AddCommand(newBenchCmd(), newObserveCmd(), newReportCmd(), newDoctorCmd(), newChildCmd())
+	showDefaults(root)
 	return root
+}
+
+// showDefaults makes --help state every flag's default: pflag omits the
+// defaults that are zero values (false, 0, ""), and "off" is a setting a
+// user should see as much as any other.
+func showDefaults(cmd *cobra.Command) {
+	mark := func(f *pflag.Flag) {
+		if f.Name == "help" || strings.Contains(f.Usage, "default") {
+			return
+		}
+		switch f.DefValue {
+		case "false":
+			f.Usage += " (default off)"
+		case "0", "0s":
+			f.Usage += " (default " + f.DefValue + ")"
+		case "", "[]":
+			f.Usage += " (default none)"
+		}
+	}
+	cmd.Flags().VisitAll(mark)
+	cmd.PersistentFlags().VisitAll(mark)
+	for _, c := range cmd.Commands() {
+		showDefaults(c)
+	}
 }
 
 // Main runs perfsleuth with args and returns the exit status.

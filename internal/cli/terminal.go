@@ -42,11 +42,31 @@ type progressBar struct {
 	last    time.Time
 	drawn   bool
 	phStart time.Time
+	stop    chan struct{}
 }
 
 func newProgressBar(w io.Writer) *progressBar {
 	now := time.Now()
-	return &progressBar{w: w, on: isTerminal(w), start: now, phStart: now}
+	p := &progressBar{w: w, on: isTerminal(w), start: now, phStart: now, stop: make(chan struct{})}
+	if p.on {
+		// Redraw on a clock too, so that phases without progress reports
+		// (prepare, cleanup) still show their elapsed time.
+		go func() {
+			t := time.NewTicker(250 * time.Millisecond)
+			defer t.Stop()
+			for {
+				select {
+				case <-p.stop:
+					return
+				case <-t.C:
+					p.mu.Lock()
+					p.draw(false)
+					p.mu.Unlock()
+				}
+			}
+		}()
+	}
+	return p
 }
 
 func (p *progressBar) Phase(name string) {
@@ -70,6 +90,9 @@ func (p *progressBar) Clear() {
 	if p.drawn {
 		fmt.Fprint(p.w, "\r\033[K")
 		p.drawn = false
+	}
+	if p.on {
+		close(p.stop)
 	}
 	p.on = false
 }

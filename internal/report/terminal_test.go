@@ -2,8 +2,8 @@ package report
 
 import (
 	"bytes"
-	"fmt"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -67,7 +67,6 @@ func lineDiff(want, got string) string {
 	}
 	return b.String()
 }
-
 
 func TestSavedRecordRendersTheSame(t *testing.T) {
 	for _, name := range fixtures {
