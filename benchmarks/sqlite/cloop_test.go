@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"database/sql"
 	"fmt"
 	"os"
 	"os/exec"
@@ -12,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/perfsleuth/perfsleuth/internal/workload/sqlite"
+	"github.com/perfsleuth/perfsleuth/internal/workload/sqlite/capi"
 )
 
 // TestCLoopRunsTheSameStatements checks the premise of the benchmark: cloop.c
@@ -49,6 +49,10 @@ func TestCLoopRunsTheSameStatements(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The same library on both sides (both link -lsqlite3).
+			if v := `"sqlite_version": "` + cfg.SQLiteVersion + `"`; !strings.Contains(string(out), v) {
+				t.Errorf("cloop printed %s, want %s", out, v)
+			}
 			if err := b.Prepare(context.Background()); err != nil {
 				t.Fatal(err)
 			}
@@ -75,45 +79,48 @@ func TestCLoopRunsTheSameStatements(t *testing.T) {
 	}
 }
 
-func open(t *testing.T, path string) *sql.DB {
+func open(t *testing.T, path string) *capi.Conn {
 	t.Helper()
+	// capi.Open would create a missing file.
 	if _, err := os.Stat(path); err != nil {
 		t.Fatal(err)
 	}
-	db, err := sql.Open("sqlite3", path)
+	c, err := capi.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { db.Close() })
-	return db
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
-func dump(t *testing.T, path string) [][]string {
+// query returns q's rows with every value formatted as text.
+func query(t *testing.T, path, q string) [][]string {
 	t.Helper()
-	rows, err := open(t, path).Query("SELECT id, name, phone, email, address, updated FROM contacts ORDER BY id")
+	rows, err := open(t, path).Query(q)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer rows.Close()
 	var out [][]string
-	for rows.Next() {
-		r := make([]string, 6)
-		if err := rows.Scan(&r[0], &r[1], &r[2], &r[3], &r[4], &r[5]); err != nil {
-			t.Fatal(err)
+	for _, r := range rows {
+		s := make([]string, len(r))
+		for i, v := range r {
+			s[i] = fmt.Sprint(v)
 		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
-		t.Fatal(err)
+		out = append(out, s)
 	}
 	return out
 }
 
+func dump(t *testing.T, path string) [][]string {
+	t.Helper()
+	return query(t, path, "SELECT id, name, phone, email, address, updated FROM contacts ORDER BY id")
+}
+
 func pragma(t *testing.T, path, name string) string {
 	t.Helper()
-	var v string
-	if err := open(t, path).QueryRow("PRAGMA " + name).Scan(&v); err != nil {
-		t.Fatal(err)
+	r := query(t, path, "PRAGMA "+name)
+	if len(r) != 1 {
+		t.Fatalf("PRAGMA %s on %s: %d rows", name, path, len(r))
 	}
-	return v
+	return r[0][0]
 }

@@ -11,14 +11,13 @@
 // repeats' perfsleuth/C ratios, with PASS when it is at least 0.9.
 //
 //	go run ./benchmarks/sqlite [--repeats 5] [--rows 5000] [--sync-rows 300]
-//	    [--perfsleuth ./perfsleuth] [--c-sqlite system|bundled] [--dir DIR]
+//	    [--phases insert,update,delete] [--perfsleuth ./perfsleuth] [--dir DIR]
 //
 // Run it from the repository root on an otherwise idle machine: other load
 // makes the ratios noisy (give more --repeats). It exits 1 when a ratio
-// fails. The C loop links the system libsqlite3 by default, which may be an
-// older SQLite than perfsleuth's bundled one and may sync with fdatasync
-// where the bundled one uses fsync; --c-sqlite bundled compiles the C loop
-// with perfsleuth's own amalgamation to compare like with like.
+// fails. Both sides link the system libsqlite3 (perfsleuth through
+// internal/workload/sqlite/capi), so the ratio measures perfsleuth's own
+// overhead only; the versions both report are printed and must agree.
 package main
 
 import (
@@ -41,15 +40,6 @@ import (
 // transactions per second (measured-here.md: database/sql reached 0.72-0.9).
 const passRatio = 0.9
 
-// mattnCFLAGS are the #cgo CFLAGS of github.com/mattn/go-sqlite3 v1.14.x
-// (sqlite3.go), so that --c-sqlite bundled compiles the amalgamation as
-// perfsleuth's binary has it.
-var mattnCFLAGS = []string{
-	"-DSQLITE_ENABLE_RTREE", "-DSQLITE_THREADSAFE=1", "-DHAVE_USLEEP=1",
-	"-DSQLITE_ENABLE_FTS3", "-DSQLITE_ENABLE_FTS3_PARENTHESIS", "-DSQLITE_TRACE_SIZE_LIMIT=15",
-	"-DSQLITE_OMIT_DEPRECATED", "-DSQLITE_DEFAULT_WAL_SYNCHRONOUS=1", "-DSQLITE_ENABLE_UPDATE_DELETE_LIMIT",
-}
-
 type config struct {
 	journal, sync string
 	rows          int
@@ -62,7 +52,6 @@ type options struct {
 	txSize     int
 	phases     string
 	perfsleuth string
-	cSQLite    string
 	dir        string
 }
 
@@ -77,7 +66,6 @@ func main() {
 	flag.IntVar(&o.txSize, "tx-size", 1, "statements per transaction")
 	flag.StringVar(&o.phases, "phases", "insert,update,delete", "phases, comma-separated")
 	flag.StringVar(&o.perfsleuth, "perfsleuth", "", "perfsleuth binary (default: go build ./cmd/perfsleuth)")
-	flag.StringVar(&o.cSQLite, "c-sqlite", "system", "what the C loop links: system (-lsqlite3) or bundled (the amalgamation perfsleuth's binary has)")
 	flag.StringVar(&o.dir, "dir", "", "directory for the databases (default: a new one in the current directory)")
 	flag.Parse()
 	ok, err := run(o)
@@ -100,7 +88,7 @@ func run(o options) (bool, error) {
 		return false, err
 	}
 	defer os.RemoveAll(tmp)
-	cloop, err := buildCLoop(tmp, o.cSQLite)
+	cloop, err := buildCLoop(tmp)
 	if err != nil {
 		return false, err
 	}
@@ -141,40 +129,15 @@ func run(o options) (bool, error) {
 	return allOK, nil
 }
 
-// buildCLoop compiles cloop.c against the system library or mattn's bundled
-// amalgamation.
-func buildCLoop(tmp, which string) (string, error) {
+// buildCLoop compiles cloop.c against the system libsqlite3, the library
+// perfsleuth links.
+func buildCLoop(tmp string) (string, error) {
 	src, err := findSource("cloop.c")
 	if err != nil {
 		return "", err
 	}
 	out := filepath.Join(tmp, "cloop")
-	args := []string{"-O2", "-o", out}
-	switch which {
-	case "system":
-		args = append(args, src, "-lsqlite3")
-	case "bundled":
-		dirOut, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/mattn/go-sqlite3").Output()
-		if err != nil {
-			return "", fmt.Errorf("find github.com/mattn/go-sqlite3 (go list -m): %w", err)
-		}
-		mdir := strings.TrimSpace(string(dirOut))
-		// cloop.c includes <sqlite3.h>; give it the amalgamation's header.
-		inc := filepath.Join(tmp, "include")
-		if err := os.MkdirAll(inc, 0o755); err != nil {
-			return "", err
-		}
-		if err := os.Symlink(filepath.Join(mdir, "sqlite3-binding.h"), filepath.Join(inc, "sqlite3.h")); err != nil {
-			return "", err
-		}
-		args = append(args, "-I", inc)
-		args = append(args, mattnCFLAGS...)
-		args = append(args, src, filepath.Join(mdir, "sqlite3-binding.c"), "-lpthread", "-lm", "-ldl")
-		fmt.Println("compiling the SQLite amalgamation for the C loop (about a minute)")
-	default:
-		return "", fmt.Errorf("--c-sqlite %q: use system or bundled", which)
-	}
-	if err := command("gcc", args...); err != nil {
+	if err := command("gcc", "-O2", "-o", out, src, "-lsqlite3"); err != nil {
 		return "", fmt.Errorf("build cloop (needs gcc and libsqlite3-dev): %w", err)
 	}
 	return out, nil
@@ -216,8 +179,11 @@ func compare(o options, c config, cloop, cDir, goDir string) (bool, error) {
 		if err != nil {
 			return false, err
 		}
+		if cVersion != goVersion {
+			return false, fmt.Errorf("the C loop ran SQLite %s, perfsleuth %s: they must link the same libsqlite3", cVersion, goVersion)
+		}
 		if i == 1 {
-			fmt.Printf("SQLite: C loop %s, perfsleuth %s\n", cVersion, goVersion)
+			fmt.Printf("SQLite %s on both sides\n", cVersion)
 			fmt.Printf("%-8s %-11s", "repeat", "")
 			for _, p := range phases {
 				fmt.Printf(" %12s", p)

@@ -1,21 +1,18 @@
 // Package sqlite is an open, configurable version of AndroBench's database
 // test: single-row INSERT, UPDATE, SELECT and DELETE statements on a
-// contacts-like table, run through the real SQLite C library (mattn/go-sqlite3,
-// cgo). Every setting AndroBench hides (journal mode, synchronous level, page
-// and cache size, index, statements per transaction) is a flag here, so a
-// score can be explained: is it the syncs, the CPU, or the settings?
+// contacts-like table, run through the real SQLite C library. Every setting
+// AndroBench hides (journal mode, synchronous level, page and cache size,
+// index, statements per transaction) is a flag here, so a score can be
+// explained: is it the syncs, the CPU, or the settings?
 //
-// The timed loop calls the driver directly (no database/sql), with prepared
-// statements and row data built outside the timing, so that it runs within a
-// few percent of a plain C loop over libsqlite3 (benchmarks/sqlite measures
-// that).
-//
-// Which SQLite runs is a build decision. By default mattn/go-sqlite3 compiles
-// its bundled amalgamation into the binary (static, a recent SQLite); the
-// build tag libsqlite3 links the system library instead. The amalgamation as
-// mattn compiles it syncs with fsync(2), where distribution builds use
-// fdatasync(2) (HAVE_FDATASYNC); build with
-// CGO_CFLAGS="-O2 -g -DHAVE_FDATASYNC=1" to sync as they do.
+// SQLite is the system's libsqlite3, through the small binding in capi: the
+// library the distribution's programs run, built as the distribution builds
+// it, which matters for a tool about sync latency (Debian's and Android's
+// builds sync with fdatasync(2); an amalgamation compiled without
+// HAVE_FDATASYNC, as go-sqlite3 bundles it, syncs with fsync(2)). The timed
+// loop makes one cgo call per statement, with prepared statements and row
+// data built outside the timing, so that it runs within a few percent of a
+// plain C loop over the same library (benchmarks/sqlite measures that).
 package sqlite
 
 import (

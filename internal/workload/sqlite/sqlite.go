@@ -2,21 +2,17 @@ package sqlite
 
 import (
 	"context"
-	"database/sql/driver"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
 
-	"github.com/mattn/go-sqlite3"
-
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/workload"
+	"github.com/perfsleuth/perfsleuth/internal/workload/sqlite/capi"
 )
 
 // Files the benchmark writes, all inside its directory.
@@ -44,6 +40,20 @@ const (
 	sqlCount    = `SELECT count(*) FROM contacts`
 )
 
+// phaseSQL is each phase's statement; phaseKinds how its parameters are
+// bound, in order (cloop.c binds the same).
+var (
+	phaseSQL = map[string]string{
+		PhaseInsert: sqlInsert, PhaseUpdate: sqlUpdate, PhaseSelect: sqlSelect, PhaseDelete: sqlDelete,
+	}
+	phaseKinds = map[string][]capi.Kind{
+		PhaseInsert: {capi.Int, capi.Text, capi.Text, capi.Text, capi.Text, capi.Int},
+		PhaseUpdate: {capi.Text, capi.Text, capi.Int, capi.Int},
+		PhaseSelect: {capi.Int},
+		PhaseDelete: {capi.Int},
+	}
+)
+
 // Bench is the sqlite workload. It implements workload.Workload. It is not
 // safe for concurrent use: the connection is opened without SQLite's mutex,
 // so call Cleanup only after Run has returned (cancel ctx to stop Run).
@@ -51,8 +61,8 @@ type Bench struct {
 	cfg    model.SQLiteConfig
 	dbPath string
 
-	conn  *sqlite3.SQLiteConn
-	stmts map[string]*sqlite3.SQLiteStmt // by phase, plus begin, commit, rollback, count
+	conn  *capi.Conn
+	stmts map[string]*capi.Stmt // by phase, plus begin, commit and rollback
 
 	ran bool
 	// done counts statements executed, for the progress goroutine.
@@ -74,7 +84,7 @@ func New(cfg *model.SQLiteConfig) (*Bench, error) {
 	if err := Validate(cfg); err != nil {
 		return nil, err
 	}
-	cfg.SQLiteVersion, _, _ = sqlite3.Version()
+	cfg.SQLiteVersion = capi.Version()
 	if cfg.Dir == "" {
 		// The current directory, not os.TempDir: /tmp may be tmpfs, and a
 		// database benchmark on RAM measures nothing about the storage.
@@ -169,47 +179,42 @@ func (b *Bench) Prepare(ctx context.Context) (err error) {
 // open opens the database, applies the PRAGMAs, checks that SQLite took
 // them, creates the schema and prepares the statements.
 func (b *Bench) open() error {
-	// A file: URI so that any byte in the path survives; _mutex=no opens the
-	// connection SQLITE_OPEN_NOMUTEX: only the Run goroutine ever touches it,
-	// so SQLite's per-call mutex would be pure overhead.
-	u := url.URL{Scheme: "file", Path: b.dbPath, RawQuery: "_mutex=no"}
-	c, err := (&sqlite3.SQLiteDriver{}).Open(u.String())
+	c, err := capi.Open(b.dbPath)
 	if err != nil {
-		return fmt.Errorf("open %s: %w", b.dbPath, err)
+		return err
 	}
-	b.conn = c.(*sqlite3.SQLiteConn)
+	b.conn = c
 	cfg := b.cfg
 	// page_size first: it only takes effect before the database has content,
-	// and WAL mode fixes it for good.
-	for _, p := range []string{
+	// and WAL mode fixes it for good. cloop.c runs the same, in this order.
+	sqls := []string{
 		fmt.Sprintf("PRAGMA page_size = %d", cfg.PageSize),
 		"PRAGMA journal_mode = " + cfg.Journal,
 		"PRAGMA synchronous = " + cfg.Sync,
 		fmt.Sprintf("PRAGMA cache_size = %d", cfg.CacheSize),
 		createTable,
-	} {
-		if _, err := b.conn.Exec(p, nil); err != nil {
-			return fmt.Errorf("%s on %s: %w", p, b.dbPath, err)
-		}
 	}
 	if cfg.Index {
-		if _, err := b.conn.Exec(createIndex, nil); err != nil {
-			return fmt.Errorf("%s on %s: %w", createIndex, b.dbPath, err)
+		sqls = append(sqls, createIndex)
+	}
+	for _, q := range sqls {
+		if err := b.conn.Exec(q); err != nil {
+			return err
 		}
 	}
 	if err := b.checkPragmas(); err != nil {
 		return err
 	}
-	b.stmts = map[string]*sqlite3.SQLiteStmt{}
-	for name, q := range map[string]string{
-		PhaseInsert: sqlInsert, PhaseUpdate: sqlUpdate, PhaseSelect: sqlSelect, PhaseDelete: sqlDelete,
-		"begin": "BEGIN", "commit": "COMMIT", "rollback": "ROLLBACK", "count": sqlCount,
-	} {
-		s, err := b.conn.Prepare(q)
-		if err != nil {
-			return fmt.Errorf("prepare %q on %s: %w", q, b.dbPath, err)
+	b.stmts = map[string]*capi.Stmt{}
+	for phase, q := range phaseSQL {
+		if b.stmts[phase], err = b.conn.Prepare(q, phaseKinds[phase]...); err != nil {
+			return err
 		}
-		b.stmts[name] = s.(*sqlite3.SQLiteStmt)
+	}
+	for _, q := range []string{"BEGIN", "COMMIT", "ROLLBACK"} {
+		if b.stmts[strings.ToLower(q)], err = b.conn.Prepare(q); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -220,7 +225,7 @@ func (b *Bench) checkPragmas() error {
 	cfg := b.cfg
 	want := []struct {
 		pragma string
-		want   driver.Value
+		want   any
 		hint   string
 	}{
 		{"journal_mode", cfg.Journal, "the file system may not support it (WAL needs shared memory)"},
@@ -245,32 +250,24 @@ func (b *Bench) checkPragmas() error {
 }
 
 // pragma returns the first column of `PRAGMA name`, lower-cased when text.
-func (b *Bench) pragma(name string) (driver.Value, error) {
-	v, err := queryOne(b.conn, "PRAGMA "+name)
-	if err != nil {
-		return nil, fmt.Errorf("PRAGMA %s on %s: %w", name, b.dbPath, err)
-	}
+func (b *Bench) pragma(name string) (any, error) {
+	v, err := b.queryOne("PRAGMA " + name)
 	if s, ok := v.(string); ok {
 		v = strings.ToLower(s)
 	}
-	return v, nil
+	return v, err
 }
 
-// queryOne runs q and returns the first column of its first row.
-func queryOne(c *sqlite3.SQLiteConn, q string) (driver.Value, error) {
-	rows, err := c.Query(q, nil)
+// queryOne runs q and returns the first column of its only row.
+func (b *Bench) queryOne(q string) (any, error) {
+	rows, err := b.conn.Query(q)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	dest := make([]driver.Value, len(rows.Columns()))
-	if err := rows.Next(dest); err != nil {
-		if err == io.EOF {
-			return nil, fmt.Errorf("%s returned no row", q)
-		}
-		return nil, err
+	if len(rows) != 1 || len(rows[0]) == 0 {
+		return nil, fmt.Errorf("%s on %s returned %d rows, want 1", q, b.dbPath, len(rows))
 	}
-	return dest[0], nil
+	return rows[0][0], nil
 }
 
 // Cleanup closes the database and, unless Keep, removes the database, its
@@ -296,18 +293,13 @@ func (b *Bench) Cleanup() error {
 // closeConn finalizes the statements and closes the connection; in WAL
 // mode the close checkpoints and removes the -wal and -shm files.
 func (b *Bench) closeConn() error {
-	var errs []error
-	for _, s := range b.stmts {
-		errs = append(errs, s.Close())
-	}
 	b.stmts = nil
-	if b.conn != nil {
-		if err := b.conn.Close(); err != nil {
-			errs = append(errs, fmt.Errorf("close %s: %w", b.dbPath, err))
-		}
-		b.conn = nil
+	if b.conn == nil {
+		return nil
 	}
-	return errors.Join(errs...)
+	err := b.conn.Close()
+	b.conn = nil
+	return err
 }
 
 // removeDB removes the database and SQLite's files beside it.

@@ -2,9 +2,7 @@ package sqlite
 
 import (
 	"context"
-	"database/sql/driver"
 	"errors"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -53,23 +51,13 @@ func run(t *testing.T, b *Bench) *model.SQLiteResult {
 }
 
 // query returns every row of q, read through the benchmark's own connection.
-func query(t *testing.T, b *Bench, q string) [][]driver.Value {
+func query(t *testing.T, b *Bench, q string) [][]any {
 	t.Helper()
-	rows, err := b.conn.Query(q, nil)
+	rows, err := b.conn.Query(q)
 	if err != nil {
 		t.Fatalf("%s: %v", q, err)
 	}
-	defer rows.Close()
-	var out [][]driver.Value
-	for {
-		dest := make([]driver.Value, len(rows.Columns()))
-		if err := rows.Next(dest); err == io.EOF {
-			return out
-		} else if err != nil {
-			t.Fatalf("%s: %v", q, err)
-		}
-		out = append(out, dest)
-	}
+	return rows
 }
 
 func queryInt(t *testing.T, b *Bench, q string) int64 {
@@ -128,14 +116,14 @@ func TestInsertThenUpdateContents(t *testing.T) {
 	b := newBench(t, cfg)
 	// The values each phase was to write, keyed by id.
 	want := all(cfg.Phases, cfg.Rows, cfg.Seed)
-	inserted := map[int64][]driver.Value{}
+	inserted := map[int64][]any{}
 	for k, a := range want[0] {
 		if a[0] != int64(k+1) {
 			t.Fatalf("insert %d has id %v, want ids ascending from 1", k, a[0])
 		}
 		inserted[a[0].(int64)] = a
 	}
-	updated := map[int64][]driver.Value{}
+	updated := map[int64][]any{}
 	var order []int64
 	for _, a := range want[1] {
 		updated[a[3].(int64)] = a
@@ -159,7 +147,7 @@ func TestInsertThenUpdateContents(t *testing.T) {
 			t.Fatalf("row id %d was not inserted and updated", id)
 		}
 		// name and address as inserted; phone, email and updated as updated.
-		want := []driver.Value{id, ins[1], upd[0], upd[1], ins[4], int64(updatedAt) + id}
+		want := []any{id, ins[1], upd[0], upd[1], ins[4], int64(updatedAt) + id}
 		if !slices.Equal(r, want) {
 			t.Errorf("row %v, want %v", r, want)
 		}
@@ -377,7 +365,7 @@ func TestNotOneRowIsAnError(t *testing.T) {
 		b := newBench(t, cfg)
 		b.onStatement = func(phase string, n int64) {
 			if phase == "insert" && n == int64(cfg.Rows) {
-				if _, err := b.conn.Exec("DELETE FROM contacts WHERE id = 5", nil); err != nil {
+				if err := b.conn.Exec("DELETE FROM contacts WHERE id = 5"); err != nil {
 					t.Error(err)
 				}
 			}
@@ -394,6 +382,49 @@ func TestNotOneRowIsAnError(t *testing.T) {
 		up := res.SQLite.Phases[1]
 		if n := queryInt(t, b, "SELECT count(*) FROM contacts WHERE updated >= 1800000000"); n != up.Statements {
 			t.Errorf("tx_size %d: %d rows updated, stats say %d", txSize, n, up.Statements)
+		}
+		if !b.conn.AutoCommit() {
+			t.Error("a transaction is still open after the error")
+		}
+	}
+}
+
+// A SELECT that finds no row is an error too, and so is an error from SQLite
+// itself, which names the database once and leaves no transaction open.
+func TestSelectAndSQLiteErrors(t *testing.T) {
+	const dup = "INSERT INTO contacts(id, name) VALUES(5, 'x')"
+	for _, tc := range []struct {
+		sql    string
+		at     int64 // run sql after this statement of the insert phase (of 25)
+		txSize int
+		want   []string
+	}{
+		{"DELETE FROM contacts WHERE id = 5", 25, 1, []string{"sqlite select phase on ", "(id 5)", "exactly one row", "found 0 rows"}},
+		{dup, 3, 1, []string{"sqlite insert phase (id 5)", "UNIQUE constraint failed", "result code 1555"}},
+		{dup, 3, 10, []string{"sqlite insert phase (id 5)", "UNIQUE constraint failed"}},
+	} {
+		cfg := testConfig(t)
+		cfg.TxSize = tc.txSize
+		cfg.Phases = []string{"insert", "select"}
+		b := newBench(t, cfg)
+		b.onStatement = func(phase string, n int64) {
+			if phase == "insert" && n == tc.at {
+				if err := b.conn.Exec(tc.sql); err != nil {
+					t.Error(err)
+				}
+			}
+		}
+		_, err := b.Run(context.Background(), nil)
+		if err == nil {
+			t.Fatalf("%s: Run = nil error", tc.sql)
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("error %q lacks %q", err, w)
+			}
+		}
+		if n := strings.Count(err.Error(), b.DBPath()); n != 1 {
+			t.Errorf("error %q names the database %d times, want once", err, n)
 		}
 		if !b.conn.AutoCommit() {
 			t.Error("a transaction is still open after the error")
