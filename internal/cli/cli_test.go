@@ -338,3 +338,51 @@ func TestObserveBuiltinSeesTheBenchmarkProcess(t *testing.T) {
 		t.Errorf("left behind: %v", l)
 	}
 }
+
+// mountTmpfs mounts a small tmpfs (root only) and unmounts it when the test ends.
+func mountTmpfs(t *testing.T, opts string) string {
+	t.Helper()
+	dir := t.TempDir()
+	if err := syscall.Mount("tmpfs", dir, "tmpfs", 0, opts); err != nil {
+		t.Skipf("cannot mount a tmpfs here (%v): needs root", err)
+	}
+	t.Cleanup(func() { syscall.Unmount(dir, syscall.MNT_DETACH) })
+	return dir
+}
+
+func TestFullDiskAndReadOnlyDirGiveClearErrors(t *testing.T) {
+	small := mountTmpfs(t, "size=1m")
+	ro := mountTmpfs(t, "size=1m")
+	if err := syscall.Mount("", ro, "", syscall.MS_REMOUNT|syscall.MS_RDONLY, ""); err != nil {
+		t.Skipf("cannot remount read-only: %v", err)
+	}
+	work := t.TempDir()
+	cases := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"fileio larger than the disk", []string{"bench", "fileio", "--dir", small, "--size", "4m", "--ops", "10"}, "free"},
+		// SQLite runs out of space in the middle of the insert phase.
+		{"sqlite fills the disk", []string{"bench", "sqlite", "--dir", small, "--rows", "20000", "--sync", "off", "--journal", "memory"}, "full"},
+		{"fileio read-only dir", []string{"bench", "fileio", "--dir", ro, "--size", "64k", "--ops", "10"}, ro},
+		{"sqlite read-only dir", []string{"bench", "sqlite", "--dir", ro, "--rows", "10"}, ro},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := run(t, work, c.args...)
+			if r.code != 2 {
+				t.Fatalf("exit status %d, want 2\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+			}
+			lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+			if len(lines) != 1 || !strings.Contains(strings.ToLower(lines[0]), strings.ToLower(c.want)) {
+				t.Errorf("want one error line mentioning %q, got:\n%s", c.want, r.stderr)
+			}
+			for _, d := range []string{small, ro, work} {
+				if l := listing(t, d); len(l) != 0 {
+					t.Errorf("left behind in %s: %v", d, l)
+				}
+			}
+		})
+	}
+}

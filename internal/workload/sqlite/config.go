@@ -19,7 +19,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -150,7 +149,7 @@ func validatePhases(phases []string) []error {
 // validateDir checks that the directory the database goes in (or, for "",
 // the current directory, where one will be created) exists and is writable.
 func validateDir(dir string) error {
-	what := "dir " + dir
+	what := "--dir " + dir
 	if dir == "" {
 		dir, what = ".", "the current directory (where the benchmark directory is created)"
 	}
@@ -167,8 +166,7 @@ func validateDir(dir string) error {
 	// it still catches read-only mounts (EROFS) for root.
 	const wOK, xOK = 2, 1 // <unistd.h>
 	if err := syscall.Access(dir, wOK|xOK); err != nil {
-		abs, _ := filepath.Abs(dir)
-		return fmt.Errorf("%s (%s) is not writable: %w; choose another --dir", what, abs, err)
+		return fmt.Errorf("%s is not writable (%v): choose another --dir", what, err)
 	}
 	return nil
 }
