@@ -31,6 +31,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/perfsleuth/perfsleuth/internal/stats"
+	"github.com/perfsleuth/perfsleuth/internal/units"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -88,7 +90,7 @@ func main() {
 	flag.StringVar(&o.only, "jobs", "", "comma-separated job names to run (default all)")
 	flag.Parse()
 	var err error
-	if o.size, err = parseSize(size); err != nil {
+	if o.size, err = units.ParseSize(size); err != nil {
 		fmt.Fprintf(os.Stderr, "--size %s: %v\n", size, err)
 		os.Exit(2)
 	}
@@ -141,7 +143,7 @@ func run(ctx context.Context, o options) (failed bool, err error) {
 		engine = "fileio package, in process"
 	}
 	fmt.Printf("perfsleuth: %s\nfio: %s (%s)\nwork directory: %s\n%d repeats of %v per tool and job, file %s\n",
-		engine, fioPath, strings.TrimSpace(string(ver)), work, o.repeats, o.duration, humanSize(o.size))
+		engine, fioPath, strings.TrimSpace(string(ver)), work, o.repeats, o.duration, units.FormatSize(o.size))
 
 	for _, j := range jobs {
 		if o.only != "" && !slices.Contains(strings.Split(o.only, ","), j.name) {
@@ -187,12 +189,12 @@ func runJob(ctx context.Context, o options, fioPath, data, out string, j job) (b
 		a, b, ratios = append(a, x), append(b, y), append(ratios, x/y)
 		fmt.Printf("  %-7d %14.0f %14.0f %8.3f\n", i+1, x, y, x/y)
 	}
-	r := median(ratios)
+	r := stats.Median(ratios)
 	verdict := "PASS"
 	if r < passRatio {
 		verdict = "FAIL"
 	}
-	fmt.Printf("  %-7s %14.0f %14.0f %8.3f  %s (perfsleuth/fio >= %.2f)\n", "median", median(a), median(b), r, verdict, passRatio)
+	fmt.Printf("  %-7s %14.0f %14.0f %8.3f  %s (perfsleuth/fio >= %.2f)\n", "median", stats.Median(a), stats.Median(b), r, verdict, passRatio)
 	return r >= passRatio, nil
 }
 
@@ -202,7 +204,7 @@ func runPerfsleuth(ctx context.Context, o options, data, jsonOut string, j job, 
 		return runInProcess(ctx, o, data, j, d)
 	}
 	args := []string{"bench", "fileio", "--rw", j.rw, "--bs", strconv.FormatInt(j.bs, 10),
-		"--size", humanFlag(o.size), "--files", "1", "--threads", "1", "--duration", d.String(),
+		"--size", strconv.FormatInt(o.size, 10), "--files", "1", "--threads", "1", "--duration", d.String(),
 		"--dir", data, "--keep", "--json", jsonOut}
 	if j.direct {
 		args = append(args, "--direct")
@@ -294,57 +296,4 @@ func runFio(ctx context.Context, fioPath, file string, size int64, j job, d time
 		return 0, fmt.Errorf("fio reported no job or an error: %s", stderr.Bytes())
 	}
 	return res.Jobs[0].Read.IOPS + res.Jobs[0].Write.IOPS, nil
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
-}
-
-var units = []struct {
-	suffix string
-	mult   int64
-}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}}
-
-// parseSize accepts "1GiB", "512MiB", "4KiB" or a byte count.
-func parseSize(s string) (int64, error) {
-	for _, u := range units {
-		if num, ok := strings.CutSuffix(s, u.suffix); ok {
-			v, err := strconv.ParseInt(num, 10, 64)
-			if err != nil || v <= 0 {
-				return 0, errors.New("want a positive whole number of KiB, MiB, GiB or TiB, or of bytes")
-			}
-			return v * u.mult, nil
-		}
-	}
-	v, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || v <= 0 {
-		return 0, errors.New("want a positive whole number of KiB, MiB, GiB or TiB, or of bytes")
-	}
-	return v, nil
-}
-
-// humanFlag writes a size the way perfsleuth's --size takes it ("1GiB").
-func humanFlag(n int64) string {
-	for _, u := range units {
-		if n%u.mult == 0 {
-			return strconv.FormatInt(n/u.mult, 10) + u.suffix
-		}
-	}
-	return strconv.FormatInt(n, 10)
-}
-
-func humanSize(n int64) string {
-	s := humanFlag(n)
-	for _, u := range units {
-		if strings.HasSuffix(s, u.suffix) {
-			return strings.TrimSuffix(s, u.suffix) + " " + u.suffix
-		}
-	}
-	return s + " bytes"
 }

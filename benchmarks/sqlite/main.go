@@ -25,11 +25,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/perfsleuth/perfsleuth/internal/stats"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 
@@ -201,7 +201,7 @@ func compare(o options, c config, cloop, cDir, goDir string) (bool, error) {
 			cs, gs = append(cs, cRuns[i][p]), append(gs, goRuns[i][p])
 			rs = append(rs, goRuns[i][p]/cRuns[i][p])
 		}
-		cMed[p], goMed[p], ratio[p] = median(cs), median(gs), median(rs)
+		cMed[p], goMed[p], ratio[p] = stats.Median(cs), stats.Median(gs), stats.Median(rs)
 	}
 	printRow("median", "C", phases, cMed)
 	printRow("", "perfsleuth", phases, goMed)
@@ -284,14 +284,4 @@ func runGo(perfsleuth, dir string, c config, o options) (phaseRates, string, err
 		rates[p.Phase] = p.TxPerSec
 	}
 	return rates, t.SQLiteVersion, nil
-}
-
-func median(xs []float64) float64 {
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	n := len(s)
-	if n%2 == 1 {
-		return s[n/2]
-	}
-	return (s[n/2-1] + s[n/2]) / 2
 }

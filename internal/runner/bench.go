@@ -40,21 +40,12 @@ func newRun(t model.Target) *model.Run {
 // Bench runs a built-in benchmark in this process, unobserved. A cancelled
 // ctx stops it early: the run is then marked interrupted and still returned.
 func Bench(ctx context.Context, t model.Target, hooks Hooks) (*model.Run, error) {
-	b, err := Lookup(t.Kind)
-	if err != nil {
-		return nil, err
-	}
-	if err := b.Validate(&t); err != nil {
-		return nil, err
-	}
-	removeDir, err := b.resolveDir(&t)
+	b, run, removeDir, err := setupBuiltin(t)
 	if err != nil {
 		return nil, err
 	}
 	defer removeDir()
-	run := newRun(t)
-	host, warnings := sysinfo.Collect(dirOf(&t))
-	run.Host, run.Warnings = host, warnings
+	t = run.Target
 
 	w, err := b.New(t)
 	if err != nil {
@@ -82,6 +73,24 @@ func Bench(ctx context.Context, t model.Target, hooks Hooks) (*model.Run, error)
 	run.Interrupted = ctx.Err() != nil
 	run.EndedAt = time.Now()
 	return run, nil
+}
+
+// setupBuiltin validates a built-in target, gives it its directory and
+// starts its run record with the host's facts. removeDir removes a directory
+// it created (unless --keep); the caller defers it.
+func setupBuiltin(t model.Target) (b *Builtin, run *model.Run, removeDir func(), err error) {
+	if b, err = Lookup(t.Kind); err != nil {
+		return nil, nil, nil, err
+	}
+	if err = b.Validate(&t); err != nil {
+		return nil, nil, nil, err
+	}
+	if removeDir, err = b.resolveDir(&t); err != nil {
+		return nil, nil, nil, err
+	}
+	run = newRun(t)
+	run.Host, run.Warnings = sysinfo.Collect(dirOf(&t))
+	return b, run, removeDir, nil
 }
 
 // ErrInterrupted is returned when the user stopped a run before anything was measured.

@@ -13,7 +13,6 @@ import (
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/probe/procfs"
-	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
 )
 
 // ObserveOptions are the observer's settings, common to every target kind.
@@ -42,22 +41,14 @@ func (o ObserveOptions) sampler(pid int, storage *model.Storage) *procfs.Sampler
 // ObserveBuiltin runs a built-in benchmark in a child perfsleuth process and
 // observes it from the end of its prepare step to the end of its measured phase.
 func ObserveBuiltin(ctx context.Context, t model.Target, opts ObserveOptions, hooks Hooks) (*model.Run, error) {
-	b, err := Lookup(t.Kind)
-	if err != nil {
-		return nil, err
-	}
-	if err := b.Validate(&t); err != nil {
-		return nil, err
-	}
-	removeDir, err := b.resolveDir(&t)
+	_, run, removeDir, err := setupBuiltin(t)
 	if err != nil {
 		return nil, err
 	}
 	// The child removes its own files; removeDir covers a child that was killed
 	// before it could (it also keeps a --keep directory).
 	defer removeDir()
-	run := newRun(t)
-	run.Host, run.Warnings = sysinfo.Collect(dirOf(&t))
+	t = run.Target
 
 	exe, err := os.Executable()
 	if err != nil {
