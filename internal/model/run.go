@@ -27,6 +27,10 @@ type Run struct {
 	Target      Target       `json:"target"`
 	Result      *Result      `json:"result,omitempty"`
 	Observation *Observation `json:"observation,omitempty"`
+	// TimeAccounting, Verdict and Findings are the analysis of the run.
+	TimeAccounting *TimeAccounting `json:"time_accounting,omitempty"`
+	Verdict        *Verdict        `json:"verdict,omitempty"`
+	Findings       []Finding       `json:"findings,omitempty"`
 	// Warnings are things the user can act on, in plain words.
 	Warnings []string `json:"warnings,omitempty"`
 }

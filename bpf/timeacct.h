@@ -1,0 +1,72 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Types shared between bpf/timeacct.bpf.c and internal/probe/timeacct (via bpf2go).
+ * Fixed-width fields only, laid out without padding holes. */
+#ifndef __TIMEACCT_H
+#define __TIMEACCT_H
+
+/* Categories; the order is the Go package's Categories array. */
+#define TA_CAT_CPU 0
+#define TA_CAT_CPU_WAIT 1
+#define TA_CAT_STORAGE_READ 2
+#define TA_CAT_STORAGE_WRITE 3
+#define TA_CAT_STORAGE_SYNC 4
+#define TA_CAT_LOCK 5
+#define TA_CAT_SLEEP 6
+#define TA_CAT_OTHER 7
+#define TA_NUM_CATS 8
+
+/* Thread states. */
+#define TA_STATE_RUNNING 0
+#define TA_STATE_RUNNABLE 1
+#define TA_STATE_BLOCKED 2
+
+/* Kernel-stack classes, in priority order (lower wins). */
+#define TA_CLASS_NONE 0
+#define TA_CLASS_LOCK 1
+#define TA_CLASS_SYNC 2
+#define TA_CLASS_WRITE 3
+#define TA_CLASS_READ 4
+
+#define TA_COMM_LEN 16
+#define TA_MAX_RANGES 32
+#define TA_MAX_FRAMES 32
+
+/* Per-thread accounting, keyed by tid. */
+struct ta_thread {
+	__u64 ns[TA_NUM_CATS];  /* time per category, closed intervals only */
+	__u64 last_ns;          /* start of the open interval */
+	__u64 first_ns;         /* when the entry was created */
+	__u64 exit_ns;          /* sched_process_exit time, 0 while alive */
+	__u64 utime_ns;         /* task->utime at the last switch-out or exit */
+	__u64 stime_ns;         /* task->stime at the last switch-out or exit */
+	__u64 switches;         /* switch-outs */
+	__u64 involuntary;      /* switch-outs while runnable (preempted) */
+	__u64 wakeups;          /* sched_wakeup of this thread while blocked */
+	__u64 futex_lock_blocks;  /* blocks in futex classified as lock */
+	__u64 futex_sleep_blocks; /* blocks in futex classified as sleep (FUTEX_WAIT_BITSET) */
+	__u32 tid;
+	__u32 tgid;
+	__u32 state;            /* TA_STATE_* */
+	__u32 cat;              /* TA_CAT_* while TA_STATE_BLOCKED */
+	__u32 exited;
+	__u32 _pad;
+	__u8 comm[TA_COMM_LEN];
+};
+
+/* Kernel text ranges [start, end) whose presence on the stack of a task going
+ * to sleep in D state tells what it waits for. Unused slots are zero. */
+struct ta_ranges {
+	__u64 start[TA_MAX_RANGES];
+	__u64 end[TA_MAX_RANGES];
+	__u32 class[TA_MAX_RANGES]; /* TA_CLASS_* */
+};
+
+/* Counters of the probe as a whole. */
+struct ta_counters {
+	__u64 process_forks;  /* new processes created below the tracked tree */
+	__u64 thread_creates; /* new threads in tracked processes */
+	__u64 exits;          /* tracked threads that exited */
+	__u64 dropped;        /* threads not accounted because the map was full */
+};
+
+#endif /* __TIMEACCT_H */

@@ -1,0 +1,118 @@
+// Package analyze turns a run record's measurements into conclusions: it
+// totals the time accounting over the busy threads, names the bottleneck
+// (the verdict) and applies the finding rules. It reads and writes only the
+// model.Run, never the kernel, so it runs the same on a saved record.
+package analyze
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/perfsleuth/perfsleuth/internal/model"
+)
+
+// idleCPUShare: a thread that ran (or waited to run) for less than this share
+// of its wall time, and never waited on storage, is waiting for work: a
+// pool's parked worker, a parent waiting for its children. 1% leaves room for
+// a parked thread's periodic wake-ups (Go's sysmon, a 10 ms housekeeping
+// timer: 10 wake-ups/s of 10 µs is 0.01%) while a thread that takes turns on
+// a contended lock runs far more than that.
+const idleCPUShare = 0.01
+
+// Analyze fills run.TimeAccounting's totals, run.Verdict and run.Findings.
+// It is idempotent: analysing a loaded record again gives the same result.
+func Analyze(run *model.Run) {
+	if ta := run.TimeAccounting; ta != nil {
+		summarize(ta)
+		run.Verdict = verdict(ta)
+	}
+	run.Findings = nil
+	for _, r := range rules {
+		if f := r.check(run); f != nil {
+			f.ID = r.id
+			run.Findings = append(run.Findings, *f)
+		}
+	}
+	sort.SliceStable(run.Findings, func(i, j int) bool {
+		return severityRank[run.Findings[i].Severity] > severityRank[run.Findings[j].Severity]
+	})
+}
+
+var severityRank = map[string]int{"critical": 3, "warning": 2, "info": 1}
+
+// summarize marks idle threads and totals the busy ones.
+func summarize(ta *model.TimeAccounting) {
+	ta.Total = map[string]float64{}
+	ta.UserSec, ta.SystemSec = 0, 0
+	for i := range ta.Threads {
+		t := &ta.Threads[i]
+		t.Idle = isIdle(t)
+		if t.Idle {
+			continue
+		}
+		for c, s := range t.Seconds {
+			ta.Total[c] += s
+		}
+		ta.UserSec += t.UserSec
+		ta.SystemSec += t.SystemSec
+	}
+}
+
+func isIdle(t *model.ThreadTime) bool {
+	if t.WallSec <= 0 {
+		return true
+	}
+	s := t.Seconds
+	if s[model.CatStorageRead]+s[model.CatStorageWrite]+s[model.CatStorageSync] > 0 {
+		return false
+	}
+	if _, known := s[model.CatUnknown]; known && s[model.CatUnknown] > 0 {
+		// The /proc fallback cannot see why a thread was off the CPU, so
+		// it cannot call it idle on that evidence alone.
+		return s[model.CatCPU] == 0
+	}
+	return (s[model.CatCPU]+s[model.CatCPUWait])/t.WallSec < idleCPUShare
+}
+
+// busySeconds is the busy threads' total time.
+func busySeconds(ta *model.TimeAccounting) float64 {
+	sum := 0.0
+	for _, s := range ta.Total {
+		sum += s
+	}
+	return sum
+}
+
+// share is a category's share of the busy threads' time.
+func share(ta *model.TimeAccounting, cat string) float64 {
+	if b := busySeconds(ta); b > 0 {
+		return ta.Total[cat] / b
+	}
+	return 0
+}
+
+var verdictText = map[string]string{
+	model.CatCPU:          "CPU-bound: the busy threads spent %.0f%% of their time running on a CPU",
+	model.CatCPUWait:      "CPU-starved: the busy threads spent %.0f%% of their time runnable but waiting for a CPU",
+	model.CatStorageRead:  "storage-read-bound: %.0f%% of the busy threads' time was blocked reading from storage",
+	model.CatStorageWrite: "storage-write-bound: %.0f%% of the busy threads' time was blocked writing to storage (direct writes, dirty-page throttling, writeback)",
+	model.CatStorageSync:  "sync-bound: %.0f%% of the busy threads' time was blocked flushing to storage (fsync, fdatasync, O_SYNC writes)",
+	model.CatLock:         "lock-bound: %.0f%% of the busy threads' time was spent waiting for other threads (futexes, kernel locks)",
+	model.CatSleep:        "mostly waiting on timers, pipes, sockets or children (%.0f%% of the busy threads' time): the work happens elsewhere",
+	model.CatOther:        "%.0f%% of the busy threads' time was off the CPU for other reasons",
+	model.CatUnknown:      "where %.0f%% of the time went is unknown to the /proc observer: run as root for eBPF time accounting",
+}
+
+// verdict names the category with the largest share of the busy threads' time.
+func verdict(ta *model.TimeAccounting) *model.Verdict {
+	if busySeconds(ta) == 0 {
+		return &model.Verdict{Primary: "", Summary: "no busy thread was seen in the window"}
+	}
+	best := ""
+	for _, c := range model.Categories {
+		if best == "" || ta.Total[c] > ta.Total[best] {
+			best = c
+		}
+	}
+	return &model.Verdict{Primary: best, Summary: fmt.Sprintf(verdictText[best], share(ta, best)*100)}
+}

@@ -1,0 +1,177 @@
+package analyze
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/perfsleuth/perfsleuth/internal/model"
+)
+
+// thread builds a thread whose seconds are given as category:seconds pairs;
+// its wall time is their sum, as the accounting guarantees.
+func thread(tid int, secs map[string]float64) model.ThreadTime {
+	wall := 0.0
+	for _, s := range secs {
+		wall += s
+	}
+	return model.ThreadTime{PID: 1, TID: tid, Comm: "t", WallSec: wall, Seconds: secs, UserSec: secs[model.CatCPU]}
+}
+
+func runWith(cpus int, window float64, threads ...model.ThreadTime) *model.Run {
+	return &model.Run{
+		Host:           model.Host{CPUsOnline: cpus},
+		TimeAccounting: &model.TimeAccounting{Source: "ebpf", WindowSec: window, Threads: threads},
+	}
+}
+
+func ids(fs []model.Finding) string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.ID+":"+f.Severity)
+	}
+	return strings.Join(out, ",")
+}
+
+func TestVerdictAndFindings(t *testing.T) {
+	cases := []struct {
+		name     string
+		run      *model.Run
+		primary  string
+		findings string
+	}{
+		{
+			name:    "cpu-bound single thread",
+			run:     runWith(2, 10, thread(1, map[string]float64{"cpu": 9.5, "cpu-wait": 0.1, "sleep": 0.4})),
+			primary: "cpu",
+		},
+		{
+			name: "sync-bound sqlite (DELETE+FULL shape)",
+			run: runWith(2, 10, thread(1, map[string]float64{"cpu": 1, "storage-sync": 8.5, "storage-write": 0.5}),
+				// a parked helper thread: idle, not a bottleneck
+				thread(2, map[string]float64{"sleep": 10})),
+			primary:  "storage-sync",
+			findings: "sync.dominant:critical",
+		},
+		{
+			name:     "sync share between the thresholds",
+			run:      runWith(2, 10, thread(1, map[string]float64{"cpu": 6.5, "storage-sync": 3.5})),
+			primary:  "cpu",
+			findings: "sync.dominant:warning",
+		},
+		{
+			name: "threads taking turns on a lock",
+			run: runWith(4, 10,
+				thread(1, map[string]float64{"cpu": 4, "lock": 6}),
+				thread(2, map[string]float64{"cpu": 4, "lock": 6})),
+			primary:  "lock",
+			findings: "lock.contention:warning",
+		},
+		{
+			name: "an idle pool beside a busy worker is not lock contention",
+			run: runWith(2, 10,
+				thread(1, map[string]float64{"cpu": 9.9, "cpu-wait": 0.1}),
+				thread(2, map[string]float64{"lock": 9.99, "cpu": 0.01}),
+				thread(3, map[string]float64{"lock": 9.99, "cpu": 0.01}),
+				thread(4, map[string]float64{"sleep": 10})),
+			primary: "cpu",
+		},
+		{
+			name: "more runnable threads than CPUs",
+			run: runWith(2, 10,
+				thread(1, map[string]float64{"cpu": 6, "cpu-wait": 4}),
+				thread(2, map[string]float64{"cpu": 6, "cpu-wait": 4}),
+				thread(3, map[string]float64{"cpu": 6, "cpu-wait": 4})),
+			primary:  "cpu",
+			findings: "cpu.saturated:warning",
+		},
+		{
+			name: "thread per message",
+			run: func() *model.Run {
+				r := runWith(2, 2, thread(1, map[string]float64{"cpu": 1, "sleep": 1}))
+				r.TimeAccounting.ThreadsCreated, r.TimeAccounting.ThreadsExited = 500, 499
+				return r
+			}(),
+			primary:  "cpu",
+			findings: "threads.churn:warning",
+		},
+		{
+			name: "tiny writes seen by /proc",
+			run: func() *model.Run {
+				r := runWith(2, 10, thread(1, map[string]float64{"cpu": 10}))
+				r.Observation = &model.Observation{DurationSec: 10, Totals: model.Totals{Process: model.ProcessUse{SyscW: 200000, WChar: 200000 * 64, UserSec: 5, SystemSec: 5}}}
+				return r
+			}(),
+			primary:  "cpu",
+			findings: "syscall.tiny_io:warning",
+		},
+		{
+			name: "4 KiB writes are not tiny",
+			run: func() *model.Run {
+				r := runWith(2, 10, thread(1, map[string]float64{"cpu": 10}))
+				r.Observation = &model.Observation{DurationSec: 10, Totals: model.Totals{Process: model.ProcessUse{SyscW: 200000, WChar: 200000 * 4096, UserSec: 5, SystemSec: 5}}}
+				return r
+			}(),
+			primary: "cpu",
+		},
+		{
+			name: "an observer that costs as much as it sees",
+			run: func() *model.Run {
+				r := runWith(2, 10, thread(1, map[string]float64{"cpu": 1, "sleep": 9}))
+				r.Observation = &model.Observation{DurationSec: 10, ObserverCPUSec: 0.2, Totals: model.Totals{Process: model.ProcessUse{UserSec: 1}}}
+				return r
+			}(),
+			primary:  "sleep",
+			findings: "observer.overhead_high:warning",
+		},
+		{
+			name:    "/proc fallback: time it cannot attribute",
+			run:     runWith(2, 10, thread(1, map[string]float64{"cpu": 2, "unknown": 8})),
+			primary: "unknown",
+		},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			Analyze(c.run)
+			if c.run.Verdict == nil || c.run.Verdict.Primary != c.primary {
+				t.Errorf("verdict %+v, want primary %q", c.run.Verdict, c.primary)
+			}
+			if got := ids(c.run.Findings); got != c.findings {
+				t.Errorf("findings %q, want %q", got, c.findings)
+			}
+			for _, f := range c.run.Findings {
+				if f.Summary == "" || len(f.Evidence) == 0 {
+					t.Errorf("finding %s without summary or evidence", f.ID)
+				}
+			}
+			// Analysing again (a loaded record) changes nothing.
+			before := ids(c.run.Findings)
+			Analyze(c.run)
+			if ids(c.run.Findings) != before {
+				t.Errorf("second Analyze changed the findings")
+			}
+		})
+	}
+}
+
+func TestIdleThreadsAreListedButNotTotalled(t *testing.T) {
+	r := runWith(2, 10,
+		thread(1, map[string]float64{"cpu": 9, "storage-sync": 1}),
+		thread(2, map[string]float64{"lock": 10}))
+	Analyze(r)
+	ta := r.TimeAccounting
+	if ta.Threads[0].Idle || !ta.Threads[1].Idle {
+		t.Fatalf("idle flags: %v %v, want busy then idle", ta.Threads[0].Idle, ta.Threads[1].Idle)
+	}
+	if ta.Total["lock"] != 0 || ta.Total["cpu"] != 9 || ta.Total["storage-sync"] != 1 {
+		t.Errorf("totals %v: the idle thread's lock time must not count", ta.Total)
+	}
+}
+
+func TestEveryFindingIsDocumented(t *testing.T) {
+	doc := readDoc(t)
+	for _, r := range rules {
+		if !strings.Contains(doc, "## `"+r.id+"`") {
+			t.Errorf("docs/findings.md has no section for %s", r.id)
+		}
+	}
+}

@@ -1,0 +1,41 @@
+package analyze
+
+import (
+	"fmt"
+
+	"github.com/perfsleuth/perfsleuth/internal/model"
+)
+
+// Tiny IO: read or write calls that move less than a disk sector (512 bytes)
+// on average pay a whole syscall (and, for writes to a file, a page-cache
+// lookup and inode update) per few bytes; at 1000 calls/s and more that
+// overhead shows (at ~1-2 µs per call, a few % of a CPU and rising).
+const (
+	tinyIOBytes       = 512
+	tinyIOCallsPerSec = 1000
+)
+
+func tinyIO(run *model.Run) *model.Finding {
+	o := run.Observation
+	if o == nil || o.DurationSec <= 0 {
+		return nil
+	}
+	p := o.Totals.Process
+	var ev []string
+	check := func(what string, calls, bytes int64) {
+		if calls == 0 {
+			return
+		}
+		rate, avg := float64(calls)/o.DurationSec, float64(bytes)/float64(calls)
+		if rate >= tinyIOCallsPerSec && avg < tinyIOBytes {
+			ev = append(ev, fmt.Sprintf("%.0f %s calls/s of %.0f bytes on average", rate, what, avg))
+		}
+	}
+	check("read", p.SyscR, p.RChar)
+	check("write", p.SyscW, p.WChar)
+	if len(ev) == 0 {
+		return nil
+	}
+	ev = append(ev, "buffer in user space and issue fewer, larger calls")
+	return &model.Finding{Severity: "warning", Summary: "many tiny reads or writes", Evidence: ev}
+}

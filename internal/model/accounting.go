@@ -1,0 +1,77 @@
+package model
+
+// Category ids of the time accounting, in display order. A thread's seconds
+// in these categories add up to its wall-clock time in the window.
+const (
+	CatCPU          = "cpu"
+	CatCPUWait      = "cpu-wait"
+	CatStorageRead  = "storage-read"
+	CatStorageWrite = "storage-write"
+	CatStorageSync  = "storage-sync"
+	CatLock         = "lock"
+	CatSleep        = "sleep"
+	CatOther        = "other"
+	// CatUnknown holds the time a source cannot attribute (the /proc
+	// fallback cannot tell most off-CPU causes apart).
+	CatUnknown = "unknown"
+)
+
+// Categories lists the category ids in display order.
+var Categories = []string{CatCPU, CatCPUWait, CatStorageRead, CatStorageWrite, CatStorageSync, CatLock, CatSleep, CatOther, CatUnknown}
+
+// TimeAccounting says where each thread's wall-clock time went.
+type TimeAccounting struct {
+	// Source is "ebpf" (scheduler tracepoints) or "procfs" (the fallback).
+	Source    string  `json:"source"`
+	WindowSec float64 `json:"window_sec"`
+	// Unknown lists, in plain words, what this source cannot attribute.
+	Unknown []string `json:"unknown,omitempty"`
+	// Total sums the busy threads' seconds per category (idle threads,
+	// which waited for work the whole window, are left out).
+	Total map[string]float64 `json:"total"`
+	// UserSec and SystemSec split the busy threads' cpu time.
+	UserSec   float64      `json:"user_sec"`
+	SystemSec float64      `json:"system_sec"`
+	Threads   []ThreadTime `json:"threads"`
+	// Thread churn over the window.
+	ThreadsCreated   int64 `json:"threads_created"`
+	ThreadsExited    int64 `json:"threads_exited"`
+	ProcessesCreated int64 `json:"processes_created"`
+	// Dropped counts events the probe could not record (full maps); the
+	// accounting is exact only when it is 0.
+	Dropped int64 `json:"dropped"`
+}
+
+// ThreadTime is one thread's accounting.
+type ThreadTime struct {
+	PID     int                `json:"pid"`
+	TID     int                `json:"tid"`
+	Comm    string             `json:"comm"`
+	WallSec float64            `json:"wall_sec"`
+	Seconds map[string]float64 `json:"seconds"`
+	// UserSec and SystemSec split the thread's cpu seconds.
+	UserSec   float64 `json:"user_sec"`
+	SystemSec float64 `json:"system_sec"`
+	// Idle marks a thread that waited for work the whole window (a pool's
+	// parked worker): it is listed, not counted in Total or the verdict.
+	Idle   bool `json:"idle"`
+	Exited bool `json:"exited"`
+}
+
+// Verdict names the bottleneck.
+type Verdict struct {
+	// Primary is the category id that took the largest share of the busy
+	// threads' time.
+	Primary string `json:"primary"`
+	Summary string `json:"summary"`
+}
+
+// Finding is one thing the analysis noticed, with its evidence.
+type Finding struct {
+	// ID is a stable dotted id documented in docs/findings.md.
+	ID string `json:"id"`
+	// Severity is "info", "warning" or "critical".
+	Severity string   `json:"severity"`
+	Summary  string   `json:"summary"`
+	Evidence []string `json:"evidence"`
+}
