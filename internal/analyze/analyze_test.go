@@ -175,3 +175,32 @@ func TestEveryFindingIsDocumented(t *testing.T) {
 		}
 	}
 }
+
+func TestFromObservation(t *testing.T) {
+	r := &model.Run{Observation: &model.Observation{DurationSec: 4, Totals: model.Totals{Threads: []model.ThreadUse{
+		{PID: 1, TID: 1, Comm: "main", UserSec: 1, SystemSec: 2},
+		{PID: 1, TID: 2, Comm: "worker", UserSec: 0, SystemSec: 0},
+	}}}}
+	FromObservation(r)
+	Analyze(r)
+	ta := r.TimeAccounting
+	if ta == nil || ta.Source != "procfs" || len(ta.Threads) != 2 {
+		t.Fatalf("accounting %+v", ta)
+	}
+	main := ta.Threads[0]
+	if main.Seconds["cpu"] != 3 || main.Seconds["unknown"] != 1 || main.Idle {
+		t.Errorf("main thread %+v", main)
+	}
+	if !ta.Threads[1].Idle {
+		t.Errorf("a thread that never ran should be idle")
+	}
+	if r.Verdict.Primary != "cpu" {
+		t.Errorf("verdict %+v", r.Verdict)
+	}
+	// An existing (eBPF) accounting is left alone.
+	before := r.TimeAccounting
+	FromObservation(r)
+	if r.TimeAccounting != before {
+		t.Error("FromObservation replaced an existing accounting")
+	}
+}

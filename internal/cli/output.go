@@ -7,6 +7,7 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
+	"github.com/perfsleuth/perfsleuth/internal/analyze"
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/report"
 )
@@ -35,6 +36,8 @@ func (o *outputFlags) check() error {
 // emit saves and prints a finished run. The terminal view goes to stdout, or
 // to stderr when the JSON record takes stdout.
 func (o *outputFlags) emit(cmd *cobra.Command, run *model.Run) error {
+	analyze.FromObservation(run)
+	analyze.Analyze(run)
 	out := cmd.OutOrStdout()
 	var saveErr error
 	switch o.json {

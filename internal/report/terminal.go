@@ -24,6 +24,7 @@ func Terminal(run *model.Run, o Options) []byte {
 	d.host(run.Host)
 	d.target(run.Target)
 	d.result(run)
+	d.accounting(run)
 	if run.Observation != nil {
 		d.observation(run.Observation)
 	}

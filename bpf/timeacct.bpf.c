@@ -1,0 +1,463 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* timeacct: per-thread wall-clock time accounting for a process tree.
+ *
+ * Every thread of the tracked processes is, at each moment, running,
+ * runnable (waiting for a CPU) or blocked for a reason decided when it goes
+ * to sleep: the syscall it is in (read from its saved user registers) and,
+ * for uninterruptible sleeps, the kernel functions on its stack. The time
+ * between two transitions is added to the category of the state it ends, so
+ * a thread's categories add up to the time it was observed.
+ *
+ * Hooks: sched_switch, sched_wakeup, sched_wakeup_new, sched_process_fork,
+ * sched_process_exit (all tp_btf), and an iter/task program run once to seed
+ * threads that exist at attach time.
+ *
+ * OVERHEAD: every context switch on the machine pays one hash lookup per
+ * side (the tgid filter); switches of tracked threads also update their
+ * entry, and uninterruptible sleeps of tracked threads take a kernel stack.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include "timeacct.h"
+
+#define TASK_RUNNING 0x0
+#define TASK_INTERRUPTIBLE 0x1
+#define TASK_UNINTERRUPTIBLE 0x2
+#define __TASK_STOPPED 0x4
+#define __TASK_TRACED 0x8
+
+/* FUTEX_WAIT_BITSET: glibc's condition variables and sem_wait wait here. */
+#define FUTEX_WAIT_BITSET 9
+#define FUTEX_CMD_MASK 127
+
+/* x86-64 syscall numbers (arch/x86/entry/syscalls/syscall_64.tbl). */
+#define NR_read 0
+#define NR_write 1
+#define NR_poll 7
+#define NR_pread64 17
+#define NR_pwrite64 18
+#define NR_readv 19
+#define NR_writev 20
+#define NR_select 23
+#define NR_msync 26
+#define NR_pause 34
+#define NR_nanosleep 35
+#define NR_connect 42
+#define NR_accept 43
+#define NR_recvfrom 45
+#define NR_recvmsg 47
+#define NR_wait4 61
+#define NR_fsync 74
+#define NR_fdatasync 75
+#define NR_rt_sigtimedwait 128
+#define NR_rt_sigsuspend 130
+#define NR_sync 162
+#define NR_futex 202
+#define NR_clock_nanosleep 230
+#define NR_epoll_wait 232
+#define NR_waitid 247
+#define NR_pselect6 270
+#define NR_ppoll 271
+#define NR_sync_file_range 277
+#define NR_epoll_pwait 281
+#define NR_accept4 288
+#define NR_preadv 295
+#define NR_pwritev 296
+#define NR_syncfs 306
+#define NR_preadv2 327
+#define NR_pwritev2 328
+#define NR_epoll_pwait2 441
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Settings, fixed before load. */
+const volatile bool use_stacks = true; /* refine D-state sleeps by kernel stack */
+
+/* An all-zero entry to insert from, so no program builds one on its stack. */
+const struct ta_thread zero_thread = {};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);  /* tgid */
+	__type(value, __u8); /* unused */
+} tracked SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32); /* tid */
+	__type(value, struct ta_thread);
+} threads SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ta_ranges);
+} ranges SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ta_counters);
+} counters SEC(".maps");
+
+struct stack_buf {
+	__u64 ips[TA_MAX_FRAMES];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct stack_buf);
+} stack_scratch SEC(".maps");
+
+static __always_inline struct ta_counters *get_counters(void)
+{
+	__u32 zero = 0;
+	return bpf_map_lookup_elem(&counters, &zero);
+}
+
+static __always_inline bool is_tracked(__u32 tgid)
+{
+	return tgid != 0 && bpf_map_lookup_elem(&tracked, &tgid) != NULL;
+}
+
+/* get_or_create returns tid's entry, creating it (state, last = now) if
+ * missing. A full map is counted as dropped. */
+static __always_inline struct ta_thread *get_or_create(struct task_struct *task, __u32 state, __u64 now)
+{
+	__u32 tid = BPF_CORE_READ(task, pid);
+	struct ta_thread *t = bpf_map_lookup_elem(&threads, &tid);
+	if (t)
+		return t;
+	if (bpf_map_update_elem(&threads, &tid, &zero_thread, BPF_NOEXIST) != 0) {
+		/* EEXIST: created concurrently; anything else: the map is full. */
+		t = bpf_map_lookup_elem(&threads, &tid);
+		if (!t) {
+			struct ta_counters *c = get_counters();
+			if (c)
+				c->dropped++;
+		}
+		return t;
+	}
+	t = bpf_map_lookup_elem(&threads, &tid);
+	if (!t)
+		return NULL;
+	t->tid = tid;
+	t->tgid = BPF_CORE_READ(task, tgid);
+	t->state = state;
+	t->cat = TA_CAT_OTHER;
+	t->first_ns = now;
+	t->last_ns = now;
+	bpf_probe_read_kernel_str(t->comm, sizeof(t->comm), task->comm);
+	return t;
+}
+
+/* close_interval adds [last, now] to the category of the current state. */
+static __always_inline void close_interval(struct ta_thread *t, __u64 now)
+{
+	__u32 cat;
+
+	if (t->state == TA_STATE_RUNNING)
+		cat = TA_CAT_CPU;
+	else if (t->state == TA_STATE_RUNNABLE)
+		cat = TA_CAT_CPU_WAIT;
+	else
+		cat = t->cat;
+	if (now > t->last_ns)
+		t->ns[cat & (TA_NUM_CATS - 1)] += now - t->last_ns;
+	t->last_ns = now;
+}
+
+/* stack_class walks the current kernel stack and returns the highest-priority
+ * TA_CLASS_* whose range contains a frame. */
+static __always_inline __u32 stack_class(void *ctx)
+{
+	__u32 zero = 0, best = TA_CLASS_NONE;
+	struct stack_buf *buf;
+	struct ta_ranges *r;
+	long n;
+
+	buf = bpf_map_lookup_elem(&stack_scratch, &zero);
+	r = bpf_map_lookup_elem(&ranges, &zero);
+	if (!buf || !r)
+		return TA_CLASS_NONE;
+	n = bpf_get_stack(ctx, buf->ips, sizeof(buf->ips), 0);
+	if (n <= 0)
+		return TA_CLASS_NONE;
+	n /= sizeof(__u64);
+
+	for (int i = 0; i < TA_MAX_FRAMES; i++) {
+		if (i >= n)
+			break;
+		__u64 ip = buf->ips[i];
+		for (int j = 0; j < TA_MAX_RANGES; j++) {
+			__u32 cls = r->class[j];
+			if (cls == TA_CLASS_NONE)
+				break;
+			if (ip >= r->start[j] && ip < r->end[j] && (best == TA_CLASS_NONE || cls < best))
+				best = cls;
+		}
+		if (best == TA_CLASS_LOCK)
+			break;
+	}
+	return best;
+}
+
+/* classify decides what a task going to sleep in state (not TASK_RUNNING)
+ * waits for. ctx may be NULL, then no stack is taken (the stack would not be
+ * the task's own). */
+static __always_inline __u32 classify(void *ctx, struct task_struct *task, __u32 state, struct ta_thread *t)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+	long nr = (long)BPF_CORE_READ(regs, orig_ax);
+	bool dstate = state & TASK_UNINTERRUPTIBLE;
+	__u32 cls = TA_CLASS_NONE;
+
+	if (state & (__TASK_STOPPED | __TASK_TRACED))
+		return TA_CAT_OTHER;
+
+	switch (nr) {
+	case NR_fsync:
+	case NR_fdatasync:
+	case NR_sync_file_range:
+	case NR_msync:
+	case NR_syncfs:
+	case NR_sync:
+		return TA_CAT_STORAGE_SYNC;
+	case NR_futex: {
+		long op = (long)BPF_CORE_READ(regs, si);
+		if ((op & FUTEX_CMD_MASK) == FUTEX_WAIT_BITSET) {
+			if (t)
+				t->futex_sleep_blocks++;
+			return TA_CAT_SLEEP;
+		}
+		if (t)
+			t->futex_lock_blocks++;
+		return TA_CAT_LOCK;
+	}
+	case NR_poll:
+	case NR_ppoll:
+	case NR_select:
+	case NR_pselect6:
+	case NR_epoll_wait:
+	case NR_epoll_pwait:
+	case NR_epoll_pwait2:
+	case NR_nanosleep:
+	case NR_clock_nanosleep:
+	case NR_wait4:
+	case NR_waitid:
+	case NR_pause:
+	case NR_rt_sigsuspend:
+	case NR_rt_sigtimedwait:
+	case NR_accept:
+	case NR_accept4:
+	case NR_recvfrom:
+	case NR_recvmsg:
+	case NR_connect:
+		return TA_CAT_SLEEP;
+	}
+
+	if (!dstate) {
+		switch (nr) {
+		case NR_read:
+		case NR_pread64:
+		case NR_readv:
+		case NR_preadv:
+		case NR_preadv2:
+		case NR_write:
+		case NR_pwrite64:
+		case NR_writev:
+		case NR_pwritev:
+		case NR_pwritev2:
+			/* pipes, sockets, terminals */
+			return TA_CAT_SLEEP;
+		}
+		return TA_CAT_OTHER;
+	}
+
+	if (ctx && use_stacks)
+		cls = stack_class(ctx);
+
+	switch (nr) {
+	case -1: /* not in a syscall: a page fault */
+	case NR_read:
+	case NR_pread64:
+	case NR_readv:
+	case NR_preadv:
+	case NR_preadv2:
+		return cls == TA_CLASS_LOCK ? TA_CAT_LOCK : TA_CAT_STORAGE_READ;
+	case NR_write:
+	case NR_pwrite64:
+	case NR_writev:
+	case NR_pwritev:
+	case NR_pwritev2:
+		if (cls == TA_CLASS_LOCK)
+			return TA_CAT_LOCK;
+		if (cls == TA_CLASS_SYNC)
+			return TA_CAT_STORAGE_SYNC; /* O_SYNC / O_DSYNC */
+		return TA_CAT_STORAGE_WRITE;
+	}
+	switch (cls) {
+	case TA_CLASS_LOCK:
+		return TA_CAT_LOCK;
+	case TA_CLASS_SYNC:
+		return TA_CAT_STORAGE_SYNC;
+	case TA_CLASS_WRITE:
+		return TA_CAT_STORAGE_WRITE;
+	case TA_CLASS_READ:
+		return TA_CAT_STORAGE_READ;
+	}
+	return TA_CAT_OTHER;
+}
+
+SEC("tp_btf/sched_switch")
+int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
+	     unsigned int prev_state)
+{
+	__u64 now = bpf_ktime_get_ns();
+	struct ta_thread *t;
+
+	if (is_tracked(prev->tgid)) {
+		t = get_or_create(prev, TA_STATE_RUNNING, now);
+		if (t && !t->exited) {
+			close_interval(t, now);
+			t->switches++;
+			t->utime_ns = prev->utime;
+			t->stime_ns = prev->stime;
+			bpf_probe_read_kernel_str(t->comm, sizeof(t->comm), prev->comm);
+			if (preempt || prev_state == TASK_RUNNING) {
+				t->state = TA_STATE_RUNNABLE;
+				t->involuntary++;
+			} else {
+				t->state = TA_STATE_BLOCKED;
+				t->cat = classify(ctx, prev, prev_state, t);
+			}
+		}
+	}
+
+	if (is_tracked(next->tgid)) {
+		t = get_or_create(next, TA_STATE_RUNNABLE, now);
+		if (t && !t->exited) {
+			/* A blocked thread switched in without a wakeup seen keeps
+			 * its blocked category up to now. */
+			close_interval(t, now);
+			t->state = TA_STATE_RUNNING;
+		}
+	}
+	return 0;
+}
+
+static __always_inline void wakeup(struct task_struct *p)
+{
+	__u64 now;
+	struct ta_thread *t;
+
+	if (!is_tracked(p->tgid))
+		return;
+	now = bpf_ktime_get_ns();
+	t = get_or_create(p, TA_STATE_RUNNABLE, now);
+	if (!t || t->exited)
+		return;
+	if (t->state == TA_STATE_BLOCKED) {
+		close_interval(t, now);
+		t->state = TA_STATE_RUNNABLE;
+		t->wakeups++;
+	}
+}
+
+SEC("tp_btf/sched_wakeup")
+int BPF_PROG(handle_wakeup, struct task_struct *p)
+{
+	wakeup(p);
+	return 0;
+}
+
+SEC("tp_btf/sched_wakeup_new")
+int BPF_PROG(handle_wakeup_new, struct task_struct *p)
+{
+	/* The entry is created runnable here; a new thread is never blocked. */
+	wakeup(p);
+	return 0;
+}
+
+SEC("tp_btf/sched_process_fork")
+int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
+{
+	__u32 ptgid = parent->tgid;
+	__u32 ctgid = child->tgid;
+	struct ta_counters *c;
+	__u8 one = 1;
+
+	if (!is_tracked(ptgid))
+		return 0;
+	c = get_counters();
+	if (ctgid == ptgid) {
+		if (c)
+			c->thread_creates++;
+		return 0;
+	}
+	bpf_map_update_elem(&tracked, &ctgid, &one, BPF_ANY);
+	if (c)
+		c->process_forks++;
+	return 0;
+}
+
+SEC("tp_btf/sched_process_exit")
+int BPF_PROG(handle_exit, struct task_struct *p)
+{
+	__u64 now;
+	struct ta_thread *t;
+	struct ta_counters *c;
+
+	if (!is_tracked(p->tgid))
+		return 0;
+	now = bpf_ktime_get_ns();
+	t = get_or_create(p, TA_STATE_RUNNING, now);
+	if (!t || t->exited)
+		return 0;
+	close_interval(t, now);
+	t->exited = 1;
+	t->exit_ns = now;
+	t->utime_ns = p->utime;
+	t->stime_ns = p->stime;
+	c = get_counters();
+	if (c)
+		c->exits++;
+	return 0;
+}
+
+/* seed creates entries for threads of tracked processes that have none yet,
+ * with the state they are in now. Run once after attaching. */
+SEC("iter/task")
+int seed(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+	struct ta_thread *t;
+	__u32 tid, state, tstate;
+	__u64 now;
+
+	if (!task || !is_tracked(task->tgid))
+		return 0;
+	tid = task->pid;
+	if (bpf_map_lookup_elem(&threads, &tid))
+		return 0;
+	tstate = task->__state;
+	state = tstate == TASK_RUNNING ? (task->on_cpu ? TA_STATE_RUNNING : TA_STATE_RUNNABLE)
+				       : TA_STATE_BLOCKED;
+	now = bpf_ktime_get_ns();
+	t = get_or_create(task, state, now);
+	if (!t)
+		return 0;
+	if (state == TA_STATE_BLOCKED)
+		t->cat = classify(NULL, task, tstate, t);
+	t->utime_ns = task->utime;
+	t->stime_ns = task->stime;
+	return 0;
+}

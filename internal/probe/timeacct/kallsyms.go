@@ -1,0 +1,111 @@
+package timeacct
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Stack classes, in priority order (lower wins); TA_CLASS_* in bpf/timeacct.h.
+const (
+	classNone  = 0
+	classLock  = 1
+	classSync  = 2
+	classWrite = 3
+	classRead  = 4
+)
+
+// maxRanges is TA_MAX_RANGES in bpf/timeacct.h.
+const maxRanges = 32
+
+// lockPrefixes name the kernel's sleeping-lock slow paths: a task in D state
+// with one of them on its stack waits for a lock.
+var lockPrefixes = []string{"rwsem_down_", "__mutex_lock", "__rt_mutex", "percpu_down_write"}
+
+// exactClasses name functions whose presence tells what storage wait it is.
+// Compiler clones (name.cold, name.isra.0, ...) match too.
+var exactClasses = map[string]int{
+	"jbd2_log_wait_commit":      classSync,
+	"file_write_and_wait_range": classSync,
+	"blkdev_issue_flush":        classSync,
+	"jbd2_complete_transaction": classSync,
+	"__filemap_fdatawait_range": classSync,
+	"balance_dirty_pages":       classWrite,
+	"folio_wait_writeback":      classWrite,
+	"filemap_fault":             classRead,
+	"filemap_read":              classRead,
+	"do_read_cache_folio":       classRead,
+}
+
+// symRange is a kernel text range [start, end) and its stack class.
+type symRange struct {
+	name       string
+	start, end uint64
+	class      int
+}
+
+func symbolClass(name string) int {
+	base, _, _ := strings.Cut(name, ".")
+	if c, ok := exactClasses[base]; ok {
+		return c
+	}
+	for _, p := range lockPrefixes {
+		if strings.HasPrefix(name, p) {
+			return classLock
+		}
+	}
+	return classNone
+}
+
+// parseKallsyms reads /proc/kallsyms and returns the ranges of the
+// classified functions, each ending at the next symbol's address. Ranges
+// beyond maxRanges are left out, lowest priority first.
+func parseKallsyms(r io.Reader) ([]symRange, error) {
+	var addrs []uint64
+	var found []symRange
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 3 {
+			continue
+		}
+		addr, err := strconv.ParseUint(f[0], 16, 64)
+		if err != nil {
+			return nil, fmt.Errorf("kallsyms: bad address %q: %w", f[0], err)
+		}
+		if addr == 0 {
+			// Addresses are hidden (kptr_restrict without privilege).
+			continue
+		}
+		addrs = append(addrs, addr)
+		if len(f) > 3 || (f[1] != "t" && f[1] != "T") {
+			continue // module symbols and data are not needed
+		}
+		if c := symbolClass(f[2]); c != classNone {
+			found = append(found, symRange{name: f[2], start: addr, class: c})
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("kallsyms: %w", err)
+	}
+	slices.Sort(addrs)
+	addrs = slices.Compact(addrs)
+	out := found[:0]
+	for _, s := range found {
+		i, _ := slices.BinarySearch(addrs, s.start+1)
+		if i >= len(addrs) {
+			continue
+		}
+		s.end = addrs[i]
+		out = append(out, s)
+	}
+	slices.SortStableFunc(out, func(a, b symRange) int { return a.class - b.class })
+	if len(out) > maxRanges {
+		out = out[:maxRanges]
+	}
+	return out, nil
+}

@@ -1,0 +1,19 @@
+//go:build !amd64
+
+package timeacct
+
+import "errors"
+
+// Probe is not available on this architecture: the BPF program reads x86-64
+// syscall registers and numbers.
+type Probe struct{}
+
+// Start fails: the probe has only been built for amd64.
+func Start(cfg Config) (*Probe, error) {
+	return nil, errors.New("timeacct: not supported on this architecture yet")
+}
+
+// Stop does nothing.
+func (p *Probe) Stop() (*Result, error) {
+	return nil, errors.New("timeacct: not supported on this architecture yet")
+}
