@@ -426,6 +426,7 @@ int BPF_PROG(handle_exit, struct task_struct *p)
 	t->exited = 1;
 	t->exit_ns = now;
 	t->utime_ns = p->utime;
+	bpf_probe_read_kernel_str(t->comm, sizeof(t->comm), p->comm);
 	t->stime_ns = p->stime;
 	c = get_counters();
 	if (c)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/units"
 )
 
 // Tiny IO: read or write calls that move less than a disk sector (512 bytes)
@@ -29,7 +30,7 @@ func tinyIO(run *model.Run) *model.Finding {
 		}
 		rate, avg := float64(calls)/o.DurationSec, float64(bytes)/float64(calls)
 		if rate >= tinyIOCallsPerSec && avg < tinyIOBytes {
-			ev = append(ev, fmt.Sprintf("%.0f %s calls/s of %.0f bytes on average", rate, what, avg))
+			ev = append(ev, fmt.Sprintf("%s %s calls/s of %.0f bytes on average", units.FormatCount(int64(rate)), what, avg))
 		}
 	}
 	check("read", p.SyscR, p.RChar)

@@ -38,21 +38,61 @@ func (f *observeFlags) check() error {
 }
 
 func newObserveCmd() *cobra.Command {
-	var f observeFlags
-	cmd := &cobra.Command{
+	return newObserveLike(&cobra.Command{
 		Use:   "observe [flags] fileio|sqlite [workload flags] | -- CMD [ARGS...] | -p PID",
 		Short: "Run a workload under observation and say where its time goes",
 		Long: `Run a workload under observation: a built-in benchmark (fileio, sqlite, with the
 same flags as 'perfsleuth bench'), any command (its whole process tree), or an
 existing process (-p PID). perfsleuth samples /proc and /sys every --interval:
 CPU time per CPU, per-thread CPU time and context switches, the process's IO
-counters, and iostat -x figures for the block devices involved.`,
+counters, and iostat -x figures for the block devices involved. It then says
+where the workload's time went, names the bottleneck and lists its findings.`,
 		Example: `  perfsleuth observe sqlite --journal wal --sync normal
   perfsleuth observe --json run.json fileio --rw randwrite --bs 4k --fsync 1
   perfsleuth observe -- dd if=/dev/zero of=big bs=1M count=512 oflag=direct
   perfsleuth observe -p 1234 --duration 30s`,
-		RunE: func(cmd *cobra.Command, args []string) error {
-			if err := f.check(); err != nil {
+	}, nil)
+}
+
+// newDiagnoseCmd is observe with the verdict as its purpose. The experiments
+// that prove the bottleneck (fewer cores, contention, IO pressure, a cold
+// cache) come with a later version; --quick is observation only.
+func newDiagnoseCmd() *cobra.Command {
+	var quick bool
+	cmd := newObserveLike(&cobra.Command{
+		Use:   "diagnose --quick [flags] fileio|sqlite [workload flags] | -- CMD [ARGS...] | -p PID",
+		Short: "Name the bottleneck of a workload, with the evidence",
+		Long: `Observe a workload and report the verdict: which resource its busy threads spent
+their time on, and the findings that support it. --quick observes only; the
+experiments that rerun the workload under changed conditions are not built yet.`,
+		Example: `  perfsleuth diagnose --quick sqlite --journal delete --sync full
+  perfsleuth diagnose --quick -- ./my-benchmark --threads 8`,
+	}, func() error {
+		if !quick {
+			return errors.New("diagnose runs experiments, which this version does not have yet: use diagnose --quick (observation only)")
+		}
+		return nil
+	})
+	cmd.PersistentFlags().BoolVar(&quick, "quick", false, "observe only, no experiments")
+	return cmd
+}
+
+// newObserveLike builds observe (and diagnose): the flags, the built-in
+// workload subcommands, and the run. pre, if set, checks the command's own
+// flags first.
+func newObserveLike(cmd *cobra.Command, pre func() error) *cobra.Command {
+	var f observeFlags
+	checkAll := func() error {
+		if pre != nil {
+			if err := pre(); err != nil {
+				return err
+			}
+		}
+		return f.check()
+	}
+	{
+		cmd.RunE = func(cmd *cobra.Command, args []string) error {
+			if err := checkAll(); err != nil {
 				return err
 			}
 			opts := runner.ObserveOptions{Interval: f.interval}
@@ -78,20 +118,20 @@ counters, and iostat -x figures for the block devices involved.`,
 				return err
 			}
 			return f.out.emit(cmd, run)
-		},
+		}
 	}
 	f.bind(cmd)
 	for _, w := range []struct {
 		name, short string
 		bind        targetBinder
 	}{
-		{"fileio", "Observe the file-IO benchmark (flags as 'perfsleuth bench fileio')", fileioTarget},
-		{"sqlite", "Observe the SQLite benchmark (flags as 'perfsleuth bench sqlite')", sqliteTarget},
+		{"fileio", "The file-IO benchmark (flags as 'perfsleuth bench fileio')", fileioTarget},
+		{"sqlite", "The SQLite benchmark (flags as 'perfsleuth bench sqlite')", sqliteTarget},
 	} {
 		sub := &cobra.Command{Use: w.name + " [workload flags]", Short: w.short, Args: cobra.NoArgs}
 		target := w.bind(sub)
 		sub.RunE = func(cmd *cobra.Command, _ []string) error {
-			if err := f.check(); err != nil {
+			if err := checkAll(); err != nil {
 				return err
 			}
 			bar := newProgressBar(cmd.ErrOrStderr())

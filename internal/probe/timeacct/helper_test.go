@@ -1,0 +1,283 @@
+package timeacct
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// The tests observe a child process, the test binary re-executed with
+// scenarioEnv naming what it does, so that the observed tree is not the
+// test runner. The child prints "tid <n>" for each thread doing the work,
+// then "ready", waits for a byte on stdin, works and exits.
+const (
+	scenarioEnv = "TIMEACCT_TEST_SCENARIO"
+	dirEnv      = "TIMEACCT_TEST_DIR"
+)
+
+func TestMain(m *testing.M) {
+	if s := os.Getenv(scenarioEnv); s != "" {
+		runtime.LockOSThread()
+		if err := runScenario(s); err != nil {
+			fmt.Fprintln(os.Stderr, "scenario:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+func announce(tids ...int) {
+	for _, t := range tids {
+		fmt.Printf("tid %d\n", t)
+	}
+	fmt.Println("ready")
+}
+
+func waitGo() error {
+	var b [1]byte
+	_, err := io.ReadFull(os.Stdin, b[:])
+	return err
+}
+
+func runScenario(name string) error {
+	switch name {
+	case "cpu":
+		announce(unix.Gettid())
+		if err := waitGo(); err != nil {
+			return err
+		}
+		spin(300 * time.Millisecond)
+	case "sleep":
+		announce(unix.Gettid())
+		if err := waitGo(); err != nil {
+			return err
+		}
+		nap(300 * time.Millisecond)
+	case "sync":
+		f, err := os.Create(filepath.Join(os.Getenv(dirEnv), "sync.dat"))
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		announce(unix.Gettid())
+		if err := waitGo(); err != nil {
+			return err
+		}
+		buf := make([]byte, 4096)
+		for i := range 200 {
+			if _, err := unix.Pwrite(int(f.Fd()), buf, int64(i)*4096); err != nil {
+				return err
+			}
+			if err := unix.Fdatasync(int(f.Fd())); err != nil {
+				return err
+			}
+		}
+	case "lock":
+		return lockScenario()
+	case "forks":
+		// The first exec in a Go process also clones a short-lived child
+		// to check for CLONE_PIDFD (syscall.checkClonePidfd): do it
+		// before the window so that only the 5 forks below are in it.
+		if err := exec.Command("/bin/true").Run(); err != nil {
+			return err
+		}
+		announce()
+		if err := waitGo(); err != nil {
+			return err
+		}
+		for range 5 {
+			if err := exec.Command("/bin/true").Run(); err != nil {
+				return err
+			}
+		}
+	case "pingpong":
+		return pingPong()
+	default:
+		return fmt.Errorf("unknown scenario %q", name)
+	}
+	return nil
+}
+
+// spin burns CPU for d without syscalls (time.Now uses the vDSO).
+func spin(d time.Duration) {
+	for end := time.Now().Add(d); time.Now().Before(end); {
+	}
+}
+
+func nap(d time.Duration) {
+	ts := unix.NsecToTimespec(d.Nanoseconds())
+	for unix.Nanosleep(&ts, &ts) == unix.EINTR {
+	}
+}
+
+// futexMutex is Drepper's three-state mutex ("Futexes are tricky") on raw
+// FUTEX_WAIT/FUTEX_WAKE, so that a contended thread sleeps in futex op 0,
+// as pthread mutexes do, unlike sync.Mutex.
+type futexMutex struct{ v uint32 }
+
+func futex(addr *uint32, op, val int) {
+	unix.Syscall6(unix.SYS_FUTEX, uintptr(unsafe.Pointer(addr)), uintptr(op), uintptr(val), 0, 0, 0)
+}
+
+func (m *futexMutex) lock() {
+	c := uint32(0)
+	if atomic.CompareAndSwapUint32(&m.v, 0, 1) {
+		return
+	}
+	c = atomic.LoadUint32(&m.v)
+	if c != 2 {
+		c = atomic.SwapUint32(&m.v, 2)
+	}
+	for c != 0 {
+		futex(&m.v, 0 /* FUTEX_WAIT */, 2)
+		c = atomic.SwapUint32(&m.v, 2)
+	}
+}
+
+func (m *futexMutex) unlock() {
+	if atomic.AddUint32(&m.v, ^uint32(0)) != 0 {
+		atomic.StoreUint32(&m.v, 0)
+		futex(&m.v, 1 /* FUTEX_WAKE */, 1)
+	}
+}
+
+func lockScenario() error {
+	var mu futexMutex
+	start := make(chan struct{})
+	tids := make(chan int, 2)
+	var wg sync.WaitGroup
+	for range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread()
+			tids <- unix.Gettid()
+			<-start
+			// The holder sleeps rather than spins, so that the share of
+			// lock does not depend on how much CPU the shared machine
+			// leaves us; the pause after unlock lets the other thread in.
+			for range 150 {
+				mu.lock()
+				nap(time.Millisecond)
+				mu.unlock()
+				nap(200 * time.Microsecond)
+			}
+		}()
+	}
+	announce(<-tids, <-tids)
+	if err := waitGo(); err != nil {
+		return err
+	}
+	close(start)
+	wg.Wait()
+	return nil
+}
+
+// pingPong bounces a byte between two threads through two pipes and prints
+// the round trips per second.
+func pingPong() error {
+	var a, b [2]int
+	if err := unix.Pipe(a[:]); err != nil {
+		return err
+	}
+	if err := unix.Pipe(b[:]); err != nil {
+		return err
+	}
+	const n = 50000
+	done := make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		buf := make([]byte, 1)
+		for range n {
+			unix.Read(a[0], buf)
+			unix.Write(b[1], buf)
+		}
+		close(done)
+	}()
+	announce()
+	if err := waitGo(); err != nil {
+		return err
+	}
+	buf := make([]byte, 1)
+	t0 := time.Now()
+	for range n {
+		unix.Write(a[1], buf)
+		unix.Read(b[0], buf)
+	}
+	el := time.Since(t0)
+	<-done
+	fmt.Printf("roundtrips/s %.0f\n", n/el.Seconds())
+	return nil
+}
+
+// child is a started scenario process.
+type child struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	out   *bufio.Scanner
+	tids  []int
+	lines []string
+}
+
+func startChild(t *testing.T, scenario string) *child {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), scenarioEnv+"="+scenario, dirEnv+"="+t.TempDir())
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := &child{cmd: cmd, stdin: stdin, out: bufio.NewScanner(stdout)}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	for c.out.Scan() {
+		line := c.out.Text()
+		if line == "ready" {
+			return c
+		}
+		if s, ok := strings.CutPrefix(line, "tid "); ok {
+			tid, err := strconv.Atoi(s)
+			if err != nil {
+				t.Fatalf("child: %q", line)
+			}
+			c.tids = append(c.tids, tid)
+		}
+	}
+	t.Fatalf("child %s exited before ready: %v", scenario, c.out.Err())
+	return nil
+}
+
+// run tells the child to begin and waits for it to exit.
+func (c *child) run(t *testing.T) {
+	t.Helper()
+	if _, err := c.stdin.Write([]byte{1}); err != nil {
+		t.Fatal(err)
+	}
+	for c.out.Scan() {
+		c.lines = append(c.lines, c.out.Text())
+	}
+	if err := c.cmd.Wait(); err != nil {
+		t.Fatalf("child: %v", err)
+	}
+}

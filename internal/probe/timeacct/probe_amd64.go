@@ -1,0 +1,266 @@
+//go:build amd64
+
+package timeacct
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
+)
+
+// Probe is an attached timeacct probe. Stop it to read the result.
+type Probe struct {
+	objs    timeacctObjects
+	links   []link.Link
+	startNs uint64
+	loaded  bool
+}
+
+// Start loads and attaches the probe for the tree rooted at cfg.RootPID.
+// The threads that exist at Start are seeded with their current state.
+func Start(cfg Config) (_ *Probe, err error) {
+	if cfg.RootPID <= 0 {
+		return nil, fmt.Errorf("timeacct: bad root pid %d", cfg.RootPID)
+	}
+	if _, err := os.Stat("/proc/" + strconv.Itoa(cfg.RootPID)); err != nil {
+		return nil, fmt.Errorf("timeacct: root pid %d: %w", cfg.RootPID, err)
+	}
+	// Fails without CAP_SYS_RESOURCE and is not needed since 5.11 (memcg
+	// accounting of BPF memory), so the error is ignored.
+	_ = rlimit.RemoveMemlock()
+
+	p := &Probe{}
+	defer func() {
+		if err != nil {
+			p.close()
+		}
+	}()
+
+	if err := loadTimeacctObjects(&p.objs, nil); err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return nil, fmt.Errorf("load timeacct: %w\n%+v", err, ve)
+		}
+		return nil, fmt.Errorf("load timeacct: %w", err)
+	}
+	p.loaded = true
+
+	if err := p.loadRanges(); err != nil {
+		return nil, err
+	}
+	if err := p.track(cfg.RootPID); err != nil {
+		return nil, err
+	}
+
+	p.startNs = monotonicNs()
+	progs := []struct {
+		name string
+		prog *ebpf.Program
+	}{
+		// Fork first, so no process created while the others attach escapes.
+		{"handle_fork", p.objs.HandleFork},
+		{"handle_exit", p.objs.HandleExit},
+		{"handle_wakeup_new", p.objs.HandleWakeupNew},
+		{"handle_wakeup", p.objs.HandleWakeup},
+		{"handle_switch", p.objs.HandleSwitch},
+	}
+	for _, pr := range progs {
+		l, err := link.AttachTracing(link.TracingOptions{Program: pr.prog})
+		if err != nil {
+			return nil, fmt.Errorf("attach %s: %w", pr.name, err)
+		}
+		p.links = append(p.links, l)
+	}
+
+	// Processes below the root at attach time. A process forked by one of
+	// them before it was tracked is still in /proc on the next pass.
+	seen := map[int]bool{}
+	for pass := 0; pass < 3; pass++ {
+		pids, err := descendants("/proc", cfg.RootPID)
+		if err != nil {
+			return nil, err
+		}
+		added := 0
+		for _, pid := range pids {
+			if seen[pid] {
+				continue
+			}
+			seen[pid] = true
+			added++
+			if err := p.track(pid); err != nil {
+				return nil, err
+			}
+		}
+		if added == 0 {
+			break
+		}
+	}
+
+	if err := p.seed(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func (p *Probe) track(pid int) error {
+	if err := p.objs.Tracked.Put(uint32(pid), uint8(1)); err != nil {
+		return fmt.Errorf("map tracked: insert pid %d: %w", pid, err)
+	}
+	return nil
+}
+
+// loadRanges fills the ranges map from /proc/kallsyms. Without readable
+// addresses the probe still works; D-state sleeps are then classified by
+// syscall only.
+func (p *Probe) loadRanges() error {
+	f, err := os.Open("/proc/kallsyms")
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	syms, err := parseKallsyms(f)
+	if err != nil {
+		return err
+	}
+	var r timeacctTaRanges
+	for i, s := range syms {
+		r.Start[i], r.End[i], r.Class[i] = s.start, s.end, uint32(s.class)
+	}
+	if err := p.objs.Ranges.Put(uint32(0), &r); err != nil {
+		return fmt.Errorf("map ranges: %w", err)
+	}
+	return nil
+}
+
+// seed runs the iter/task program once to create entries for the threads
+// that exist now.
+func (p *Probe) seed() error {
+	it, err := link.AttachIter(link.IterOptions{Program: p.objs.Seed})
+	if err != nil {
+		return fmt.Errorf("attach seed: %w", err)
+	}
+	defer it.Close()
+	rd, err := it.Open()
+	if err != nil {
+		return fmt.Errorf("open seed: %w", err)
+	}
+	defer rd.Close()
+	if _, err := io.Copy(io.Discard, rd); err != nil {
+		return fmt.Errorf("run seed: %w", err)
+	}
+	return nil
+}
+
+// Stop detaches the probe, reads what it counted and releases it. It is safe
+// to call on a nil or failed Probe and more than once.
+func (p *Probe) Stop() (*Result, error) {
+	if p == nil || !p.loaded {
+		return nil, errors.New("timeacct: probe not started")
+	}
+	defer p.close()
+	var errs []error
+	for _, l := range p.links {
+		if err := l.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("detach: %w", err))
+		}
+	}
+	p.links = nil
+	end := monotonicNs()
+	res := &Result{StartNs: p.startNs, EndNs: end}
+
+	var cs []timeacctTaCounters
+	if err := p.objs.Counters.Lookup(uint32(0), &cs); err != nil {
+		errs = append(errs, fmt.Errorf("map counters: %w", err))
+	}
+	for _, c := range cs {
+		res.Forks += c.ProcessForks
+		res.ThreadCreates += c.ThreadCreates
+		res.Exits += c.Exits
+		res.Dropped += c.Dropped
+	}
+
+	var tid uint32
+	var v timeacctTaThread
+	iter := p.objs.Threads.Iterate()
+	for iter.Next(&tid, &v) {
+		res.Threads = append(res.Threads, closeThread(&v, end))
+	}
+	if err := iter.Err(); err != nil {
+		errs = append(errs, fmt.Errorf("map threads: %w", err))
+	}
+	return res, errors.Join(errs...)
+}
+
+// closeThread converts an entry, closing its open interval at end (or at its
+// exit, where the kernel closed it already).
+func closeThread(v *timeacctTaThread, end uint64) Thread {
+	t := Thread{
+		PID:              int(v.Tgid),
+		TID:              int(v.Tid),
+		Comm:             unix.ByteSliceToString(v.Comm[:]),
+		Ns:               v.Ns,
+		UserNs:           v.UtimeNs,
+		SysNs:            v.StimeNs,
+		UserTicks:        v.UtimeNs / (1e9 / userHZ),
+		SysTicks:         v.StimeNs / (1e9 / userHZ),
+		Switches:         v.Switches,
+		Involuntary:      v.Involuntary,
+		Wakeups:          v.Wakeups,
+		FutexLockBlocks:  v.FutexLockBlocks,
+		FutexSleepBlocks: v.FutexSleepBlocks,
+		Exited:           v.Exited != 0,
+	}
+	last := end
+	if t.Exited {
+		last = v.ExitNs
+	} else if end > v.LastNs {
+		cat := v.Cat
+		switch v.State {
+		case stateRunning:
+			cat = CatCPU
+		case stateRunnable:
+			cat = CatCPUWait
+		}
+		t.Ns[cat%NumCategories] += end - v.LastNs
+	} else {
+		last = v.LastNs
+	}
+	if last > v.FirstNs {
+		t.WallNs = last - v.FirstNs
+	}
+	return t
+}
+
+// Thread states, TA_STATE_* in bpf/timeacct.h.
+const (
+	stateRunning  = 0
+	stateRunnable = 1
+	stateBlocked  = 2
+)
+
+func (p *Probe) close() {
+	for _, l := range p.links {
+		l.Close()
+	}
+	p.links = nil
+	if p.loaded {
+		p.objs.Close()
+		p.loaded = false
+	}
+}
+
+// monotonicNs reads CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns.
+func monotonicNs() uint64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return 0
+	}
+	return uint64(ts.Nano())
+}

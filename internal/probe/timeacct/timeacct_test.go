@@ -1,0 +1,189 @@
+package timeacct
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+)
+
+func needRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("not root: the timeacct eBPF probe needs root, run the tests with sudo")
+	}
+}
+
+// observe starts a scenario child, attaches the probe to it, lets it run to
+// its end and returns what the probe counted.
+func observe(t *testing.T, scenario string) (*child, *Result) {
+	t.Helper()
+	needRoot(t)
+	c := startChild(t, scenario)
+	p, err := Start(Config{RootPID: c.cmd.Process.Pid})
+	if err != nil {
+		if errors.Is(err, os.ErrPermission) {
+			t.Skipf("eBPF not permitted here: %v", err)
+		}
+		t.Fatalf("start: %v", err)
+	}
+	c.run(t)
+	res, err := p.Stop()
+	if err != nil {
+		t.Fatalf("stop: %v", err)
+	}
+	checkSums(t, res)
+	return c, res
+}
+
+// checkSums asserts what holds for every thread: the categories add up to
+// the wall time, which lies within the window.
+func checkSums(t *testing.T, res *Result) {
+	t.Helper()
+	window := res.EndNs - res.StartNs
+	if len(res.Threads) == 0 {
+		t.Fatal("no threads accounted")
+	}
+	for _, th := range res.Threads {
+		var sum uint64
+		for _, v := range th.Ns {
+			sum += v
+		}
+		diff := int64(sum) - int64(th.WallNs)
+		if diff < 0 {
+			diff = -diff
+		}
+		if float64(diff) > 0.02*float64(th.WallNs) {
+			t.Errorf("tid %d (%s): categories sum to %d ns, wall is %d ns", th.TID, th.Comm, sum, th.WallNs)
+		}
+		if th.WallNs > window {
+			t.Errorf("tid %d (%s): wall %d ns exceeds the window %d ns", th.TID, th.Comm, th.WallNs, window)
+		}
+	}
+	if res.Dropped != 0 {
+		t.Errorf("dropped %d threads", res.Dropped)
+	}
+}
+
+func thread(t *testing.T, res *Result, tid int) Thread {
+	t.Helper()
+	for _, th := range res.Threads {
+		if th.TID == tid {
+			return th
+		}
+	}
+	t.Fatalf("tid %d not accounted", tid)
+	return Thread{}
+}
+
+func shares(th Thread) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "tid %d %s wall %.1f ms:", th.TID, th.Comm, float64(th.WallNs)/1e6)
+	for i, v := range th.Ns {
+		if v > 0 {
+			fmt.Fprintf(&b, " %s %.1f%%", Categories[i], 100*share(th, i))
+		}
+	}
+	fmt.Fprintf(&b, " (switches %d, involuntary %d, wakeups %d, utime %.0f ms, stime %.0f ms)",
+		th.Switches, th.Involuntary, th.Wakeups, float64(th.UserNs)/1e6, float64(th.SysNs)/1e6)
+	return b.String()
+}
+
+func share(th Thread, cat int) float64 {
+	if th.WallNs == 0 {
+		return 0
+	}
+	return float64(th.Ns[cat]) / float64(th.WallNs)
+}
+
+func logAll(t *testing.T, res *Result) {
+	t.Helper()
+	t.Logf("window %.1f ms, forks %d, thread creates %d, exits %d, dropped %d",
+		float64(res.EndNs-res.StartNs)/1e6, res.Forks, res.ThreadCreates, res.Exits, res.Dropped)
+	for _, th := range res.Threads {
+		t.Log(shares(th))
+	}
+}
+
+func TestCPU(t *testing.T) {
+	c, res := observe(t, "cpu")
+	logAll(t, res)
+	th := thread(t, res, c.tids[0])
+	// The 300 ms busy loop: at least 80% cpu (the rest covers waiting for
+	// the byte on stdin and exiting).
+	if s := share(th, CatCPU); s < 0.8 {
+		t.Errorf("cpu share %.2f < 0.80: %s", s, shares(th))
+	}
+}
+
+func TestSleep(t *testing.T) {
+	c, res := observe(t, "sleep")
+	logAll(t, res)
+	th := thread(t, res, c.tids[0])
+	if s := share(th, CatSleep); s < 0.8 {
+		t.Errorf("sleep share %.2f < 0.80: %s", s, shares(th))
+	}
+}
+
+func TestStorageSync(t *testing.T) {
+	c, res := observe(t, "sync")
+	logAll(t, res)
+	th := thread(t, res, c.tids[0])
+	// Appending 4 KiB and fdatasync-ing on this VM's ext4 on virtio spends
+	// about as much time on the CPU in the kernel (journal, bio submission;
+	// the thread's stime agrees) as asleep: storage-sync measured 41-51% of
+	// the wall, cpu 42-51%. So the share asserted is lower than the 50% the
+	// plan named, and the classifier itself is checked on the time the
+	// thread was off the CPU: nearly all of it must be storage-sync (the
+	// rest is the wait for the start byte on stdin).
+	if s := share(th, CatStorageSync); s < 0.3 {
+		t.Errorf("storage-sync share %.2f < 0.30: %s", s, shares(th))
+	}
+	off := th.WallNs - th.Ns[CatCPU] - th.Ns[CatCPUWait]
+	if s := float64(th.Ns[CatStorageSync]) / float64(off); s < 0.9 {
+		t.Errorf("storage-sync is %.2f of the time off the CPU, want >= 0.90: %s", s, shares(th))
+	}
+}
+
+func TestLock(t *testing.T) {
+	c, res := observe(t, "lock")
+	logAll(t, res)
+	var lock, sleep, wall, blocks uint64
+	for _, tid := range c.tids {
+		th := thread(t, res, tid)
+		lock += th.Ns[CatLock]
+		sleep += th.Ns[CatSleep]
+		wall += th.WallNs
+		blocks += th.FutexLockBlocks
+	}
+	// Each thread sleeps 1 ms holding the lock and 0.2 ms without it, while
+	// the other mostly waits for the lock: about 45% lock, 55% sleep.
+	if s := float64(lock) / float64(wall); s < 0.25 {
+		t.Errorf("lock share of the two contending threads %.2f < 0.25", s)
+	}
+	if s := float64(lock+sleep) / float64(wall); s < 0.8 {
+		t.Errorf("lock+sleep share of the two contending threads %.2f < 0.80", s)
+	}
+	if blocks == 0 {
+		t.Error("no futex lock blocks counted")
+	}
+}
+
+func TestForksExact(t *testing.T) {
+	_, res := observe(t, "forks")
+	logAll(t, res)
+	if res.Forks != 5 {
+		t.Errorf("forks = %d, want 5", res.Forks)
+	}
+	if res.Exits < 5 {
+		t.Errorf("exits = %d, want >= 5", res.Exits)
+	}
+	procs := map[int]bool{}
+	for _, th := range res.Threads {
+		procs[th.PID] = true
+	}
+	if len(procs) != 6 {
+		t.Errorf("threads from %d processes, want 6 (child + 5)", len(procs))
+	}
+}

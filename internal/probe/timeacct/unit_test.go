@@ -1,0 +1,89 @@
+package timeacct
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestParseKallsyms(t *testing.T) {
+	in := `ffffffff81000000 T _stext
+ffffffff8158bc20 t __filemap_fdatawait_range
+ffffffff8158c000 T filemap_fdatawrite
+ffffffff8158f0d0 T filemap_read
+ffffffff8158f400 t filemap_read_folio
+ffffffff821fbb40 t __mutex_lock.constprop.0
+ffffffff821fc570 t __mutex_lock_killable_slowpath
+ffffffff821fc5e0 t something_else
+ffffffff8159a730 t balance_dirty_pages
+ffffffff8159b400 T balance_dirty_pages_ratelimited_flags
+ffffffff81219cb3 t jbd2_log_wait_commit.cold
+ffffffff81219d00 t next_cold
+ffffffffc0001000 t filemap_fault	[some_module]
+ffffffffc0002000 t other	[some_module]
+`
+	got, err := parseKallsyms(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []symRange{
+		{"__mutex_lock.constprop.0", 0xffffffff821fbb40, 0xffffffff821fc570, classLock},
+		{"__mutex_lock_killable_slowpath", 0xffffffff821fc570, 0xffffffff821fc5e0, classLock},
+		{"__filemap_fdatawait_range", 0xffffffff8158bc20, 0xffffffff8158c000, classSync},
+		{"jbd2_log_wait_commit.cold", 0xffffffff81219cb3, 0xffffffff81219d00, classSync},
+		{"balance_dirty_pages", 0xffffffff8159a730, 0xffffffff8159b400, classWrite},
+		{"filemap_read", 0xffffffff8158f0d0, 0xffffffff8158f400, classRead},
+	}
+	slices.SortStableFunc(got, func(a, b symRange) int { return a.class - b.class })
+	if !slices.EqualFunc(got, want, func(a, b symRange) bool { return a == b }) {
+		t.Errorf("got %+v\nwant %+v", got, want)
+	}
+}
+
+func TestParseKallsymsHidden(t *testing.T) {
+	// Without privilege every address reads as zero: no ranges, no error.
+	got, err := parseKallsyms(strings.NewReader("0000000000000000 T filemap_read\n0000000000000000 T x\n"))
+	if err != nil || len(got) != 0 {
+		t.Errorf("got %v, %v; want no ranges", got, err)
+	}
+}
+
+func TestStatPPID(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want int
+		ok   bool
+	}{
+		{"42 (bash) S 7 42 42 0", 7, true},
+		{"42 (a) b) (c) R 9 1", 9, true},
+		{"garbage", 0, false},
+	} {
+		got, ok := statPPID(tc.in)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("statPPID(%q) = %d, %v; want %d, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestDescendants(t *testing.T) {
+	root := t.TempDir()
+	for _, p := range []struct{ pid, ppid string }{{"1", "0"}, {"10", "1"}, {"11", "10"}, {"12", "11"}, {"20", "1"}, {"30", "20"}} {
+		dir := filepath.Join(root, p.pid)
+		if err := os.Mkdir(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "stat"), []byte(p.pid+" (x) S "+p.ppid+" 0 0"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := descendants(root, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, []int{11, 12}) {
+		t.Errorf("descendants of 10 = %v, want [11 12]", got)
+	}
+}

@@ -1,0 +1,164 @@
+// Package scenarios holds small programs (C, one per file) that each have
+// one known root cause, and the tests that run `perfsleuth diagnose --quick`
+// on each and assert its verdict and findings.
+package scenarios
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/perfsleuth/perfsleuth/internal/model"
+)
+
+var bin string // where perfsleuth and the scenarios are built
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "perfsleuth-scenarios-")
+	if err != nil {
+		panic(err)
+	}
+	bin = dir
+	build := exec.Command("go", "build", "-o", filepath.Join(dir, "perfsleuth"), "../cmd/perfsleuth")
+	build.Stderr = os.Stderr
+	if err := build.Run(); err != nil {
+		os.RemoveAll(dir)
+		panic("build perfsleuth: " + err.Error())
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// scenario builds scenarios/c/NAME.c.
+func scenario(t *testing.T, name string) string {
+	t.Helper()
+	if _, err := exec.LookPath("gcc"); err != nil {
+		t.Skip("gcc not found: the scenarios are C programs")
+	}
+	out := filepath.Join(bin, name)
+	cc := exec.Command("gcc", "-O2", "-Wall", "-pthread", "-o", out, filepath.Join("c", name+".c"))
+	if b, err := cc.CombinedOutput(); err != nil {
+		t.Fatalf("build scenario %s: %v\n%s", name, err, b)
+	}
+	return out
+}
+
+// diagnose runs perfsleuth diagnose --quick with args in a fresh directory
+// on the real disk (scenarios create their files in the current directory)
+// and returns the run record.
+func diagnose(t *testing.T, args ...string) *model.Run {
+	t.Helper()
+	work := t.TempDir()
+	rec := filepath.Join(work, "run.json")
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	full := append([]string{"diagnose", "--quick", "--interval", "200ms", "--json", rec}, args...)
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "perfsleuth"), full...)
+	cmd.Dir = work
+	cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("perfsleuth %s: %v\n%s", strings.Join(full, " "), err, out)
+	}
+	run, err := model.Load(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.TimeAccounting == nil || run.Verdict == nil {
+		t.Fatalf("no time accounting or verdict in the record")
+	}
+	return run
+}
+
+func hasFinding(run *model.Run, id string) bool {
+	for _, f := range run.Findings {
+		if f.ID == id {
+			return true
+		}
+	}
+	return false
+}
+
+// needEBPF skips a test whose root cause only eBPF time accounting can see.
+func needEBPF(t *testing.T, run *model.Run) {
+	t.Helper()
+	if run.TimeAccounting.Source != "ebpf" {
+		t.Skipf("time accounting came from %s: this root cause needs eBPF (run as root on a kernel with BTF; see perfsleuth doctor)", run.TimeAccounting.Source)
+	}
+}
+
+// checkSums asserts that every thread's categories add up to its wall time
+// within 2%.
+func checkSums(t *testing.T, run *model.Run) {
+	t.Helper()
+	for _, th := range run.TimeAccounting.Threads {
+		sum := 0.0
+		for _, s := range th.Seconds {
+			sum += s
+		}
+		if th.WallSec > 0 && (sum < th.WallSec*0.98 || sum > th.WallSec*1.02) {
+			t.Errorf("thread %d (%s): categories sum to %.4fs, wall %.4fs", th.TID, th.Comm, sum, th.WallSec)
+		}
+	}
+}
+
+func TestScenarioVerdicts(t *testing.T) {
+	cases := []struct {
+		name     string
+		primary  string
+		finding  string // a finding that must be reported ("" none required)
+		noFind   string // a finding that must not be reported
+		procOnly bool   // the /proc fallback sees this root cause too
+	}{
+		{name: "cpu", primary: model.CatCPU, procOnly: true},
+		{name: "cpuwait", primary: model.CatCPUWait, finding: "cpu.saturated"},
+		{name: "storageread", primary: model.CatStorageRead},
+		{name: "storagewrite", primary: model.CatStorageWrite},
+		{name: "storagesync", primary: model.CatStorageSync, finding: "sync.dominant"},
+		{name: "lock", primary: model.CatLock, finding: "lock.contention"},
+		{name: "sleep", primary: model.CatSleep},
+		{name: "other", primary: model.CatOther},
+		{name: "idlepool", primary: model.CatCPU, noFind: "lock.contention"},
+		{name: "churn", finding: "threads.churn"},
+		{name: "tinywrites", primary: model.CatCPU, finding: "syscall.tiny_io", procOnly: true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			run := diagnose(t, "--", scenario(t, c.name))
+			if !c.procOnly {
+				needEBPF(t, run)
+			}
+			if c.primary != "" && run.Verdict.Primary != c.primary {
+				t.Errorf("verdict %q (%s), want %q", run.Verdict.Primary, run.Verdict.Summary, c.primary)
+			}
+			if c.finding != "" && !hasFinding(run, c.finding) {
+				t.Errorf("finding %s not reported; findings: %+v", c.finding, run.Findings)
+			}
+			if c.noFind != "" && hasFinding(run, c.noFind) {
+				t.Errorf("finding %s reported, and it must not be", c.noFind)
+			}
+			if run.TimeAccounting.Source == "ebpf" {
+				checkSums(t, run)
+			}
+		})
+	}
+}
+
+func TestSQLiteVerdicts(t *testing.T) {
+	// DELETE + FULL syncs the journal, the database and the directory on
+	// every commit: sync-bound. WAL + OFF never syncs: CPU-bound.
+	sync := diagnose(t, "sqlite", "--journal", "delete", "--sync", "full", "--rows", "300")
+	needEBPF(t, sync)
+	if sync.Verdict.Primary != model.CatStorageSync {
+		t.Errorf("DELETE+FULL: verdict %q (%s), want storage-sync", sync.Verdict.Primary, sync.Verdict.Summary)
+	}
+	checkSums(t, sync)
+	fast := diagnose(t, "sqlite", "--journal", "wal", "--sync", "off", "--rows", "20000")
+	if fast.Verdict.Primary != model.CatCPU {
+		t.Errorf("WAL+OFF: verdict %q (%s), want cpu", fast.Verdict.Primary, fast.Verdict.Summary)
+	}
+}
