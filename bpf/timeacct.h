@@ -69,4 +69,29 @@ struct ta_counters {
 	__u64 dropped;        /* threads not accounted because the map was full */
 };
 
+/* Sync syscalls timed by sys_enter/sys_exit tracepoints; the order is the
+ * Go package's SyncKinds array. */
+#define TA_SYNC_FSYNC 0
+#define TA_SYNC_FDATASYNC 1
+#define TA_SYNC_SYNC_FILE_RANGE 2
+#define TA_SYNC_MSYNC 3
+#define TA_SYNC_SYNCFS 4
+#define TA_SYNC_SYNC 5
+#define TA_NUM_SYNC 6
+#define TA_MAX_SLOTS 32
+
+/* Per sync kind, in a per-CPU array indexed by TA_SYNC_*. */
+struct ta_sync_stats {
+	__u64 count;              /* completed calls */
+	__u64 total_ns;           /* their summed latency */
+	__u64 slots[TA_MAX_SLOTS]; /* slots[i]: latency in [2^i, 2^(i+1)) us; slot 0 from 0 */
+};
+
+/* A sync call in progress, keyed by tid. */
+struct ta_sync_start {
+	__u64 ts;
+	__u32 kind;
+	__u32 _pad;
+};
+
 #endif /* __TIMEACCT_H */

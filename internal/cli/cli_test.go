@@ -236,7 +236,7 @@ func TestObserveCommandPassesExitStatusOn(t *testing.T) {
 
 func TestObservePIDUntilItExits(t *testing.T) {
 	work := t.TempDir()
-	sleeper := exec.Command("sleep", "1")
+	sleeper := exec.Command("sleep", "4")
 	if err := sleeper.Start(); err != nil {
 		t.Fatal(err)
 	}

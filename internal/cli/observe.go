@@ -13,6 +13,7 @@ import (
 type observeFlags struct {
 	out      outputFlags
 	interval time.Duration
+	noEBPF   bool
 	pid      int
 	duration time.Duration
 }
@@ -26,6 +27,7 @@ func (f *observeFlags) bind(cmd *cobra.Command) {
 	fs := cmd.PersistentFlags()
 	fs.StringVar(&f.out.json, "json", "", "write the run record (versioned JSON, see docs/run-record.md) to FILE; - for stdout")
 	fs.DurationVar(&f.interval, "interval", defaultInterval, "sampling interval of /proc and /sys")
+	fs.BoolVar(&f.noEBPF, "no-ebpf", false, "observe from /proc only, without eBPF probes")
 	cmd.Flags().IntVarP(&f.pid, "pid", "p", 0, "observe this running process and its descendants")
 	cmd.Flags().DurationVar(&f.duration, "duration", 0, "with --pid: how long to observe (0: until it exits or Ctrl-C)")
 }
@@ -95,7 +97,7 @@ func newObserveLike(cmd *cobra.Command, pre func() error) *cobra.Command {
 			if err := checkAll(); err != nil {
 				return err
 			}
-			opts := runner.ObserveOptions{Interval: f.interval}
+			opts := runner.ObserveOptions{Interval: f.interval, NoEBPF: f.noEBPF}
 			switch {
 			case f.pid != 0 && len(args) > 0:
 				return errors.New("give either -p PID or a command after --, not both")
@@ -136,7 +138,7 @@ func newObserveLike(cmd *cobra.Command, pre func() error) *cobra.Command {
 			}
 			bar := newProgressBar(cmd.ErrOrStderr())
 			defer bar.Clear()
-			run, err := runner.ObserveBuiltin(cmd.Context(), target(), runner.ObserveOptions{Interval: f.interval}, runner.Hooks{Phase: bar.Phase, Progress: bar.Progress})
+			run, err := runner.ObserveBuiltin(cmd.Context(), target(), runner.ObserveOptions{Interval: f.interval, NoEBPF: f.noEBPF}, runner.Hooks{Phase: bar.Phase, Progress: bar.Progress})
 			bar.Clear()
 			if err != nil {
 				return err

@@ -19,7 +19,8 @@ import (
 // not perfsleuth's own sampling threads, and so that the later eBPF probes
 // can filter on one process. The two talk over two pipes:
 //
-//	parent -> child (fd 4): a line with the target as JSON, later "start\n"
+//	parent -> child (fd 4): a line with the target as JSON, later "start\n",
+//	    and it closes the pipe once it has stopped observing
 //	child -> parent (fd 3): JSON events, one per line:
 //	    {"event":"prepared"}
 //	    {"event":"progress","fraction":0.42}
@@ -119,6 +120,10 @@ func RunChild(ctx context.Context) error {
 		return fail(errors.Join(err, w.Cleanup()))
 	}
 	send(childEvent{Event: "done", Result: res, Interrupted: ctx.Err() != nil})
+	// Stay until the parent has taken its last sample of this process (it
+	// closes the control pipe), so the observation window ends with the
+	// measured phase and the process's counters are still readable.
+	io.Copy(io.Discard, in)
 	if err := w.Cleanup(); err != nil {
 		send(childEvent{Event: "warning", Message: "cleanup: " + err.Error()})
 	}

@@ -34,15 +34,26 @@ func ObserveCommand(ctx context.Context, argv []string, opts ObserveOptions) (*m
 	run := newRun(t)
 	run.Host, run.Warnings = sysinfo.Collect(cwd)
 
-	cmd := exec.Command(path, argv[1:]...)
-	cmd.Args = argv
+	// The command starts as a gate that execs it once the observers are
+	// attached to its pid: nothing the command does escapes observation,
+	// and loading the probes (up to a second) is not the command's time.
+	// The gate is /bin/sh, which is single-threaded: a Go gate would bring
+	// runtime threads that show up in the accounting before the exec.
+	gateR, gateW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer gateW.Close()
+	cmd := exec.Command("/bin/sh", append([]string{"-c", gateScript, path}, argv[1:]...)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.ExtraFiles = []*os.File{gateR}
 	// If perfsleuth dies, so does the command it started.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	start := time.Now()
 	if err := cmd.Start(); err != nil {
+		gateR.Close()
 		return nil, fmt.Errorf("start %s: %w", argv[0], err)
 	}
+	gateR.Close()
 	// exited closes when the command has exited but is not yet reaped: as a
 	// zombie its /proc files still hold its final CPU and IO totals (its own
 	// and its reaped children's), which the last sample must read before
@@ -62,10 +73,21 @@ func ObserveCommand(ctx context.Context, argv []string, opts ObserveOptions) (*m
 		}
 	}()
 
+	acct, warn := startAccounting(cmd.Process.Pid, opts)
+	defer acct.close()
+	if warn != "" {
+		run.Warnings = append(run.Warnings, warn)
+	}
 	sampler := opts.sampler(cmd.Process.Pid, run.Host.Storage)
 	if err := sampler.Start(context.Background()); err != nil {
 		return nil, fmt.Errorf("start /proc sampling: %w", err)
 	}
+	start := time.Now()
+	if _, err := gateW.Write([]byte("go\n")); err != nil {
+		sampler.Stop()
+		return nil, fmt.Errorf("start %s: %w", argv[0], err)
+	}
+	gateW.Close()
 	select {
 	case <-exited:
 	case <-ctx.Done():
@@ -81,6 +103,7 @@ func ObserveCommand(ctx context.Context, argv []string, opts ObserveOptions) (*m
 	wall := time.Since(start)
 	run.Observation = sampler.Stop()
 	run.Warnings = append(run.Warnings, sampler.Warnings()...)
+	acct.finish(run)
 	cmd.Wait()
 	reaped = true
 	res := &model.CommandResult{ExitCode: cmd.ProcessState.ExitCode(), Exited: true, WallSec: wall.Seconds()}
@@ -101,6 +124,11 @@ func signalSuffix(sig string) string {
 	}
 	return " (" + sig + ")"
 }
+
+// gateScript waits for "go" on fd 3, then becomes the command ($0 is its
+// path, found by perfsleuth; "$@" its arguments). If perfsleuth goes away
+// first, read fails and the command never starts.
+const gateScript = `read -r go <&3 && exec 3<&- && exec "$0" "$@"`
 
 // stopTree ends a child and every process below it: SIGTERM, a grace period,
 // then SIGKILL. Descendants are found from /proc before the root is

@@ -19,6 +19,8 @@ import (
 type ObserveOptions struct {
 	// Interval between /proc samples.
 	Interval time.Duration
+	// NoEBPF turns the eBPF probes off: /proc observation only.
+	NoEBPF bool
 }
 
 // How long a stopping child gets before it is signalled harder. A benchmark
@@ -104,6 +106,7 @@ func ObserveBuiltin(ctx context.Context, t model.Target, opts ObserveOptions, ho
 
 	hooks.phase("prepare")
 	var sampler *procfs.Sampler
+	var acct *accountant
 	interrupted := false
 	for {
 		select {
@@ -128,6 +131,12 @@ func ObserveBuiltin(ctx context.Context, t model.Target, opts ObserveOptions, ho
 			}
 			switch e.Event {
 			case "prepared":
+				var warn string
+				acct, warn = startAccounting(cmd.Process.Pid, opts)
+				defer acct.close()
+				if warn != "" {
+					run.Warnings = append(run.Warnings, warn)
+				}
 				sampler = opts.sampler(cmd.Process.Pid, run.Host.Storage)
 				if err := sampler.Start(ctx); err != nil {
 					return nil, fmt.Errorf("start /proc sampling: %w", err)
@@ -152,15 +161,21 @@ func ObserveBuiltin(ctx context.Context, t model.Target, opts ObserveOptions, ho
 				}
 				return nil, errors.New(e.Message)
 			case "done":
+				// The sampler first: its last sample must read the child's
+				// counters before the child exits, and stopping it is quick;
+				// the probe's counts are already in its maps.
 				if sampler != nil {
 					run.Observation = sampler.Stop()
 					run.Warnings = append(run.Warnings, sampler.Warnings()...)
 				}
+				acct.finish(run)
 				hooks.phase("cleanup")
 				run.Result = e.Result
 				run.Interrupted = e.Interrupted || interrupted
 				run.EndedAt = time.Now()
-				// Let the child remove its files; the deferred stopChild waits.
+				// Observation is over: let the child remove its files and
+				// exit; the deferred stopChild waits for it.
+				ctlW.Close()
 				for range events {
 				}
 				return run, nil

@@ -87,6 +87,11 @@ func ObservePID(ctx context.Context, pid int, duration time.Duration, opts Obser
 		}()
 	}
 
+	acct, warn := startAccounting(pid, opts)
+	defer acct.close()
+	if warn != "" {
+		run.Warnings = append(run.Warnings, warn)
+	}
 	sampler := opts.sampler(pid, run.Host.Storage)
 	start := time.Now()
 	if err := sampler.Start(context.Background()); err != nil {
@@ -108,6 +113,7 @@ func ObservePID(ctx context.Context, pid int, duration time.Duration, opts Obser
 	}
 	run.Observation = sampler.Stop()
 	run.Warnings = append(run.Warnings, sampler.Warnings()...)
+	acct.finish(run)
 	wall := time.Since(start)
 	run.Result = &model.Result{DurationSec: wall.Seconds(), Command: &model.CommandResult{ExitCode: -1, Exited: exited, WallSec: wall.Seconds()}}
 	if exited && duration > 0 {

@@ -35,6 +35,7 @@ func TestMain(m *testing.M) {
 			fmt.Fprintln(os.Stderr, "scenario:", err)
 			os.Exit(1)
 		}
+		fmt.Printf("work %d\n", time.Since(workStart).Nanoseconds())
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
@@ -47,9 +48,14 @@ func announce(tids ...int) {
 	fmt.Println("ready")
 }
 
+// workStart is when the child was told to begin; it prints "work <ns>"
+// at its end so that tests can relate the categories to the work alone.
+var workStart time.Time
+
 func waitGo() error {
 	var b [1]byte
 	_, err := io.ReadFull(os.Stdin, b[:])
+	workStart = time.Now()
 	return err
 }
 
@@ -82,6 +88,41 @@ func runScenario(name string) error {
 			if _, err := unix.Pwrite(int(f.Fd()), buf, int64(i)*4096); err != nil {
 				return err
 			}
+			if err := unix.Fdatasync(int(f.Fd())); err != nil {
+				return err
+			}
+		}
+	case "dsync":
+		// O_DSYNC appends: the sleeps are in write(2), and only the kernel
+		// stack (file_write_and_wait_range, jbd2_log_wait_commit) tells
+		// that they wait for a sync rather than for the write.
+		fd, err := unix.Open(filepath.Join(os.Getenv(dirEnv), "dsync.dat"), unix.O_CREAT|unix.O_WRONLY|unix.O_DSYNC|unix.O_CLOEXEC, 0o644)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		announce(unix.Gettid())
+		if err := waitGo(); err != nil {
+			return err
+		}
+		buf := make([]byte, 4096)
+		for i := range 200 {
+			if _, err := unix.Pwrite(fd, buf, int64(i)*4096); err != nil {
+				return err
+			}
+		}
+	case "fdatasync":
+		// 1000 fdatasync calls on an unchanged file: cheap, exact to count.
+		f, err := os.Create(filepath.Join(os.Getenv(dirEnv), "fdatasync.dat"))
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		announce(unix.Gettid())
+		if err := waitGo(); err != nil {
+			return err
+		}
+		for range 1000 {
 			if err := unix.Fdatasync(int(f.Fd())); err != nil {
 				return err
 			}
@@ -197,7 +238,7 @@ func pingPong() error {
 	if err := unix.Pipe(b[:]); err != nil {
 		return err
 	}
-	const n = 50000
+	const n = pingPongRoundTrips
 	done := make(chan struct{})
 	go func() {
 		runtime.LockOSThread()
@@ -233,7 +274,7 @@ type child struct {
 	lines []string
 }
 
-func startChild(t *testing.T, scenario string) *child {
+func startChild(t testing.TB, scenario string) *child {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), scenarioEnv+"="+scenario, dirEnv+"="+t.TempDir())
@@ -268,8 +309,24 @@ func startChild(t *testing.T, scenario string) *child {
 	return nil
 }
 
+// workNs is how long the child worked, from its "work" line.
+func (c *child) workNs(t testing.TB) uint64 {
+	t.Helper()
+	for _, l := range c.lines {
+		if s, ok := strings.CutPrefix(l, "work "); ok {
+			v, err := strconv.ParseUint(s, 10, 64)
+			if err != nil {
+				t.Fatalf("child: %q", l)
+			}
+			return v
+		}
+	}
+	t.Fatalf("child printed no work time: %q", c.lines)
+	return 0
+}
+
 // run tells the child to begin and waits for it to exit.
-func (c *child) run(t *testing.T) {
+func (c *child) run(t testing.TB) {
 	t.Helper()
 	if _, err := c.stdin.Write([]byte{1}); err != nil {
 		t.Fatal(err)

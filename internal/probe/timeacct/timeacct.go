@@ -47,8 +47,32 @@ type Result struct {
 	Forks, ThreadCreates uint64
 	// Exits counts threads of the tree that exited.
 	Exits uint64
-	// Dropped counts threads not accounted because the thread map was full.
+	// Dropped counts threads (or sync calls) not accounted because a map
+	// was full.
 	Dropped uint64
+	// Sync times the sync syscalls of the tree, indexed like SyncKinds.
+	// SyncNote says why it is empty when its tracepoints could not be
+	// attached (they need tracefs); the rest of the result is unaffected.
+	Sync     [NumSyncKinds]SyncStats
+	SyncNote string
+}
+
+// NumSyncKinds is the number of sync syscalls timed.
+const NumSyncKinds = 6
+
+// SyncKinds names the sync syscalls, indexed like Result.Sync; the order
+// matches TA_SYNC_* in bpf/timeacct.h.
+var SyncKinds = [NumSyncKinds]string{"fsync", "fdatasync", "sync_file_range", "msync", "syncfs", "sync"}
+
+// NumLatencySlots is the size of SyncStats.LatencyLog2Us.
+const NumLatencySlots = 32
+
+// SyncStats counts the completed calls of one sync syscall in the window.
+type SyncStats struct {
+	Count, TotalNs uint64
+	// LatencyLog2Us[i] counts calls that took [2^i, 2^(i+1)) microseconds;
+	// slot 0 also holds those under 1 us, the last slot everything above.
+	LatencyLog2Us [NumLatencySlots]uint64
 }
 
 // Thread is one thread's time in the window.

@@ -14,8 +14,10 @@ import (
 )
 
 type timeacctStackBuf struct {
-	_   structs.HostLayout
-	Ips [32]uint64
+	_    structs.HostLayout
+	Ips  [32]uint64
+	Best uint32
+	Pad  uint32
 }
 
 type timeacctTaCounters struct {
@@ -31,6 +33,20 @@ type timeacctTaRanges struct {
 	Start [32]uint64
 	End   [32]uint64
 	Class [32]uint32
+}
+
+type timeacctTaSyncStart struct {
+	_    structs.HostLayout
+	Ts   uint64
+	Kind uint32
+	Pad  uint32
+}
+
+type timeacctTaSyncStats struct {
+	_       structs.HostLayout
+	Count   uint64
+	TotalNs uint64
+	Slots   [32]uint64
 }
 
 type timeacctTaThread struct {
@@ -59,19 +75,33 @@ type timeacctTaThread struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	timeacctMapCounters         = "counters"
-	timeacctMapRanges           = "ranges"
-	timeacctMapStackScratch     = "stack_scratch"
-	timeacctMapThreads          = "threads"
-	timeacctMapTracked          = "tracked"
-	timeacctProgHandleExit      = "handle_exit"
-	timeacctProgHandleFork      = "handle_fork"
-	timeacctProgHandleSwitch    = "handle_switch"
-	timeacctProgHandleWakeup    = "handle_wakeup"
-	timeacctProgHandleWakeupNew = "handle_wakeup_new"
-	timeacctProgSeed            = "seed"
-	timeacctVarUseStacks        = "use_stacks"
-	timeacctVarZeroThread       = "zero_thread"
+	timeacctMapCounters            = "counters"
+	timeacctMapRanges              = "ranges"
+	timeacctMapStackScratch        = "stack_scratch"
+	timeacctMapSyncStart           = "sync_start"
+	timeacctMapSyncStats           = "sync_stats"
+	timeacctMapThreads             = "threads"
+	timeacctMapTracked             = "tracked"
+	timeacctProgEnterFdatasync     = "enter_fdatasync"
+	timeacctProgEnterFsync         = "enter_fsync"
+	timeacctProgEnterMsync         = "enter_msync"
+	timeacctProgEnterSync          = "enter_sync"
+	timeacctProgEnterSyncFileRange = "enter_sync_file_range"
+	timeacctProgEnterSyncfs        = "enter_syncfs"
+	timeacctProgExitFdatasync      = "exit_fdatasync"
+	timeacctProgExitFsync          = "exit_fsync"
+	timeacctProgExitMsync          = "exit_msync"
+	timeacctProgExitSync           = "exit_sync"
+	timeacctProgExitSyncFileRange  = "exit_sync_file_range"
+	timeacctProgExitSyncfs         = "exit_syncfs"
+	timeacctProgHandleExit         = "handle_exit"
+	timeacctProgHandleFork         = "handle_fork"
+	timeacctProgHandleSwitch       = "handle_switch"
+	timeacctProgHandleWakeup       = "handle_wakeup"
+	timeacctProgHandleWakeupNew    = "handle_wakeup_new"
+	timeacctProgSeed               = "seed"
+	timeacctVarUseStacks           = "use_stacks"
+	timeacctVarZeroThread          = "zero_thread"
 )
 
 // loadTimeacct returns the embedded CollectionSpec for timeacct.
@@ -116,12 +146,24 @@ type timeacctSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type timeacctProgramSpecs struct {
-	HandleExit      *ebpf.ProgramSpec `ebpf:"handle_exit"`
-	HandleFork      *ebpf.ProgramSpec `ebpf:"handle_fork"`
-	HandleSwitch    *ebpf.ProgramSpec `ebpf:"handle_switch"`
-	HandleWakeup    *ebpf.ProgramSpec `ebpf:"handle_wakeup"`
-	HandleWakeupNew *ebpf.ProgramSpec `ebpf:"handle_wakeup_new"`
-	Seed            *ebpf.ProgramSpec `ebpf:"seed"`
+	EnterFdatasync     *ebpf.ProgramSpec `ebpf:"enter_fdatasync"`
+	EnterFsync         *ebpf.ProgramSpec `ebpf:"enter_fsync"`
+	EnterMsync         *ebpf.ProgramSpec `ebpf:"enter_msync"`
+	EnterSync          *ebpf.ProgramSpec `ebpf:"enter_sync"`
+	EnterSyncFileRange *ebpf.ProgramSpec `ebpf:"enter_sync_file_range"`
+	EnterSyncfs        *ebpf.ProgramSpec `ebpf:"enter_syncfs"`
+	ExitFdatasync      *ebpf.ProgramSpec `ebpf:"exit_fdatasync"`
+	ExitFsync          *ebpf.ProgramSpec `ebpf:"exit_fsync"`
+	ExitMsync          *ebpf.ProgramSpec `ebpf:"exit_msync"`
+	ExitSync           *ebpf.ProgramSpec `ebpf:"exit_sync"`
+	ExitSyncFileRange  *ebpf.ProgramSpec `ebpf:"exit_sync_file_range"`
+	ExitSyncfs         *ebpf.ProgramSpec `ebpf:"exit_syncfs"`
+	HandleExit         *ebpf.ProgramSpec `ebpf:"handle_exit"`
+	HandleFork         *ebpf.ProgramSpec `ebpf:"handle_fork"`
+	HandleSwitch       *ebpf.ProgramSpec `ebpf:"handle_switch"`
+	HandleWakeup       *ebpf.ProgramSpec `ebpf:"handle_wakeup"`
+	HandleWakeupNew    *ebpf.ProgramSpec `ebpf:"handle_wakeup_new"`
+	Seed               *ebpf.ProgramSpec `ebpf:"seed"`
 }
 
 // timeacctMapSpecs contains maps before they are loaded into the kernel.
@@ -131,6 +173,8 @@ type timeacctMapSpecs struct {
 	Counters     *ebpf.MapSpec `ebpf:"counters"`
 	Ranges       *ebpf.MapSpec `ebpf:"ranges"`
 	StackScratch *ebpf.MapSpec `ebpf:"stack_scratch"`
+	SyncStart    *ebpf.MapSpec `ebpf:"sync_start"`
+	SyncStats    *ebpf.MapSpec `ebpf:"sync_stats"`
 	Threads      *ebpf.MapSpec `ebpf:"threads"`
 	Tracked      *ebpf.MapSpec `ebpf:"tracked"`
 }
@@ -166,6 +210,8 @@ type timeacctMaps struct {
 	Counters     *ebpf.Map `ebpf:"counters"`
 	Ranges       *ebpf.Map `ebpf:"ranges"`
 	StackScratch *ebpf.Map `ebpf:"stack_scratch"`
+	SyncStart    *ebpf.Map `ebpf:"sync_start"`
+	SyncStats    *ebpf.Map `ebpf:"sync_stats"`
 	Threads      *ebpf.Map `ebpf:"threads"`
 	Tracked      *ebpf.Map `ebpf:"tracked"`
 }
@@ -175,6 +221,8 @@ func (m *timeacctMaps) Close() error {
 		m.Counters,
 		m.Ranges,
 		m.StackScratch,
+		m.SyncStart,
+		m.SyncStats,
 		m.Threads,
 		m.Tracked,
 	)
@@ -192,16 +240,40 @@ type timeacctVariables struct {
 //
 // It can be passed to loadTimeacctObjects or ebpf.CollectionSpec.LoadAndAssign.
 type timeacctPrograms struct {
-	HandleExit      *ebpf.Program `ebpf:"handle_exit"`
-	HandleFork      *ebpf.Program `ebpf:"handle_fork"`
-	HandleSwitch    *ebpf.Program `ebpf:"handle_switch"`
-	HandleWakeup    *ebpf.Program `ebpf:"handle_wakeup"`
-	HandleWakeupNew *ebpf.Program `ebpf:"handle_wakeup_new"`
-	Seed            *ebpf.Program `ebpf:"seed"`
+	EnterFdatasync     *ebpf.Program `ebpf:"enter_fdatasync"`
+	EnterFsync         *ebpf.Program `ebpf:"enter_fsync"`
+	EnterMsync         *ebpf.Program `ebpf:"enter_msync"`
+	EnterSync          *ebpf.Program `ebpf:"enter_sync"`
+	EnterSyncFileRange *ebpf.Program `ebpf:"enter_sync_file_range"`
+	EnterSyncfs        *ebpf.Program `ebpf:"enter_syncfs"`
+	ExitFdatasync      *ebpf.Program `ebpf:"exit_fdatasync"`
+	ExitFsync          *ebpf.Program `ebpf:"exit_fsync"`
+	ExitMsync          *ebpf.Program `ebpf:"exit_msync"`
+	ExitSync           *ebpf.Program `ebpf:"exit_sync"`
+	ExitSyncFileRange  *ebpf.Program `ebpf:"exit_sync_file_range"`
+	ExitSyncfs         *ebpf.Program `ebpf:"exit_syncfs"`
+	HandleExit         *ebpf.Program `ebpf:"handle_exit"`
+	HandleFork         *ebpf.Program `ebpf:"handle_fork"`
+	HandleSwitch       *ebpf.Program `ebpf:"handle_switch"`
+	HandleWakeup       *ebpf.Program `ebpf:"handle_wakeup"`
+	HandleWakeupNew    *ebpf.Program `ebpf:"handle_wakeup_new"`
+	Seed               *ebpf.Program `ebpf:"seed"`
 }
 
 func (p *timeacctPrograms) Close() error {
 	return _TimeacctClose(
+		p.EnterFdatasync,
+		p.EnterFsync,
+		p.EnterMsync,
+		p.EnterSync,
+		p.EnterSyncFileRange,
+		p.EnterSyncfs,
+		p.ExitFdatasync,
+		p.ExitFsync,
+		p.ExitMsync,
+		p.ExitSync,
+		p.ExitSyncFileRange,
+		p.ExitSyncfs,
 		p.HandleExit,
 		p.HandleFork,
 		p.HandleSwitch,

@@ -1,0 +1,83 @@
+package runner
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/probe/timeacct"
+)
+
+// accountant runs the eBPF time-accounting probe over a process tree, or
+// says why it could not (then the /proc fallback accounts for cpu only).
+type accountant struct {
+	probe *timeacct.Probe
+}
+
+// startAccounting attaches the probe to the tree below pid. A failure is not
+// an error: the run goes on without it, and the returned warning says why
+// and what to do.
+func startAccounting(pid int, opts ObserveOptions) (*accountant, string) {
+	if opts.NoEBPF {
+		return nil, ""
+	}
+	if os.Geteuid() != 0 {
+		return nil, "not root: eBPF time accounting is off, so off-CPU time shows as unknown; run with sudo to see storage, lock and run-queue waits"
+	}
+	p, err := timeacct.Start(timeacct.Config{RootPID: pid})
+	if err != nil {
+		return nil, fmt.Sprintf("eBPF time accounting is off (%v): off-CPU time shows as unknown; 'perfsleuth doctor' says what this kernel lacks", err)
+	}
+	return &accountant{probe: p}, ""
+}
+
+// finish detaches the probe and puts its accounting in the run. Safe on nil.
+func (a *accountant) finish(run *model.Run) {
+	if a == nil {
+		return
+	}
+	res, err := a.probe.Stop()
+	a.probe = nil
+	if err != nil {
+		run.Warnings = append(run.Warnings, "eBPF time accounting failed: "+err.Error())
+		return
+	}
+	run.TimeAccounting = fromProbe(res)
+}
+
+// close detaches the probe if finish did not (error paths). Safe on nil.
+func (a *accountant) close() {
+	if a != nil && a.probe != nil {
+		a.probe.Stop()
+	}
+}
+
+// fromProbe converts the probe's counts into the run record's accounting.
+func fromProbe(r *timeacct.Result) *model.TimeAccounting {
+	ta := &model.TimeAccounting{
+		Source:           "ebpf",
+		WindowSec:        float64(r.EndNs-r.StartNs) / 1e9,
+		ThreadsCreated:   int64(r.ThreadCreates + r.Forks),
+		ThreadsExited:    int64(r.Exits),
+		ProcessesCreated: int64(r.Forks),
+		Dropped:          int64(r.Dropped),
+	}
+	for _, t := range r.Threads {
+		secs := map[string]float64{}
+		for i, ns := range t.Ns {
+			secs[timeacct.Categories[i]] = float64(ns) / 1e9
+		}
+		cpu := secs[model.CatCPU]
+		// utime/stime are cumulative since the thread started; their ratio
+		// splits the window's cpu time into user and system.
+		user := cpu
+		if tot := t.UserNs + t.SysNs; tot > 0 {
+			user = cpu * float64(t.UserNs) / float64(tot)
+		}
+		ta.Threads = append(ta.Threads, model.ThreadTime{
+			PID: t.PID, TID: t.TID, Comm: t.Comm, WallSec: float64(t.WallNs) / 1e9,
+			Seconds: secs, UserSec: user, SystemSec: cpu - user, Exited: t.Exited,
+		})
+	}
+	return ta
+}
