@@ -1,0 +1,134 @@
+// Command overhead measures what observing costs: it runs the same workload
+// bare and under `perfsleuth observe`, alternating, and prints the slowdown
+// (1 - observed/bare throughput) per workload, with the targets of issue 3:
+//
+//	(a) 4 KiB buffered random writes, 1 thread (syscall-heavy)   <= 3%
+//	(b) the sqlite benchmark, WAL (CPU-bound transactions)        <= 3%
+//	(c) two threads ping-ponging over pipes (context switches)    <= 10%
+//
+// Run as root for the eBPF probes (otherwise this measures /proc sampling).
+//
+//	go run ./benchmarks/overhead [--repeats 7] [--duration 5s]
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"time"
+
+	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/stats"
+)
+
+type workload struct {
+	name   string
+	target float64 // largest acceptable slowdown
+	// bare and observed return the throughput of one run.
+	bare, observed func(ctx context.Context) (float64, error)
+}
+
+func main() {
+	repeats := flag.Int("repeats", 7, "bare/observed pairs per workload")
+	duration := flag.Duration("duration", 5*time.Second, "length of each run")
+	bin := flag.String("perfsleuth", "", "perfsleuth binary (default: build ./cmd/perfsleuth)")
+	interval := flag.String("interval", "1s", "observe --interval")
+	flag.Parse()
+	ctx := context.Background()
+
+	tmp, err := os.MkdirTemp(".", "perfsleuth-overhead-")
+	check(err)
+	defer os.RemoveAll(tmp)
+	tmp, _ = filepath.Abs(tmp)
+	if *bin == "" {
+		*bin = filepath.Join(tmp, "perfsleuth")
+		run("go", "build", "-o", *bin, "./cmd/perfsleuth")
+	}
+	pingpong := filepath.Join(tmp, "pingpong")
+	run("gcc", "-O2", "-pthread", "-o", pingpong, "scenarios/c/pingpong.c")
+	d := duration.Seconds()
+
+	perfsleuthRate := func(args []string, pick func(*model.Result) float64) func(context.Context) (float64, error) {
+		return func(ctx context.Context) (float64, error) {
+			rec := filepath.Join(tmp, "run.json")
+			cmd := exec.CommandContext(ctx, *bin, append(args, "--json", rec)...)
+			cmd.Dir = tmp
+			if out, err := cmd.CombinedOutput(); err != nil {
+				return 0, fmt.Errorf("%v: %v\n%s", args, err, out)
+			}
+			b, err := os.ReadFile(rec)
+			if err != nil {
+				return 0, err
+			}
+			var r model.Run
+			if err := json.Unmarshal(b, &r); err != nil {
+				return 0, err
+			}
+			return pick(r.Result), nil
+		}
+	}
+	writes := func(r *model.Result) float64 { return r.FileIO.Ops[0].OpsPerSec }
+	inserts := func(r *model.Result) float64 { return r.SQLite.Phases[0].TxPerSec }
+	fio := []string{"fileio", "--rw", "randwrite", "--bs", "4k", "--size", "256m", "--duration", duration.String()}
+	sq := []string{"sqlite", "--journal", "wal", "--sync", "normal", "--rows", strconv.Itoa(int(d * 20000)), "--phases", "insert"}
+	obs := []string{"observe", "--interval", *interval}
+	pp := func(observe bool) func(context.Context) (float64, error) {
+		return func(ctx context.Context) (float64, error) {
+			args := []string{pingpong, strconv.FormatFloat(d, 'f', 1, 64)}
+			if observe {
+				args = append(append(append([]string{*bin}, obs...), "--"), args...)
+			}
+			out, err := exec.CommandContext(ctx, args[0], args[1:]...).CombinedOutput()
+			if err != nil {
+				return 0, fmt.Errorf("%v: %v\n%s", args, err, out)
+			}
+			m := regexp.MustCompile(`([0-9.]+) round trips/s`).FindSubmatch(out)
+			if m == nil {
+				return 0, fmt.Errorf("no rate in %q", out)
+			}
+			return strconv.ParseFloat(string(m[1]), 64)
+		}
+	}
+	workloads := []workload{
+		{"(a) fileio 4k randwrite", 0.03, perfsleuthRate(append([]string{"bench"}, fio...), writes), perfsleuthRate(append(obs, fio...), writes)},
+		{"(b) sqlite WAL inserts", 0.03, perfsleuthRate(append([]string{"bench"}, sq...), inserts), perfsleuthRate(append(obs, sq...), inserts)},
+		{"(c) pipe ping-pong", 0.10, pp(false), pp(true)},
+	}
+	fmt.Printf("%d pairs of %s runs per workload, observe --interval %s, euid %d\n\n", *repeats, duration, *interval, os.Geteuid())
+	for _, w := range workloads {
+		var ratios, bares, obsd []float64
+		for i := 0; i < *repeats; i++ {
+			b, err := w.bare(ctx)
+			check(err)
+			o, err := w.observed(ctx)
+			check(err)
+			bares, obsd, ratios = append(bares, b), append(obsd, o), append(ratios, o/b)
+		}
+		slow := 1 - stats.Median(ratios)
+		verdict := "PASS"
+		if slow > w.target {
+			verdict = "FAIL"
+		}
+		fmt.Printf("%-26s bare %10.0f/s  observed %10.0f/s  slowdown %5.1f%%  (target <= %.0f%%) %s\n",
+			w.name, stats.Median(bares), stats.Median(obsd), slow*100, w.target*100, verdict)
+	}
+}
+
+func run(name string, args ...string) {
+	cmd := exec.Command(name, args...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	check(cmd.Run())
+}
+
+func check(err error) {
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "overhead:", err)
+		os.Exit(1)
+	}
+}
