@@ -23,6 +23,7 @@ const idleCPUShare = 0.01
 // It is idempotent: analysing a loaded record again gives the same result.
 func Analyze(run *model.Run) {
 	if ta := run.TimeAccounting; ta != nil {
+		assignRoles(run)
 		summarize(ta)
 		run.Verdict = verdict(ta)
 	}
@@ -40,13 +41,34 @@ func Analyze(run *model.Run) {
 
 var severityRank = map[string]int{"critical": 3, "warning": 2, "info": 1}
 
+// assignRoles marks a built-in benchmark's threads as its workers or as Go
+// runtime threads, from the worker thread ids the benchmark reported. The
+// runtime's threads park in FUTEX_WAIT like a thread waiting for a mutex, so
+// without this their parking would read as lock contention.
+func assignRoles(run *model.Run) {
+	if run.Result == nil || len(run.Result.WorkerTIDs) == 0 {
+		return
+	}
+	workers := map[int]bool{}
+	for _, tid := range run.Result.WorkerTIDs {
+		workers[tid] = true
+	}
+	for i := range run.TimeAccounting.Threads {
+		t := &run.TimeAccounting.Threads[i]
+		t.Role = "runtime"
+		if workers[t.TID] {
+			t.Role = "worker"
+		}
+	}
+}
+
 // summarize marks idle threads and totals the busy ones.
 func summarize(ta *model.TimeAccounting) {
 	ta.Total = map[string]float64{}
 	ta.UserSec, ta.SystemSec = 0, 0
 	for i := range ta.Threads {
 		t := &ta.Threads[i]
-		t.Idle = isIdle(t)
+		t.Idle = t.Role == "runtime" || isIdle(t)
 		if t.Idle {
 			continue
 		}
@@ -63,7 +85,10 @@ func isIdle(t *model.ThreadTime) bool {
 		return true
 	}
 	s := t.Seconds
-	if s[model.CatStorageRead]+s[model.CatStorageWrite]+s[model.CatStorageSync] > 0 {
+	// Waiting for work happens on condition variables, futexes, timers and
+	// polls (lock, sleep); a thread blocked on storage or elsewhere is not
+	// idle, however little it ran.
+	if s[model.CatStorageRead]+s[model.CatStorageWrite]+s[model.CatStorageSync]+s[model.CatOther] > 0 {
 		return false
 	}
 	if _, known := s[model.CatUnknown]; known && s[model.CatUnknown] > 0 {

@@ -204,3 +204,33 @@ func TestFromObservation(t *testing.T) {
 		t.Error("FromObservation replaced an existing accounting")
 	}
 }
+
+func TestBuiltinRuntimeThreadsAreNotCounted(t *testing.T) {
+	// A Go benchmark: the worker syncs; two runtime threads park in futexes
+	// (read as lock) but run a little, so the 1% rule alone would keep them.
+	r := runWith(2, 10,
+		thread(11, map[string]float64{"cpu": 2, "storage-sync": 8}),
+		thread(12, map[string]float64{"cpu": 0.5, "lock": 9.5}),
+		thread(13, map[string]float64{"cpu": 0.5, "lock": 9.5}))
+	r.Result = &model.Result{WorkerTIDs: []int{11}}
+	Analyze(r)
+	if r.Verdict.Primary != "storage-sync" {
+		t.Errorf("verdict %+v, want storage-sync", r.Verdict)
+	}
+	if got := ids(r.Findings); got != "sync.dominant:critical" {
+		t.Errorf("findings %q: runtime threads must not make lock.contention", got)
+	}
+	roles := []string{r.TimeAccounting.Threads[0].Role, r.TimeAccounting.Threads[1].Role}
+	if roles[0] != "worker" || roles[1] != "runtime" {
+		t.Errorf("roles %v", roles)
+	}
+}
+
+func TestBlockedElsewhereIsNotIdle(t *testing.T) {
+	// Blocked opening a FIFO: off the CPU, but not waiting for work.
+	r := runWith(2, 10, thread(1, map[string]float64{"cpu": 0.01, "other": 9.99}))
+	Analyze(r)
+	if r.TimeAccounting.Threads[0].Idle || r.Verdict.Primary != "other" {
+		t.Errorf("idle %v, verdict %+v", r.TimeAccounting.Threads[0].Idle, r.Verdict)
+	}
+}

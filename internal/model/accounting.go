@@ -56,6 +56,11 @@ type ThreadTime struct {
 	// parked worker): it is listed, not counted in Total or the verdict.
 	Idle   bool `json:"idle"`
 	Exited bool `json:"exited"`
+	// Role is "worker" or "runtime" for a built-in benchmark, whose worker
+	// threads are known (Result.WorkerTIDs): its other threads are the Go
+	// runtime's, parked between bits of housekeeping, and are left out like
+	// idle ones. Empty for other workloads.
+	Role string `json:"role,omitempty"`
 }
 
 // Verdict names the bottleneck.

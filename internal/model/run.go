@@ -72,10 +72,13 @@ type PIDConfig struct {
 // Result is what the workload itself measured.
 type Result struct {
 	// DurationSec is the measured phase's wall time (prepare excluded).
-	DurationSec float64        `json:"duration_sec"`
-	FileIO      *FileIOResult  `json:"fileio,omitempty"`
-	SQLite      *SQLiteResult  `json:"sqlite,omitempty"`
-	Command     *CommandResult `json:"command,omitempty"`
+	DurationSec float64 `json:"duration_sec"`
+	// WorkerTIDs are the threads that did a built-in benchmark's work; the
+	// process's other threads are Go runtime threads (see ThreadTime.Role).
+	WorkerTIDs []int          `json:"worker_tids,omitempty"`
+	FileIO     *FileIOResult  `json:"fileio,omitempty"`
+	SQLite     *SQLiteResult  `json:"sqlite,omitempty"`
+	Command    *CommandResult `json:"command,omitempty"`
 }
 
 // CommandResult is how an observed command (or PID) ended.

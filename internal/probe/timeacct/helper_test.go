@@ -111,6 +111,8 @@ func runScenario(name string) error {
 				return err
 			}
 		}
+	case "inodelock":
+		return inodeLockScenario()
 	case "fdatasync":
 		// 1000 fdatasync calls on an unchanged file: cheap, exact to count.
 		f, err := os.Create(filepath.Join(os.Getenv(dirEnv), "fdatasync.dat"))
@@ -228,8 +230,65 @@ func lockScenario() error {
 	return nil
 }
 
+// inodeLockScenario makes one thread wait for the inode lock in D state:
+// thread A appends with synchronous O_DIRECT writes, which wait for the
+// device while holding the file's i_rwsem (ext4_dio_write_iter takes it
+// exclusively for extending writes), and thread B's buffered writes to the
+// same file sleep in rwsem_down_write_slowpath meanwhile. Only the kernel
+// stack tells B's sleeps in write(2) are a lock, not storage-write.
+func inodeLockScenario() error {
+	path := filepath.Join(os.Getenv(dirEnv), "inodelock.dat")
+	fdA, err := unix.Open(path, unix.O_CREAT|unix.O_WRONLY|unix.O_DIRECT|unix.O_CLOEXEC, 0o644)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fdA)
+	fdB, err := unix.Open(path, unix.O_WRONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fdB)
+	bufA, err := unix.Mmap(-1, 0, 64<<10, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_PRIVATE|unix.MAP_ANONYMOUS)
+	if err != nil {
+		return err
+	}
+	var stop atomic.Bool
+	start := make(chan struct{})
+	tidB := make(chan int, 1)
+	errB := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread()
+		tidB <- unix.Gettid()
+		<-start
+		buf := make([]byte, 4096)
+		for !stop.Load() {
+			if _, err := unix.Pwrite(fdB, buf, 0); err != nil {
+				errB <- err
+				return
+			}
+		}
+		errB <- nil
+	}()
+	announce(unix.Gettid(), <-tidB)
+	if err := waitGo(); err != nil {
+		return err
+	}
+	close(start)
+	for i := range 200 {
+		if _, err := unix.Pwrite(fdA, bufA, int64(i+1)*int64(len(bufA))); err != nil {
+			stop.Store(true)
+			return err
+		}
+	}
+	stop.Store(true)
+	return <-errB
+}
+
+// pingPongRoundTrips is the n of the pingpong scenario.
+const pingPongRoundTrips = 50000
+
 // pingPong bounces a byte between two threads through two pipes and prints
-// the round trips per second.
+// the round trips per second. The main thread is locked by TestMain.
 func pingPong() error {
 	var a, b [2]int
 	if err := unix.Pipe(a[:]); err != nil {
@@ -239,9 +298,19 @@ func pingPong() error {
 		return err
 	}
 	const n = pingPongRoundTrips
+	// Both threads on one CPU: every round trip is then two direct
+	// switches, and the rate does not depend on where the scheduler puts
+	// the threads (across CPUs of this VM a wake-up costs an IPI and an
+	// idle exit, and the rate varied 2x from run to run).
+	var cpus unix.CPUSet
+	cpus.Set(runtime.NumCPU() - 1)
+	if err := unix.SchedSetaffinity(0, &cpus); err != nil {
+		return err
+	}
 	done := make(chan struct{})
 	go func() {
 		runtime.LockOSThread()
+		unix.SchedSetaffinity(0, &cpus)
 		buf := make([]byte, 1)
 		for range n {
 			unix.Read(a[0], buf)

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/cilium/ebpf"
@@ -108,8 +109,8 @@ func Start(cfg Config) (_ *Probe, err error) {
 	if err := p.seed(); err != nil {
 		return nil, err
 	}
-	// Last: attaching a classic tracepoint takes ~10 ms each here, time
-	// the seeded threads would otherwise spend unobserved in the window.
+	// Last: attaching a classic tracepoint takes ~10 ms each here. Before
+	// the seed, that time would be in the window but in no thread's wall.
 	p.syncNote = p.attachSync()
 	return p, nil
 }
@@ -203,11 +204,16 @@ func (p *Probe) Stop() (*Result, error) {
 	}
 	defer p.close()
 	var errs []error
+	// The programs stop counting as soon as the flag is set; detaching
+	// them takes a few hundred ms, which is not part of the window.
+	if err := p.objs.Stopped.Set(uint32(1)); err != nil {
+		errs = append(errs, fmt.Errorf("variable stopped: %w", err))
+	}
+	end := monotonicNs()
 	if err := closeLinks(p.links); err != nil {
 		errs = append(errs, fmt.Errorf("detach: %w", err))
 	}
 	p.links = nil
-	end := monotonicNs()
 	res := &Result{StartNs: p.startNs, EndNs: end, SyncNote: p.syncNote}
 
 	for k := range NumSyncKinds {
@@ -239,12 +245,29 @@ func (p *Probe) Stop() (*Result, error) {
 
 	var tid uint32
 	var v timeacctTaThread
+	var entries []timeacctTaThread
 	iter := p.objs.Threads.Iterate()
 	for iter.Next(&tid, &v) {
-		res.Threads = append(res.Threads, closeThread(&v, end))
+		entries = append(entries, v)
+		// A program that read the flag just before it was set may have
+		// stamped a time after end; the window then ends there.
+		end = max(end, v.LastNs, v.ExitNs)
 	}
 	if err := iter.Err(); err != nil {
 		errs = append(errs, fmt.Errorf("map threads: %w", err))
+	}
+	res.EndNs = end
+	for i := range entries {
+		v := &entries[i]
+		th := closeThread(v, end)
+		if !th.Exited {
+			// The kernel side reads comm only at creation and exit; a
+			// live thread may have renamed itself or exec'd since.
+			if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/comm", th.PID, th.TID)); err == nil {
+				th.Comm = strings.TrimSuffix(string(b), "\n")
+			}
+		}
+		res.Threads = append(res.Threads, th)
 	}
 	return res, errors.Join(errs...)
 }

@@ -47,8 +47,10 @@ type Result struct {
 	Forks, ThreadCreates uint64
 	// Exits counts threads of the tree that exited.
 	Exits uint64
-	// Dropped counts threads (or sync calls) not accounted because a map
-	// was full.
+	// Dropped counts what could not be accounted: failed inserts into a
+	// full map (each event of a thread without an entry, a process not
+	// followed, a sync call not timed) and threads whose tid was reused
+	// within the window. Non-zero means the result is incomplete.
 	Dropped uint64
 	// Sync times the sync syscalls of the tree, indexed like SyncKinds.
 	// SyncNote says why it is empty when its tracepoints could not be

@@ -124,10 +124,17 @@ func TestCPU(t *testing.T) {
 	th := thread(t, res, c.tids[0])
 	work := c.workNs(t)
 	t.Logf("work %.1f ms", float64(work)/1e6)
-	// The 300 ms busy loop has no syscalls; the rest is preemption by the
-	// other developer's load (cpu-wait).
-	if s := frac(th.Ns[CatCPU], work); s < 0.8 {
-		t.Errorf("cpu is %.2f of the work time, want >= 0.80: %s", s, shares(th))
+	// The 300 ms busy loop makes no syscalls: it is on the CPU or waiting
+	// for it. Alone on this 2-CPU machine cpu measured 93-99% of the work,
+	// but with other packages' tests (go test ./...) or the other
+	// developer's load it fell to 56%, the rest correctly cpu-wait; so the
+	// 80% the plan named is asserted for cpu + cpu-wait, and cpu only for a
+	// share that holds under load.
+	if s := frac(th.Ns[CatCPU]+th.Ns[CatCPUWait], work); s < 0.9 {
+		t.Errorf("cpu + cpu-wait is %.2f of the work time, want >= 0.90: %s", s, shares(th))
+	}
+	if s := frac(th.Ns[CatCPU], work); s < 0.3 {
+		t.Errorf("cpu is %.2f of the work time, want >= 0.30: %s", s, shares(th))
 	}
 }
 
@@ -179,6 +186,26 @@ func TestStackRefinesDsyncWrite(t *testing.T) {
 	}
 	if th.Ns[CatStorageWrite] >= th.Ns[CatStorageSync] {
 		t.Errorf("storage-write %d ns >= storage-sync %d ns: %s", th.Ns[CatStorageWrite], th.Ns[CatStorageSync], shares(th))
+	}
+}
+
+// TestStackRefinesInodeLock checks the kernel-stack refinement for locks:
+// a buffered write(2) waiting for the inode lock that a synchronous O_DIRECT
+// writer holds counts as lock, not storage-write.
+func TestStackRefinesInodeLock(t *testing.T) {
+	c, res := observe(t, "inodelock")
+	logAll(t, res)
+	work := c.workNs(t)
+	t.Logf("work %.1f ms", float64(work)/1e6)
+	b := thread(t, res, c.tids[1])
+	// How long B waits varies (7-52% of the work measured: the rwsem
+	// waiter spins while the owner runs); what it waits for must not.
+	if s := frac(b.Ns[CatLock], work); s < 0.02 {
+		t.Errorf("lock is %.2f of the work time of the waiting writer, want >= 0.02: %s", s, shares(b))
+	}
+	off := b.WallNs - b.Ns[CatCPU] - b.Ns[CatCPUWait] - b.Ns[CatSleep]
+	if s := frac(b.Ns[CatLock], off); s < 0.8 {
+		t.Errorf("lock is %.2f of the waiting writer's blocked time other than sleep, want >= 0.80: %s", s, shares(b))
 	}
 }
 

@@ -100,6 +100,7 @@ const (
 	timeacctProgHandleWakeup       = "handle_wakeup"
 	timeacctProgHandleWakeupNew    = "handle_wakeup_new"
 	timeacctProgSeed               = "seed"
+	timeacctVarStopped             = "stopped"
 	timeacctVarUseStacks           = "use_stacks"
 	timeacctVarZeroThread          = "zero_thread"
 )
@@ -183,6 +184,7 @@ type timeacctMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type timeacctVariableSpecs struct {
+	Stopped    *ebpf.VariableSpec `ebpf:"stopped"`
 	UseStacks  *ebpf.VariableSpec `ebpf:"use_stacks"`
 	ZeroThread *ebpf.VariableSpec `ebpf:"zero_thread"`
 }
@@ -232,6 +234,7 @@ func (m *timeacctMaps) Close() error {
 //
 // It can be passed to loadTimeacctObjects or ebpf.CollectionSpec.LoadAndAssign.
 type timeacctVariables struct {
+	Stopped    *ebpf.Variable `ebpf:"stopped"`
 	UseStacks  *ebpf.Variable `ebpf:"use_stacks"`
 	ZeroThread *ebpf.Variable `ebpf:"zero_thread"`
 }

@@ -87,3 +87,19 @@ func TestDescendants(t *testing.T) {
 		t.Errorf("descendants of 10 = %v, want [11 12]", got)
 	}
 }
+
+func TestStopWithoutStart(t *testing.T) {
+	// Stop is safe on a probe that never started (Start returned nil).
+	var p *Probe
+	if _, err := p.Stop(); err == nil {
+		t.Error("Stop on a nil probe: want an error")
+	}
+}
+
+func TestStartBadPID(t *testing.T) {
+	for _, pid := range []int{0, -1} {
+		if _, err := Start(Config{RootPID: pid}); err == nil {
+			t.Errorf("Start(RootPID %d): want an error", pid)
+		}
+	}
+}

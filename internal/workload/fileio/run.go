@@ -3,6 +3,7 @@ package fileio
 import (
 	"context"
 	"errors"
+	"golang.org/x/sys/unix"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -54,6 +55,7 @@ func (f *FileIO) Run(ctx context.Context, progress workload.Progress) (*model.Re
 			// (/proc/PID/task, sched events) maps onto benchmark threads.
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
+			w.tid = unix.Gettid()
 			<-begin
 			w.loop()
 			if cfg.EndFsync && !failed.Load() && ctx.Err() == nil {
@@ -138,7 +140,11 @@ func (f *FileIO) result(workers []*worker, elapsed time.Duration) *model.Result 
 	rrec, wrec, srec := workload.NewRecorder(), workload.NewRecorder(), workload.NewRecorder()
 	var reads, writes, syncs int64
 	threadOps := make([]int64, len(workers))
+	var tids []int
 	for i, w := range workers {
+		if w.tid != 0 {
+			tids = append(tids, w.tid)
+		}
 		rrec.Merge(w.rrec)
 		wrec.Merge(w.wrec)
 		srec.Merge(w.srec)
@@ -168,6 +174,7 @@ func (f *FileIO) result(workers []*worker, elapsed time.Duration) *model.Result 
 	add(syncName, syncs, 0, srec)
 	return &model.Result{
 		DurationSec: secs,
+		WorkerTIDs:  tids,
 		FileIO:      &model.FileIOResult{Prepare: f.prep, Ops: ops, ThreadOps: threadOps},
 	}
 }

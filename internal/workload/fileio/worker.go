@@ -35,6 +35,8 @@ type region struct {
 type worker struct {
 	_ [64]byte // keep the hot fields off other workers' cache lines
 
+	tid int // the OS thread it runs on (locked), for WorkerTIDs
+
 	stop   *atomic.Bool
 	failed *atomic.Bool // set with stop when any thread's op failed
 	base   time.Time    // reference for the monotonic clock readings
