@@ -37,6 +37,11 @@ type TimeAccounting struct {
 	ThreadsCreated   int64 `json:"threads_created"`
 	ThreadsExited    int64 `json:"threads_exited"`
 	ProcessesCreated int64 `json:"processes_created"`
+	// Syncs has one entry per kind of sync call made in the window (fsync,
+	// fdatasync, sync_file_range, msync, syncfs, sync).
+	Syncs []SyncCalls `json:"syncs,omitempty"`
+	// SyncNote says why sync calls were not timed, when they were not.
+	SyncNote string `json:"sync_note,omitempty"`
 	// Dropped counts events the probe could not record (full maps); the
 	// accounting is exact only when it is 0.
 	Dropped int64 `json:"dropped"`
@@ -79,4 +84,13 @@ type Finding struct {
 	Severity string   `json:"severity"`
 	Summary  string   `json:"summary"`
 	Evidence []string `json:"evidence"`
+}
+
+// SyncCalls is one kind of sync syscall: how many, how long.
+type SyncCalls struct {
+	Kind     string  `json:"kind"`
+	Count    int64   `json:"count"`
+	TotalSec float64 `json:"total_sec"`
+	// Buckets is a log2 latency histogram: Count calls in [LowNs, HighNs].
+	Buckets []Bucket `json:"buckets"`
 }

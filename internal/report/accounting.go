@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/units"
 )
 
 // barWidth is the width of a full (100%) bar in "where the time goes".
@@ -47,6 +48,7 @@ func (d *doc) accounting(run *model.Run) {
 			d.line("  %-13s %-*s %5.1f%% %8s%s", c, barWidth, strings.Repeat("#", n), frac*100, secs(s), extra)
 		}
 		d.threadShares(ta)
+		d.syncCalls(ta)
 		for _, u := range ta.Unknown {
 			d.wrapped("  - ", "    ", u)
 		}
@@ -116,5 +118,30 @@ func (d *doc) threadShares(ta *model.TimeAccounting) {
 			}
 		}
 		d.line("  %8d %-14s %8s  %s", t.TID, fit(t.Comm, 14), secs(t.WallSec), fit(strings.Join(txt, ", "), 42))
+	}
+}
+
+// syncCalls lists the sync calls by kind: count, total and mean time, and
+// the log2 bucket that holds the median.
+func (d *doc) syncCalls(ta *model.TimeAccounting) {
+	if ta.SyncNote != "" {
+		d.wrapped("  - ", "    ", "sync calls not timed: "+ta.SyncNote)
+	}
+	if len(ta.Syncs) == 0 {
+		return
+	}
+	d.line("  %-16s %9s %9s %9s  %s", "sync call", "calls", "total", "mean", "median in")
+	for _, s := range ta.Syncs {
+		mean := s.TotalSec / float64(s.Count) * 1e9
+		med := ""
+		var seen int64
+		for _, b := range s.Buckets {
+			seen += b.Count
+			if seen*2 >= s.Count {
+				med = fmt.Sprintf("[%s, %s)", units.FormatNs(float64(b.LowNs)), units.FormatNs(float64(b.HighNs+1)))
+				break
+			}
+		}
+		d.line("  %-16s %9s %9s %9s  %s", s.Kind, units.FormatCount(s.Count), secs(s.TotalSec), units.FormatNs(mean), med)
 	}
 }

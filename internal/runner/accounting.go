@@ -61,6 +61,24 @@ func fromProbe(r *timeacct.Result) *model.TimeAccounting {
 		ThreadsExited:    int64(r.Exits),
 		ProcessesCreated: int64(r.Forks),
 		Dropped:          int64(r.Dropped),
+		SyncNote:         r.SyncNote,
+	}
+	for k, st := range r.Sync {
+		if st.Count == 0 {
+			continue
+		}
+		sc := model.SyncCalls{Kind: timeacct.SyncKinds[k], Count: int64(st.Count), TotalSec: float64(st.TotalNs) / 1e9}
+		for i, n := range st.LatencyLog2Us {
+			if n == 0 {
+				continue
+			}
+			low := int64(1000) << i
+			if i == 0 {
+				low = 0
+			}
+			sc.Buckets = append(sc.Buckets, model.Bucket{LowNs: low, HighNs: int64(1000)<<(i+1) - 1, Count: int64(n)})
+		}
+		ta.Syncs = append(ta.Syncs, sc)
 	}
 	for _, t := range r.Threads {
 		secs := map[string]float64{}
