@@ -153,12 +153,26 @@ func TestSQLiteVerdicts(t *testing.T) {
 	// every commit: sync-bound. WAL + OFF never syncs: CPU-bound.
 	sync := diagnose(t, "sqlite", "--journal", "delete", "--sync", "full", "--rows", "300")
 	needEBPF(t, sync)
-	if sync.Verdict.Primary != model.CatStorageSync {
-		t.Errorf("DELETE+FULL: verdict %q (%s), want storage-sync", sync.Verdict.Primary, sync.Verdict.Summary)
+	// Every commit syncs the journal and the database. On a slow-flushing
+	// device storage-sync dominates outright; on this project's VM (flushes
+	// of ~0.2 ms) the kernel's flush path costs about as much CPU as the
+	// thread waits, so storage-sync may be the close second: the verdict must
+	// name it either way, and the sync finding must be there.
+	if sync.Verdict.Primary != model.CatStorageSync && sync.Verdict.Secondary != model.CatStorageSync {
+		t.Errorf("DELETE+FULL: verdict %+v, want storage-sync first or a close second", sync.Verdict)
+	}
+	if !hasFinding(sync, "sync.dominant") {
+		t.Errorf("DELETE+FULL: no sync.dominant finding: %+v", sync.Findings)
+	}
+	if len(sync.TimeAccounting.Syncs) == 0 {
+		t.Errorf("DELETE+FULL: no sync calls timed")
 	}
 	checkSums(t, sync)
 	fast := diagnose(t, "sqlite", "--journal", "wal", "--sync", "off", "--rows", "20000")
-	if fast.Verdict.Primary != model.CatCPU {
-		t.Errorf("WAL+OFF: verdict %q (%s), want cpu", fast.Verdict.Primary, fast.Verdict.Summary)
+	if fast.Verdict.Primary != model.CatCPU || fast.Verdict.Secondary != "" {
+		t.Errorf("WAL+OFF: verdict %+v, want cpu alone", fast.Verdict)
+	}
+	if hasFinding(fast, "sync.dominant") {
+		t.Errorf("WAL+OFF: sync.dominant reported for a run that never syncs")
 	}
 }

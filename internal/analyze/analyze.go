@@ -133,11 +133,24 @@ func verdict(ta *model.TimeAccounting) *model.Verdict {
 	if busySeconds(ta) == 0 {
 		return &model.Verdict{Primary: "", Summary: "no busy thread was seen in the window"}
 	}
-	best := ""
+	best, second := "", ""
 	for _, c := range model.Categories {
-		if best == "" || ta.Total[c] > ta.Total[best] {
-			best = c
+		switch {
+		case best == "" || ta.Total[c] > ta.Total[best]:
+			best, second = c, best
+		case second == "" || ta.Total[c] > ta.Total[second]:
+			second = c
 		}
 	}
-	return &model.Verdict{Primary: best, Summary: fmt.Sprintf(verdictText[best], share(ta, best)*100)}
+	v := &model.Verdict{Primary: best, Summary: fmt.Sprintf(verdictText[best], share(ta, best)*100)}
+	if second != "" && ta.Total[second] > 0 && ta.Total[second] >= closeSecond*ta.Total[best] {
+		v.Secondary = second
+		v.Summary += fmt.Sprintf("; nearly as much went to %s (%.0f%%): both are on the path, an experiment tells which one limits", second, share(ta, second)*100)
+	}
+	return v
 }
+
+// closeSecond: a second category with at least 80% of the first's time is
+// reported beside it. Accounting alone cannot rank two causes that close
+// (CPU time spent inside fdatasync, for one, is CPU time caused by syncing).
+const closeSecond = 0.8

@@ -234,3 +234,18 @@ func TestBlockedElsewhereIsNotIdle(t *testing.T) {
 		t.Errorf("idle %v, verdict %+v", r.TimeAccounting.Threads[0].Idle, r.Verdict)
 	}
 }
+
+func TestCloseSecondIsNamed(t *testing.T) {
+	// SQLite DELETE+FULL on a fast virtual disk: the kernel's flush path
+	// runs on the CPU about as long as the thread waits for the flush.
+	r := runWith(2, 1, thread(1, map[string]float64{"cpu": 0.46, "storage-sync": 0.41, "other": 0.09, "cpu-wait": 0.04}))
+	Analyze(r)
+	if r.Verdict.Primary != "cpu" || r.Verdict.Secondary != "storage-sync" || !strings.Contains(r.Verdict.Summary, "storage-sync") {
+		t.Errorf("verdict %+v: want cpu with storage-sync named beside it", r.Verdict)
+	}
+	r = runWith(2, 1, thread(1, map[string]float64{"cpu": 0.9, "sleep": 0.1}))
+	Analyze(r)
+	if r.Verdict.Secondary != "" {
+		t.Errorf("verdict %+v: no close second here", r.Verdict)
+	}
+}

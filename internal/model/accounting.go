@@ -73,7 +73,10 @@ type Verdict struct {
 	// Primary is the category id that took the largest share of the busy
 	// threads' time.
 	Primary string `json:"primary"`
-	Summary string `json:"summary"`
+	// Secondary is a category with nearly as much time (80% or more of the
+	// primary's), when there is one: the accounting cannot rank them.
+	Secondary string `json:"secondary,omitempty"`
+	Summary   string `json:"summary"`
 }
 
 // Finding is one thing the analysis noticed, with its evidence.
