@@ -156,15 +156,7 @@ func TestReportRendersARecordAsTheRunDid(t *testing.T) {
 	if loaded.SchemaVersion != model.SchemaVersion || loaded.Target.FileIO == nil || loaded.Result == nil || loaded.Result.FileIO == nil {
 		t.Fatalf("record lacks its parts: %+v", loaded)
 	}
-	var writes, syncs int64
-	for _, op := range loaded.Result.FileIO.Ops {
-		switch op.Op {
-		case "write":
-			writes = op.Count
-		case "fsync":
-			syncs = op.Count
-		}
-	}
+	writes, syncs := opCount(loaded, "write"), opCount(loaded, "fsync")
 	if writes != 2000 || syncs != 20 {
 		t.Errorf("record says %d writes and %d fsyncs, want 2000 and 20", writes, syncs)
 	}
@@ -305,15 +297,7 @@ func TestObserveBuiltinSeesTheBenchmarkProcess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var writes, syncs int64
-	for _, op := range got.Result.FileIO.Ops {
-		switch op.Op {
-		case "write":
-			writes = op.Count
-		case "fsync":
-			syncs = op.Count
-		}
-	}
+	writes, syncs := opCount(got, "write"), opCount(got, "fsync")
 	if writes != 2048 || syncs != 2 {
 		t.Fatalf("result: %d writes, %d fsyncs; want 2048 and 2", writes, syncs)
 	}
@@ -385,4 +369,14 @@ func TestFullDiskAndReadOnlyDirGiveClearErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// opCount is the count of one fileio op type in a run record (0 if absent).
+func opCount(run *model.Run, op string) int64 {
+	for _, o := range run.Result.FileIO.Ops {
+		if o.Op == op {
+			return o.Count
+		}
+	}
+	return 0
 }
