@@ -249,3 +249,13 @@ func TestCloseSecondIsNamed(t *testing.T) {
 		t.Errorf("verdict %+v: no close second here", r.Verdict)
 	}
 }
+
+func TestProbeCostCountsAsOverhead(t *testing.T) {
+	r := runWith(2, 10, thread(1, map[string]float64{"cpu": 1, "sleep": 9}))
+	r.TimeAccounting.ProbeCPUSec = 0.08
+	r.Observation = &model.Observation{DurationSec: 10, ObserverCPUSec: 0.001, Totals: model.Totals{Process: model.ProcessUse{UserSec: 1}}}
+	Analyze(r)
+	if !strings.Contains(ids(r.Findings), "observer.overhead_high") {
+		t.Errorf("8%% of the workload's CPU spent in eBPF programs is not reported: %q", ids(r.Findings))
+	}
+}

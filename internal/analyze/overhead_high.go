@@ -17,15 +17,20 @@ func overheadHigh(run *model.Run) *model.Finding {
 		return nil
 	}
 	wl := o.Totals.Process.UserSec + o.Totals.Process.SystemSec
-	if wl <= 0 || o.ObserverCPUSec/wl < overheadShare {
+	probe := 0.0
+	if ta := run.TimeAccounting; ta != nil {
+		probe = ta.ProbeCPUSec
+	}
+	cost := o.ObserverCPUSec + probe
+	if wl <= 0 || cost/wl < overheadShare {
 		return nil
 	}
 	return &model.Finding{
 		Severity: "warning",
-		Summary:  fmt.Sprintf("the observer used %.0f%% as much CPU as the workload: it may have changed the result", o.ObserverCPUSec/wl*100),
+		Summary:  fmt.Sprintf("observing cost %.0f%% as much CPU as the workload used: it may have changed the result", cost/wl*100),
 		Evidence: []string{
-			fmt.Sprintf("observer %.3fs of CPU, workload %.3fs", o.ObserverCPUSec, wl),
-			"raise --interval to sample less often",
+			fmt.Sprintf("/proc sampling %.3fs and eBPF programs %.3fs of CPU, workload %.3fs", o.ObserverCPUSec, probe, wl),
+			"the eBPF cost grows with context switches (about 1 µs each for the workload's threads); raise --interval to sample /proc less often, or --no-ebpf",
 		},
 	}
 }

@@ -42,6 +42,13 @@ type TimeAccounting struct {
 	Syncs []SyncCalls `json:"syncs,omitempty"`
 	// SyncNote says why sync calls were not timed, when they were not.
 	SyncNote string `json:"sync_note,omitempty"`
+	// ProbeCPUSec is the CPU time the eBPF programs took, summed over all
+	// CPUs and all the (machine-wide) events they ran on, as the kernel's
+	// BPF statistics measured it; ProbeRuns how often they ran. ProbeNote
+	// says why it was not measured, when it was not.
+	ProbeCPUSec float64 `json:"probe_cpu_sec"`
+	ProbeRuns   int64   `json:"probe_runs"`
+	ProbeNote   string  `json:"probe_note,omitempty"`
 	// Dropped counts events the probe could not record (full maps); the
 	// accounting is exact only when it is 0.
 	Dropped int64 `json:"dropped"`

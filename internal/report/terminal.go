@@ -26,7 +26,7 @@ func Terminal(run *model.Run, o Options) []byte {
 	d.result(run)
 	d.accounting(run)
 	if run.Observation != nil {
-		d.observation(run.Observation)
+		d.observation(run, run.Observation)
 	}
 	if len(run.Warnings) > 0 {
 		d.heading("warnings")
@@ -270,7 +270,7 @@ func orDash(s string) string {
 	return s
 }
 
-func (d *doc) observation(o *model.Observation) {
+func (d *doc) observation(run *model.Run, o *model.Observation) {
 	d.heading(fmt.Sprintf("observation: %s every %s over %s, %d samples", o.Source, secs(o.IntervalSec), secs(o.DurationSec), len(o.Timeline)))
 	t := o.Totals
 	if len(t.CPUs) > 0 {
@@ -305,7 +305,16 @@ func (d *doc) observation(o *model.Observation) {
 	d.timeline(o)
 	if o.DurationSec > 0 {
 		d.blank()
-		d.field("overhead", fmt.Sprintf("the observer used %s of CPU (%.2f%% of one CPU)", secs(o.ObserverCPUSec), o.ObserverCPUSec/o.DurationSec*100))
+		txt := fmt.Sprintf("/proc sampling used %s of CPU (%.2f%% of one CPU)", secs(o.ObserverCPUSec), o.ObserverCPUSec/o.DurationSec*100)
+		if ta := run.TimeAccounting; ta != nil && ta.Source == "ebpf" {
+			if ta.ProbeNote != "" {
+				txt += "; " + ta.ProbeNote
+			} else {
+				txt += fmt.Sprintf("; the eBPF programs ran %s times for %s of CPU in all (%.2f%% of one CPU), measured by the kernel",
+					units.FormatCount(ta.ProbeRuns), secs(ta.ProbeCPUSec), ta.ProbeCPUSec/o.DurationSec*100)
+			}
+		}
+		d.field("overhead", txt)
 	}
 	if len(o.Missing) > 0 {
 		d.heading("not visible to this observer")

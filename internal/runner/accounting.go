@@ -62,6 +62,9 @@ func fromProbe(r *timeacct.Result) *model.TimeAccounting {
 		ProcessesCreated: int64(r.Forks),
 		Dropped:          int64(r.Dropped),
 		SyncNote:         r.SyncNote,
+		ProbeCPUSec:      float64(r.ProgramNs) / 1e9,
+		ProbeRuns:        int64(r.ProgramRuns),
+		ProbeNote:        r.CostNote,
 	}
 	for k, st := range r.Sync {
 		if st.Count == 0 {

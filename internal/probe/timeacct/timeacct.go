@@ -55,8 +55,13 @@ type Result struct {
 	// Sync times the sync syscalls of the tree, indexed like SyncKinds.
 	// SyncNote says why it is empty when its tracepoints could not be
 	// attached (they need tracefs); the rest of the result is unaffected.
-	Sync     [NumSyncKinds]SyncStats
-	SyncNote string
+	// ProgramRuns and ProgramNs are how often the probe's programs ran and
+	// the CPU time they took, as the kernel's BPF statistics measured them
+	// (zero, with CostNote saying why, where the kernel would not).
+	ProgramRuns, ProgramNs uint64
+	CostNote               string
+	Sync                   [NumSyncKinds]SyncStats
+	SyncNote               string
 }
 
 // NumSyncKinds is the number of sync syscalls timed.
