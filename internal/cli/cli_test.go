@@ -380,3 +380,44 @@ func opCount(run *model.Run, op string) int64 {
 	}
 	return 0
 }
+
+func TestDoctorSaysWhatItCanSee(t *testing.T) {
+	work := t.TempDir()
+	r := run(t, work, "doctor", "--json")
+	if r.code != 0 {
+		t.Fatalf("doctor failed (%d): %s", r.code, r.stderr)
+	}
+	var out struct {
+		Host   model.Host `json:"host"`
+		Checks []struct{ Name, Status, Detail, Fix string }
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &out); err != nil {
+		t.Fatalf("doctor --json is not JSON: %v\n%s", err, r.stdout)
+	}
+	seen := map[string]string{}
+	for _, c := range out.Checks {
+		if c.Status != "ok" && c.Status != "missing" && c.Status != "degraded" {
+			t.Errorf("check %s has status %q", c.Name, c.Status)
+		}
+		if c.Detail == "" {
+			t.Errorf("check %s says nothing", c.Name)
+		}
+		seen[c.Name] = c.Status
+	}
+	for _, name := range []string{"privileges", "kernel_btf", "time_accounting", "delay_accounting"} {
+		if _, ok := seen[name]; !ok {
+			t.Errorf("doctor has no %s check", name)
+		}
+	}
+	// Root on a kernel with BTF (CI) must be able to account time by cause.
+	if _, err := os.Stat("/sys/kernel/btf/vmlinux"); err == nil && os.Geteuid() == 0 && seen["time_accounting"] == "missing" {
+		t.Errorf("root with kernel BTF, yet time accounting is missing")
+	}
+	if out.Host.CPUsOnline < 1 {
+		t.Errorf("host facts missing: %+v", out.Host)
+	}
+	text := run(t, work, "doctor")
+	if text.code != 0 || !strings.Contains(text.stdout, "time_accounting") {
+		t.Errorf("doctor text view lacks time_accounting (%d):\n%s", text.code, text.stdout)
+	}
+}

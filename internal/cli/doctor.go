@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/perfsleuth/perfsleuth/internal/report"
+	"github.com/perfsleuth/perfsleuth/internal/runner"
 	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
 )
 
@@ -21,7 +22,7 @@ say for each what works, what is missing and what to do about it, and
 describe the CPUs and the storage behind --dir.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			checks := sysinfo.Capabilities()
+			checks := append(sysinfo.Capabilities(), runner.CheckTimeAccounting())
 			host, warnings := sysinfo.Collect(dir)
 			out := cmd.OutOrStdout()
 			if asJSON {

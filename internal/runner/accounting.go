@@ -3,9 +3,11 @@ package runner
 import (
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/probe/timeacct"
+	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
 )
 
 // accountant runs the eBPF time-accounting probe over a process tree, or
@@ -101,4 +103,36 @@ func fromProbe(r *timeacct.Result) *model.TimeAccounting {
 		})
 	}
 	return ta
+}
+
+// CheckTimeAccounting says, for perfsleuth doctor, whether the eBPF
+// time-accounting probe loads and attaches here, by doing it (on this
+// process, for a moment), and what observation falls back to if not.
+func CheckTimeAccounting() sysinfo.Check {
+	c := sysinfo.Check{Name: "time_accounting"}
+	if os.Geteuid() != 0 {
+		c.Status, c.Detail = sysinfo.StatusMissing, "not root: observe accounts cpu time only (from /proc); off-CPU time shows as unknown"
+		c.Fix = "run perfsleuth as root (sudo) for time accounting by cause"
+		return c
+	}
+	p, err := timeacct.Start(timeacct.Config{RootPID: os.Getpid()})
+	if err != nil {
+		first, _, _ := strings.Cut(err.Error(), "\n")
+		c.Status, c.Detail = sysinfo.StatusMissing, "the eBPF probe does not load here ("+first+"): observe falls back to /proc (cpu time only)"
+		c.Fix = "a kernel with BTF, tp_btf and bpf_task_pt_regs (5.18+, x86-64) is needed; see the checks above"
+		return c
+	}
+	res, err := p.Stop()
+	switch {
+	case err != nil:
+		c.Status, c.Detail = sysinfo.StatusDegraded, "the eBPF probe attaches but reading it failed: "+err.Error()
+	case res.SyncNote != "":
+		c.Status, c.Detail = sysinfo.StatusDegraded, "eBPF time accounting works; sync calls are not timed: "+res.SyncNote
+	default:
+		c.Status, c.Detail = sysinfo.StatusOK, "the eBPF probe loads and attaches: observe accounts every thread's time by cause"
+	}
+	if res != nil && res.CostNote != "" {
+		c.Detail += "; " + res.CostNote
+	}
+	return c
 }
