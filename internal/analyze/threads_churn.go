@@ -25,7 +25,7 @@ func threadsChurn(run *model.Run) *model.Finding {
 		Severity: "warning",
 		Summary:  fmt.Sprintf("%.0f threads created per second", rate),
 		Evidence: []string{
-			fmt.Sprintf("%d threads created and %d exited in %.2fs (%d processes created)", ta.ThreadsCreated, ta.ThreadsExited, ta.WindowSec, ta.ProcessesCreated),
+			fmt.Sprintf("%d threads created and %d exited in %.2fs (%d processes created); at most %d alive at once", ta.ThreadsCreated, ta.ThreadsExited, ta.WindowSec, ta.ProcessesCreated, ta.PeakThreads),
 			"a thread per unit of work: use a pool, or a timer that does not start a thread per call",
 		},
 	}

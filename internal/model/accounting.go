@@ -37,6 +37,8 @@ type TimeAccounting struct {
 	ThreadsCreated   int64 `json:"threads_created"`
 	ThreadsExited    int64 `json:"threads_exited"`
 	ProcessesCreated int64 `json:"processes_created"`
+	// PeakThreads is the most threads of the workload alive at once.
+	PeakThreads int `json:"peak_threads"`
 	// Syncs has one entry per kind of sync call made in the window (fsync,
 	// fdatasync, sync_file_range, msync, syncfs, sync).
 	Syncs []SyncCalls `json:"syncs,omitempty"`

@@ -48,6 +48,9 @@ func (d *doc) accounting(run *model.Run) {
 			d.line("  %-13s %-*s %5.1f%% %8s%s", c, barWidth, strings.Repeat("#", n), frac*100, secs(s), extra)
 		}
 		d.threadShares(ta)
+		if ta.Source == "ebpf" {
+			d.line("  threads: %d created, %d exited, at most %d alive at once", ta.ThreadsCreated, ta.ThreadsExited, ta.PeakThreads)
+		}
 		d.syncCalls(ta)
 		for _, u := range ta.Unknown {
 			d.wrapped("  - ", "    ", u)

@@ -322,6 +322,7 @@ func closeThread(v *timeacctTaThread, end uint64) Thread {
 	} else {
 		last = v.LastNs
 	}
+	t.FromNs, t.ToNs = v.FirstNs, max(last, v.FirstNs)
 	if last > v.FirstNs {
 		t.WallNs = last - v.FirstNs
 	}

@@ -88,6 +88,9 @@ type Thread struct {
 	Comm     string
 	// Ns is the time per category; the categories add up to WallNs.
 	Ns [NumCategories]uint64
+	// FromNs and ToNs bound the thread's time in the window (CLOCK_MONOTONIC):
+	// from when it was first seen (Start, or its creation) to Stop or its exit.
+	FromNs, ToNs uint64
 	// WallNs runs from when the thread was first seen (Start, or its
 	// creation) to Stop, or to its exit.
 	WallNs uint64
