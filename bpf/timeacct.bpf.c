@@ -378,12 +378,20 @@ SEC("tp_btf/sched_switch")
 int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
 {
-	__u64 now = bpf_ktime_get_ns();
+	bool prev_tracked, next_tracked;
 	struct ta_thread *t;
+	__u64 now;
 
 	if (stopped)
 		return 0;
-	if (is_tracked(prev->tgid)) {
+	/* Every switch on the machine runs this: filter before reading the
+	 * clock, so untracked switches pay the two lookups only. */
+	prev_tracked = is_tracked(prev->tgid);
+	next_tracked = is_tracked(next->tgid);
+	if (!prev_tracked && !next_tracked)
+		return 0;
+	now = bpf_ktime_get_ns();
+	if (prev_tracked) {
 		t = get_or_create(prev, TA_STATE_RUNNING, now);
 		if (t && !t->exited) {
 			close_interval(t, now);
@@ -402,7 +410,7 @@ int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_
 		}
 	}
 
-	if (is_tracked(next->tgid)) {
+	if (next_tracked) {
 		t = get_or_create(next, TA_STATE_RUNNABLE, now);
 		if (t && !t->exited) {
 			/* A blocked thread switched in without a wakeup seen keeps
