@@ -164,7 +164,11 @@ func TestSQLiteVerdicts(t *testing.T) {
 	if !hasFinding(sync, "sync.dominant") {
 		t.Errorf("DELETE+FULL: no sync.dominant finding: %+v", sync.Findings)
 	}
-	if len(sync.TimeAccounting.Syncs) == 0 {
+	switch ta := sync.TimeAccounting; {
+	case ta.SyncNote != "":
+		// The sync-call tracepoints need tracefs; the accounting does not.
+		t.Logf("sync calls not timed: %s", ta.SyncNote)
+	case len(ta.Syncs) == 0:
 		t.Errorf("DELETE+FULL: no sync calls timed")
 	}
 	checkSums(t, sync)
