@@ -17,7 +17,7 @@ var update = flag.Bool("update", false, "rewrite the golden files from the curre
 
 // The fixtures are real run records (fileio observed, sqlite benched, a
 // command observed); the golden files are their text views.
-var fixtures = []string{"observe-fileio", "bench-sqlite", "observe-command"}
+var fixtures = []string{"observe-fileio", "bench-sqlite", "observe-command", "diagnose-lock", "observe-sqlite"}
 
 func TestTerminalGolden(t *testing.T) {
 	for _, name := range fixtures {
