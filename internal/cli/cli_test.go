@@ -421,3 +421,53 @@ func TestDoctorSaysWhatItCanSee(t *testing.T) {
 		t.Errorf("doctor text view lacks time_accounting (%d):\n%s", text.code, text.stdout)
 	}
 }
+
+// Without root there is no eBPF: observe falls back to /proc and says so,
+// and doctor says what is missing and what to do.
+func TestWithoutRootObserveFallsBackAndSaysSo(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to run perfsleuth as another user")
+	}
+	const nobody = 65534
+	// t.TempDir's parent is private to root: make a directory nobody can use.
+	work, err := os.MkdirTemp("", "perfsleuth-nobody-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(work) })
+	for _, d := range []string{work, filepath.Dir(binary)} {
+		if err := os.Chmod(d, 0o777); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runAs := func(args ...string) result {
+		cmd := exec.Command(binary, args...)
+		cmd.Dir = work
+		cmd.Env = append(os.Environ(), "NO_COLOR=1")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		err := cmd.Run()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatalf("run as nobody: %v", err)
+		}
+		return result{out.String(), errb.String(), code}
+	}
+	r := runAs("observe", "--interval", "100ms", "--", "sh", "-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done")
+	if r.code != 0 {
+		t.Fatalf("observe as nobody failed (%d): %s", r.code, r.stderr)
+	}
+	for _, want := range []string{"where the time goes (procfs", "not root", "unknown"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("observe as nobody does not say %q:\n%s", want, r.stdout)
+		}
+	}
+	d := runAs("doctor")
+	if d.code != 0 || !strings.Contains(d.stdout, "time_accounting: not root") {
+		t.Errorf("doctor as nobody (%d) does not say time accounting needs root:\n%s", d.code, d.stdout)
+	}
+}
