@@ -35,6 +35,7 @@
 #include <bpf/bpf_tracing.h>
 #include "timeacct.h"
 
+#define PF_EXITING 0x00000004
 #define TASK_RUNNING 0x0
 #define TASK_INTERRUPTIBLE 0x1
 #define TASK_UNINTERRUPTIBLE 0x2
@@ -111,6 +112,34 @@ struct {
 } threads SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32); /* tgid */
+	__type(value, struct ta_agg);
+} exited_agg SEC(".maps");
+
+const struct ta_agg zero_agg = {};
+
+/* Threads of the tree alive now, and the most alive at once (a racy max is
+ * fine: it is a statistic). */
+__u64 alive = 0;
+__u64 peak = 0;
+
+/* Entries in the threads map. Exited threads keep their own entry (the
+ * report lists them) until the map holds FOLD_ABOVE entries; from then on
+ * each exiting thread is folded into its process's aggregate, so thread
+ * churn cannot fill the map (16384 entries). */
+__s64 entries = 0;
+#define FOLD_ABOVE 4096
+
+static __always_inline void count_alive(__s64 delta)
+{
+	__u64 now_alive = __sync_add_and_fetch(&alive, delta);
+	if (delta > 0 && now_alive > peak)
+		peak = now_alive;
+}
+
+struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
@@ -170,6 +199,10 @@ static __always_inline struct ta_thread *get_or_create(struct task_struct *task,
 	struct ta_thread *t = bpf_map_lookup_elem(&threads, &tid);
 	if (t)
 		return t;
+	/* An exiting thread's entry was folded away at its exit; its last
+	 * wake-ups and switches must not create it again. */
+	if (task->flags & PF_EXITING)
+		return NULL;
 	if (bpf_map_update_elem(&threads, &tid, &zero_thread, BPF_NOEXIST) != 0) {
 		/* EEXIST: created concurrently; anything else: the map is full. */
 		t = bpf_map_lookup_elem(&threads, &tid);
@@ -183,6 +216,7 @@ static __always_inline struct ta_thread *get_or_create(struct task_struct *task,
 	t = bpf_map_lookup_elem(&threads, &tid);
 	if (!t)
 		return NULL;
+	__sync_fetch_and_add(&entries, 1);
 	t->tid = tid;
 	t->tgid = task->tgid;
 	t->state = state;
@@ -476,6 +510,7 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 	if (stopped || !is_tracked(ptgid))
 		return 0;
 	c = get_counters();
+	count_alive(1);
 	if (ctgid == ptgid) {
 		if (c)
 			c->thread_creates++;
@@ -486,6 +521,42 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 	if (c)
 		c->process_forks++;
 	return 0;
+}
+
+/* fold_exited adds an exited thread to its process's aggregate and frees its
+ * entry. Two threads of a process may exit at once on two CPUs: the sums are
+ * atomic. */
+static __always_inline void fold_exited(struct ta_thread *t, __u64 now)
+{
+	__u32 tgid = t->tgid, tid = t->tid;
+	struct ta_agg *a = bpf_map_lookup_elem(&exited_agg, &tgid);
+
+	if (!a) {
+		bpf_map_update_elem(&exited_agg, &tgid, &zero_agg, BPF_NOEXIST);
+		a = bpf_map_lookup_elem(&exited_agg, &tgid);
+		if (!a)
+			return; /* aggregate map full: keep the thread's own entry */
+		a->tgid = tgid;
+		a->first_ns = t->first_ns;
+		__builtin_memcpy(a->comm, t->comm, sizeof(a->comm));
+	}
+	for (int i = 0; i < TA_NUM_CATS; i++)
+		__sync_fetch_and_add(&a->ns[i], t->ns[i]);
+	__sync_fetch_and_add(&a->wall_ns, now - t->first_ns);
+	__sync_fetch_and_add(&a->utime_ns, t->utime_ns);
+	__sync_fetch_and_add(&a->stime_ns, t->stime_ns);
+	__sync_fetch_and_add(&a->switches, t->switches);
+	__sync_fetch_and_add(&a->involuntary, t->involuntary);
+	__sync_fetch_and_add(&a->wakeups, t->wakeups);
+	__sync_fetch_and_add(&a->futex_lock_blocks, t->futex_lock_blocks);
+	__sync_fetch_and_add(&a->futex_sleep_blocks, t->futex_sleep_blocks);
+	__sync_fetch_and_add(&a->threads, 1);
+	if (t->first_ns < a->first_ns)
+		a->first_ns = t->first_ns;
+	if (now > a->last_ns)
+		a->last_ns = now;
+	if (bpf_map_delete_elem(&threads, &tid) == 0)
+		__sync_fetch_and_add(&entries, -1);
 }
 
 SEC("tp_btf/sched_process_exit")
@@ -510,6 +581,9 @@ int BPF_PROG(handle_exit, struct task_struct *p)
 	c = get_counters();
 	if (c)
 		c->exits++;
+	count_alive(-1);
+	if (entries > FOLD_ABOVE)
+		fold_exited(t, now);
 	return 0;
 }
 
@@ -535,6 +609,7 @@ int seed(struct bpf_iter__task *ctx)
 	t = get_or_create(task, state, now);
 	if (!t)
 		return 0;
+	count_alive(1);
 	if (state == TA_STATE_BLOCKED)
 		t->cat = classify(NULL, task, tstate, t);
 	t->utime_ns = task->utime;

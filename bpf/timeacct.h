@@ -53,6 +53,26 @@ struct ta_thread {
 	__u8 comm[TA_COMM_LEN];
 };
 
+/* The exited threads of one process, folded together at exit so that a
+ * thread-per-message workload cannot fill the threads map. */
+struct ta_agg {
+	__u64 ns[TA_NUM_CATS];
+	__u64 wall_ns;
+	__u64 utime_ns;
+	__u64 stime_ns;
+	__u64 switches;
+	__u64 involuntary;
+	__u64 wakeups;
+	__u64 futex_lock_blocks;
+	__u64 futex_sleep_blocks;
+	__u64 threads;
+	__u64 first_ns; /* earliest first_ns of a folded thread */
+	__u64 last_ns;  /* latest exit */
+	__u32 tgid;
+	__u32 _pad;
+	__u8 comm[TA_COMM_LEN];
+};
+
 /* Kernel text ranges [start, end) whose presence on the stack of a task going
  * to sleep in D state tells what it waits for. Unused slots are zero. */
 struct ta_ranges {

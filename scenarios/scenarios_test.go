@@ -143,6 +143,17 @@ func TestScenarioVerdicts(t *testing.T) {
 			}
 			if run.TimeAccounting.Source == "ebpf" {
 				checkSums(t, run)
+				if d := run.TimeAccounting.Dropped; d != 0 {
+					t.Errorf("%d events dropped: the accounting is incomplete", d)
+				}
+			}
+			if c.name == "churn" {
+				// Thousands of threads, one at a time: the signature of a
+				// thread per message is many created, few alive at once.
+				ta := run.TimeAccounting
+				if ta.ThreadsCreated < 1000 || ta.PeakThreads > 4 {
+					t.Errorf("churn: %d threads created, peak %d alive; want >= 1000 and <= 4", ta.ThreadsCreated, ta.PeakThreads)
+				}
 			}
 		})
 	}

@@ -70,6 +70,10 @@ type ThreadTime struct {
 	// parked worker): it is listed, not counted in Total or the verdict.
 	Idle   bool `json:"idle"`
 	Exited bool `json:"exited"`
+	// Folded > 0 marks the exited threads of one process summed into one
+	// entry (TID 0) as they exited, so that thread churn cannot fill the
+	// probe's map: Folded threads, their seconds and wall time added up.
+	Folded int `json:"folded,omitempty"`
 	// Role is "worker" or "runtime" for a built-in benchmark, whose worker
 	// threads are known (Result.WorkerTIDs): its other threads are the Go
 	// runtime's, parked between bits of housekeeping, and are left out like

@@ -120,7 +120,12 @@ func (d *doc) threadShares(ta *model.TimeAccounting) {
 				txt = append(txt, fmt.Sprintf("%s %.0f%%", p.c, p.s/t.WallSec*100))
 			}
 		}
-		d.line("  %8d %-14s %8s  %s", t.TID, fit(t.Comm, 14), secs(t.WallSec), fit(strings.Join(txt, ", "), 42))
+		tid, comm := fmt.Sprint(t.TID), fit(t.Comm, 14)
+		if t.Folded > 0 {
+			// Exited threads folded together: their walls add up.
+			tid, comm = "-", fit(fmt.Sprintf("%d× %s", t.Folded, t.Comm), 14)
+		}
+		d.line("  %8s %-14s %8s  %s", tid, comm, secs(t.WallSec), fit(strings.Join(txt, ", "), 42))
 	}
 }
 

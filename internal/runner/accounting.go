@@ -3,7 +3,6 @@ package runner
 import (
 	"fmt"
 	"os"
-	"sort"
 	"strings"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
@@ -69,7 +68,7 @@ func fromProbe(r *timeacct.Result) *model.TimeAccounting {
 		ProbeRuns:        int64(r.ProgramRuns),
 		ProbeNote:        r.CostNote,
 	}
-	ta.PeakThreads = peakAlive(r.Threads)
+	ta.PeakThreads = r.PeakThreads
 	for k, st := range r.Sync {
 		if st.Count == 0 {
 			continue
@@ -101,7 +100,7 @@ func fromProbe(r *timeacct.Result) *model.TimeAccounting {
 		}
 		ta.Threads = append(ta.Threads, model.ThreadTime{
 			PID: t.PID, TID: t.TID, Comm: t.Comm, WallSec: float64(t.WallNs) / 1e9,
-			Seconds: secs, UserSec: user, SystemSec: cpu - user, Exited: t.Exited,
+			Seconds: secs, UserSec: user, SystemSec: cpu - user, Exited: t.Exited, Folded: t.Folded,
 		})
 	}
 	return ta
@@ -137,30 +136,4 @@ func CheckTimeAccounting() sysinfo.Check {
 		c.Detail += "; " + res.CostNote
 	}
 	return c
-}
-
-// peakAlive is the most threads alive at once, from each thread's interval
-// in the window (a sweep over starts and ends; an end at the same moment as
-// a start counts first, so back-to-back threads do not overlap).
-func peakAlive(threads []timeacct.Thread) int {
-	type edge struct {
-		at    uint64
-		delta int
-	}
-	edges := make([]edge, 0, 2*len(threads))
-	for _, t := range threads {
-		edges = append(edges, edge{t.FromNs, +1}, edge{t.ToNs, -1})
-	}
-	sort.Slice(edges, func(i, j int) bool {
-		if edges[i].at != edges[j].at {
-			return edges[i].at < edges[j].at
-		}
-		return edges[i].delta < edges[j].delta
-	})
-	alive, peak := 0, 0
-	for _, e := range edges {
-		alive += e.delta
-		peak = max(peak, alive)
-	}
-	return peak
 }

@@ -273,6 +273,20 @@ func (p *Probe) Stop() (*Result, error) {
 		errs = append(errs, fmt.Errorf("map threads: %w", err))
 	}
 	res.EndNs = end
+	var peak uint64
+	if err := p.objs.Peak.Get(&peak); err != nil {
+		errs = append(errs, fmt.Errorf("variable peak: %w", err))
+	}
+	res.PeakThreads = int(peak)
+	var tgid uint32
+	var agg timeacctTaAgg
+	aiter := p.objs.ExitedAgg.Iterate()
+	for aiter.Next(&tgid, &agg) {
+		res.Threads = append(res.Threads, foldedThreads(&agg))
+	}
+	if err := aiter.Err(); err != nil {
+		errs = append(errs, fmt.Errorf("map exited_agg: %w", err))
+	}
 	for i := range entries {
 		v := &entries[i]
 		th := closeThread(v, end)
@@ -286,6 +300,30 @@ func (p *Probe) Stop() (*Result, error) {
 		res.Threads = append(res.Threads, th)
 	}
 	return res, errors.Join(errs...)
+}
+
+// foldedThreads converts the aggregate of a process's exited threads into
+// one Thread with TID 0 and Folded set to how many threads it holds.
+func foldedThreads(a *timeacctTaAgg) Thread {
+	return Thread{
+		PID:              int(a.Tgid),
+		Comm:             unix.ByteSliceToString(a.Comm[:]),
+		Ns:               a.Ns,
+		WallNs:           a.WallNs,
+		FromNs:           a.FirstNs,
+		ToNs:             a.LastNs,
+		UserNs:           a.UtimeNs,
+		SysNs:            a.StimeNs,
+		UserTicks:        a.UtimeNs / (1e9 / userHZ),
+		SysTicks:         a.StimeNs / (1e9 / userHZ),
+		Switches:         a.Switches,
+		Involuntary:      a.Involuntary,
+		Wakeups:          a.Wakeups,
+		FutexLockBlocks:  a.FutexLockBlocks,
+		FutexSleepBlocks: a.FutexSleepBlocks,
+		Exited:           true,
+		Folded:           int(a.Threads),
+	}
 }
 
 // closeThread converts an entry, closing its open interval at end (or at its

@@ -47,6 +47,8 @@ type Result struct {
 	Forks, ThreadCreates uint64
 	// Exits counts threads of the tree that exited.
 	Exits uint64
+	// PeakThreads is the most threads of the tree alive at once.
+	PeakThreads int
 	// Dropped counts what could not be accounted: failed inserts into a
 	// full map (each event of a thread without an entry, a process not
 	// followed, a sync call not timed) and threads whose tid was reused
@@ -107,6 +109,9 @@ type Thread struct {
 	// as lock and as sleep (FUTEX_WAIT_BITSET, condition variables).
 	FutexLockBlocks, FutexSleepBlocks uint64
 	Exited                            bool
+	// Folded > 0 marks the exited threads of process PID folded into one
+	// entry (TID 0) when they exited: Folded threads, their times summed.
+	Folded int
 }
 
 // userHZ is the unit of utime/stime in /proc/<pid>/stat: USER_HZ is 100 on

@@ -20,6 +20,25 @@ type timeacctStackBuf struct {
 	Pad  uint32
 }
 
+type timeacctTaAgg struct {
+	_                structs.HostLayout
+	Ns               [8]uint64
+	WallNs           uint64
+	UtimeNs          uint64
+	StimeNs          uint64
+	Switches         uint64
+	Involuntary      uint64
+	Wakeups          uint64
+	FutexLockBlocks  uint64
+	FutexSleepBlocks uint64
+	Threads          uint64
+	FirstNs          uint64
+	LastNs           uint64
+	Tgid             uint32
+	Pad              uint32
+	Comm             [16]uint8
+}
+
 type timeacctTaCounters struct {
 	_             structs.HostLayout
 	ProcessForks  uint64
@@ -76,6 +95,7 @@ type timeacctTaThread struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	timeacctMapCounters            = "counters"
+	timeacctMapExitedAgg           = "exited_agg"
 	timeacctMapRanges              = "ranges"
 	timeacctMapStackScratch        = "stack_scratch"
 	timeacctMapSyncStart           = "sync_start"
@@ -100,8 +120,12 @@ const (
 	timeacctProgHandleWakeup       = "handle_wakeup"
 	timeacctProgHandleWakeupNew    = "handle_wakeup_new"
 	timeacctProgSeed               = "seed"
+	timeacctVarAlive               = "alive"
+	timeacctVarEntries             = "entries"
+	timeacctVarPeak                = "peak"
 	timeacctVarStopped             = "stopped"
 	timeacctVarUseStacks           = "use_stacks"
+	timeacctVarZeroAgg             = "zero_agg"
 	timeacctVarZeroThread          = "zero_thread"
 )
 
@@ -172,6 +196,7 @@ type timeacctProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type timeacctMapSpecs struct {
 	Counters     *ebpf.MapSpec `ebpf:"counters"`
+	ExitedAgg    *ebpf.MapSpec `ebpf:"exited_agg"`
 	Ranges       *ebpf.MapSpec `ebpf:"ranges"`
 	StackScratch *ebpf.MapSpec `ebpf:"stack_scratch"`
 	SyncStart    *ebpf.MapSpec `ebpf:"sync_start"`
@@ -184,8 +209,12 @@ type timeacctMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type timeacctVariableSpecs struct {
+	Alive      *ebpf.VariableSpec `ebpf:"alive"`
+	Entries    *ebpf.VariableSpec `ebpf:"entries"`
+	Peak       *ebpf.VariableSpec `ebpf:"peak"`
 	Stopped    *ebpf.VariableSpec `ebpf:"stopped"`
 	UseStacks  *ebpf.VariableSpec `ebpf:"use_stacks"`
+	ZeroAgg    *ebpf.VariableSpec `ebpf:"zero_agg"`
 	ZeroThread *ebpf.VariableSpec `ebpf:"zero_thread"`
 }
 
@@ -210,6 +239,7 @@ func (o *timeacctObjects) Close() error {
 // It can be passed to loadTimeacctObjects or ebpf.CollectionSpec.LoadAndAssign.
 type timeacctMaps struct {
 	Counters     *ebpf.Map `ebpf:"counters"`
+	ExitedAgg    *ebpf.Map `ebpf:"exited_agg"`
 	Ranges       *ebpf.Map `ebpf:"ranges"`
 	StackScratch *ebpf.Map `ebpf:"stack_scratch"`
 	SyncStart    *ebpf.Map `ebpf:"sync_start"`
@@ -221,6 +251,7 @@ type timeacctMaps struct {
 func (m *timeacctMaps) Close() error {
 	return _TimeacctClose(
 		m.Counters,
+		m.ExitedAgg,
 		m.Ranges,
 		m.StackScratch,
 		m.SyncStart,
@@ -234,8 +265,12 @@ func (m *timeacctMaps) Close() error {
 //
 // It can be passed to loadTimeacctObjects or ebpf.CollectionSpec.LoadAndAssign.
 type timeacctVariables struct {
+	Alive      *ebpf.Variable `ebpf:"alive"`
+	Entries    *ebpf.Variable `ebpf:"entries"`
+	Peak       *ebpf.Variable `ebpf:"peak"`
 	Stopped    *ebpf.Variable `ebpf:"stopped"`
 	UseStacks  *ebpf.Variable `ebpf:"use_stacks"`
+	ZeroAgg    *ebpf.Variable `ebpf:"zero_agg"`
 	ZeroThread *ebpf.Variable `ebpf:"zero_thread"`
 }
 
