@@ -48,11 +48,20 @@ type result struct {
 // run runs perfsleuth in dir with args and returns what it printed and its status.
 func run(t *testing.T, dir string, args ...string) result {
 	t.Helper()
+	return runAs(t, nil, dir, args...)
+}
+
+// runAs is run as another user (cred nil: as this process).
+func runAs(t *testing.T, cred *syscall.Credential, dir string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	if cred != nil {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	}
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -440,24 +449,8 @@ func TestWithoutRootObserveFallsBackAndSaysSo(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	runAs := func(args ...string) result {
-		cmd := exec.Command(binary, args...)
-		cmd.Dir = work
-		cmd.Env = append(os.Environ(), "NO_COLOR=1")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: nobody, Gid: nobody}}
-		var out, errb bytes.Buffer
-		cmd.Stdout, cmd.Stderr = &out, &errb
-		err := cmd.Run()
-		code := 0
-		var ee *exec.ExitError
-		if errors.As(err, &ee) {
-			code = ee.ExitCode()
-		} else if err != nil {
-			t.Fatalf("run as nobody: %v", err)
-		}
-		return result{out.String(), errb.String(), code}
-	}
-	r := runAs("observe", "--interval", "100ms", "--", "sh", "-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done")
+	nobodyCred := &syscall.Credential{Uid: nobody, Gid: nobody}
+	r := runAs(t, nobodyCred, work, "observe", "--interval", "100ms", "--", "sh", "-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done")
 	if r.code != 0 {
 		t.Fatalf("observe as nobody failed (%d): %s", r.code, r.stderr)
 	}
@@ -466,7 +459,7 @@ func TestWithoutRootObserveFallsBackAndSaysSo(t *testing.T) {
 			t.Errorf("observe as nobody does not say %q:\n%s", want, r.stdout)
 		}
 	}
-	d := runAs("doctor")
+	d := runAs(t, nobodyCred, work, "doctor")
 	if d.code != 0 || !strings.Contains(d.stdout, "time_accounting: not root") {
 		t.Errorf("doctor as nobody (%d) does not say time accounting needs root:\n%s", d.code, d.stdout)
 	}
