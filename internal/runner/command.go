@@ -6,14 +6,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/proctree"
 	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
 )
 
@@ -134,7 +133,8 @@ const gateScript = `read -r go <&3 && exec 3<&- && exec "$0" "$@"`
 // then SIGKILL. Descendants are found from /proc before the root is
 // signalled, since they are re-parented once it dies.
 func stopTree(root int, exited <-chan struct{}) {
-	pids := append(descendants(root), root)
+	below, _ := proctree.Descendants("/proc", root) // none found: signal the root alone
+	pids := append(below, root)
 	signalAll := func(sig syscall.Signal) {
 		for _, p := range pids {
 			syscall.Kill(p, sig)
@@ -165,52 +165,4 @@ func stopTree(root int, exited <-chan struct{}) {
 		signalAll(syscall.SIGKILL)
 	}
 	<-exited
-}
-
-// descendants lists the PIDs below root, from the PPid of every process.
-func descendants(root int) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	children := map[int][]int{}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if pp := ppidOf(pid); pp > 0 {
-			children[pp] = append(children[pp], pid)
-		}
-	}
-	var out []int
-	queue := []int{root}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		for _, c := range children[p] {
-			out = append(out, c)
-			queue = append(queue, c)
-		}
-	}
-	return out
-}
-
-func ppidOf(pid int) int {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	// The comm field may hold spaces and parentheses: fields start after the last ')'.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 2 {
-		return 0
-	}
-	pp, _ := strconv.Atoi(f[1])
-	return pp
 }

@@ -16,6 +16,8 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
+
+	"github.com/perfsleuth/perfsleuth/internal/proctree"
 )
 
 // Probe is an attached timeacct probe. Stop it to read the result.
@@ -99,7 +101,7 @@ func Start(cfg Config) (_ *Probe, err error) {
 	// them before it was tracked is still in /proc on the next pass.
 	seen := map[int]bool{}
 	for pass := 0; pass < 3; pass++ {
-		pids, err := descendants("/proc", cfg.RootPID)
+		pids, err := proctree.Descendants("/proc", cfg.RootPID)
 		if err != nil {
 			return nil, err
 		}

@@ -1,8 +1,6 @@
 package timeacct
 
 import (
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -47,44 +45,6 @@ func TestParseKallsymsHidden(t *testing.T) {
 	got, err := parseKallsyms(strings.NewReader("0000000000000000 T filemap_read\n0000000000000000 T x\n"))
 	if err != nil || len(got) != 0 {
 		t.Errorf("got %v, %v; want no ranges", got, err)
-	}
-}
-
-func TestStatPPID(t *testing.T) {
-	for _, tc := range []struct {
-		in   string
-		want int
-		ok   bool
-	}{
-		{"42 (bash) S 7 42 42 0", 7, true},
-		{"42 (a) b) (c) R 9 1", 9, true},
-		{"garbage", 0, false},
-	} {
-		got, ok := statPPID(tc.in)
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("statPPID(%q) = %d, %v; want %d, %v", tc.in, got, ok, tc.want, tc.ok)
-		}
-	}
-}
-
-func TestDescendants(t *testing.T) {
-	root := t.TempDir()
-	for _, p := range []struct{ pid, ppid string }{{"1", "0"}, {"10", "1"}, {"11", "10"}, {"12", "11"}, {"20", "1"}, {"30", "20"}} {
-		dir := filepath.Join(root, p.pid)
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(filepath.Join(dir, "stat"), []byte(p.pid+" (x) S "+p.ppid+" 0 0"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	got, err := descendants(root, 10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	slices.Sort(got)
-	if !slices.Equal(got, []int{11, 12}) {
-		t.Errorf("descendants of 10 = %v, want [11 12]", got)
 	}
 }
 

@@ -1,4 +1,7 @@
-package timeacct
+// Package proctree finds a process's descendants from /proc: the set of
+// processes a workload is made of, for the probes that follow it and for
+// stopping it.
+package proctree
 
 import (
 	"fmt"
@@ -8,9 +11,9 @@ import (
 	"strings"
 )
 
-// descendants returns the pids of the processes below root in procRoot
+// Descendants returns the pids of the processes below root in procRoot
 // (/proc), read from each process's stat ppid.
-func descendants(procRoot string, root int) ([]int, error) {
+func Descendants(procRoot string, root int) ([]int, error) {
 	ents, err := os.ReadDir(procRoot)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", procRoot, err)
@@ -25,7 +28,7 @@ func descendants(procRoot string, root int) ([]int, error) {
 		if err != nil {
 			continue // exited meanwhile
 		}
-		ppid, ok := statPPID(string(b))
+		ppid, ok := StatPPID(string(b))
 		if !ok {
 			continue
 		}
@@ -48,9 +51,9 @@ func descendants(procRoot string, root int) ([]int, error) {
 	return out, nil
 }
 
-// statPPID returns the 4th field of /proc/<pid>/stat; comm (field 2) may
+// StatPPID returns the 4th field of /proc/<pid>/stat; comm (field 2) may
 // contain spaces and parentheses, so fields are counted after the last ')'.
-func statPPID(stat string) (int, bool) {
+func StatPPID(stat string) (int, bool) {
 	i := strings.LastIndexByte(stat, ')')
 	if i < 0 {
 		return 0, false
