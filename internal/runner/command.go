@@ -72,18 +72,13 @@ func ObserveCommand(ctx context.Context, argv []string, opts ObserveOptions) (*m
 		}
 	}()
 
-	acct, warn := startAccounting(cmd.Process.Pid, opts)
-	defer acct.close()
-	if warn != "" {
-		run.Warnings = append(run.Warnings, warn)
+	obs, err := startObservers(context.Background(), cmd.Process.Pid, opts, run)
+	if err != nil {
+		return nil, err
 	}
-	sampler := opts.sampler(cmd.Process.Pid, run.Host.Storage)
-	if err := sampler.Start(context.Background()); err != nil {
-		return nil, fmt.Errorf("start /proc sampling: %w", err)
-	}
+	defer obs.close()
 	start := time.Now()
 	if _, err := gateW.Write([]byte("go\n")); err != nil {
-		sampler.Stop()
 		return nil, fmt.Errorf("start %s: %w", argv[0], err)
 	}
 	gateW.Close()
@@ -100,9 +95,7 @@ func ObserveCommand(ctx context.Context, argv []string, opts ObserveOptions) (*m
 	}
 	<-exited
 	wall := time.Since(start)
-	run.Observation = sampler.Stop()
-	run.Warnings = append(run.Warnings, sampler.Warnings()...)
-	acct.finish(run)
+	obs.finish(run)
 	cmd.Wait()
 	reaped = true
 	res := &model.CommandResult{ExitCode: cmd.ProcessState.ExitCode(), Exited: true, WallSec: wall.Seconds()}

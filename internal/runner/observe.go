@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
-	"github.com/perfsleuth/perfsleuth/internal/probe/procfs"
 )
 
 // ObserveOptions are the observer's settings, common to every target kind.
@@ -31,14 +30,6 @@ const (
 	commandStopGrace = 3 * time.Second
 	commandTermGrace = 2 * time.Second
 )
-
-func (o ObserveOptions) sampler(pid int, storage *model.Storage) *procfs.Sampler {
-	var disks []string
-	if storage != nil {
-		disks = storage.Disks
-	}
-	return procfs.NewSampler(procfs.Config{RootPID: pid, IncludeRoot: true, Interval: o.Interval, Disks: disks})
-}
 
 // ObserveBuiltin runs a built-in benchmark in a child perfsleuth process and
 // observes it from the end of its prepare step to the end of its measured phase.
@@ -105,8 +96,8 @@ func ObserveBuiltin(ctx context.Context, t model.Target, opts ObserveOptions, ho
 	}()
 
 	hooks.phase("prepare")
-	var sampler *procfs.Sampler
-	var acct *accountant
+	var obs *observers
+	defer func() { obs.close() }()
 	interrupted := false
 	for {
 		select {
@@ -120,9 +111,6 @@ func ObserveBuiltin(ctx context.Context, t model.Target, opts ObserveOptions, ho
 			continue
 		case e, ok := <-events:
 			if !ok {
-				if sampler != nil {
-					sampler.Stop()
-				}
 				<-exited
 				if interrupted {
 					return nil, ErrInterrupted
@@ -131,19 +119,11 @@ func ObserveBuiltin(ctx context.Context, t model.Target, opts ObserveOptions, ho
 			}
 			switch e.Event {
 			case "prepared":
-				var warn string
-				acct, warn = startAccounting(cmd.Process.Pid, opts)
-				defer acct.close()
-				if warn != "" {
-					run.Warnings = append(run.Warnings, warn)
-				}
-				sampler = opts.sampler(cmd.Process.Pid, run.Host.Storage)
-				if err := sampler.Start(ctx); err != nil {
-					return nil, fmt.Errorf("start /proc sampling: %w", err)
+				if obs, err = startObservers(ctx, cmd.Process.Pid, opts, run); err != nil {
+					return nil, err
 				}
 				hooks.phase("run")
 				if _, err := ctlW.Write([]byte("start\n")); err != nil {
-					sampler.Stop()
 					return nil, fmt.Errorf("start the benchmark: %w", err)
 				}
 			case "progress":
@@ -153,22 +133,14 @@ func ObserveBuiltin(ctx context.Context, t model.Target, opts ObserveOptions, ho
 			case "warning":
 				run.Warnings = append(run.Warnings, e.Message)
 			case "error":
-				if sampler != nil {
-					sampler.Stop()
-				}
-				if interrupted && sampler == nil {
+				if interrupted && obs == nil {
 					return nil, ErrInterrupted
 				}
 				return nil, errors.New(e.Message)
 			case "done":
-				// The sampler first: its last sample must read the child's
-				// counters before the child exits, and stopping it is quick;
-				// the probe's counts are already in its maps.
-				if sampler != nil {
-					run.Observation = sampler.Stop()
-					run.Warnings = append(run.Warnings, sampler.Warnings()...)
+				if obs != nil {
+					obs.finish(run)
 				}
-				acct.finish(run)
 				hooks.phase("cleanup")
 				run.Result = e.Result
 				run.Interrupted = e.Interrupted || interrupted

@@ -87,16 +87,12 @@ func ObservePID(ctx context.Context, pid int, duration time.Duration, opts Obser
 		}()
 	}
 
-	acct, warn := startAccounting(pid, opts)
-	defer acct.close()
-	if warn != "" {
-		run.Warnings = append(run.Warnings, warn)
+	obs, err := startObservers(context.Background(), pid, opts, run)
+	if err != nil {
+		return nil, err
 	}
-	sampler := opts.sampler(pid, run.Host.Storage)
+	defer obs.close()
 	start := time.Now()
-	if err := sampler.Start(context.Background()); err != nil {
-		return nil, fmt.Errorf("start /proc sampling of pid %d: %w", pid, err)
-	}
 	var timeout <-chan time.Time
 	if duration > 0 {
 		timer := time.NewTimer(duration)
@@ -111,9 +107,7 @@ func ObservePID(ctx context.Context, pid int, duration time.Duration, opts Obser
 	case <-ctx.Done():
 		run.Interrupted = true
 	}
-	run.Observation = sampler.Stop()
-	run.Warnings = append(run.Warnings, sampler.Warnings()...)
-	acct.finish(run)
+	obs.finish(run)
 	wall := time.Since(start)
 	run.Result = &model.Result{DurationSec: wall.Seconds(), Command: &model.CommandResult{ExitCode: -1, Exited: exited, WallSec: wall.Seconds()}}
 	if exited && duration > 0 {
