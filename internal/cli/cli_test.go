@@ -75,6 +75,24 @@ func runAs(t *testing.T, cred *syscall.Credential, dir string, args ...string) r
 	return result{out.String(), errb.String(), code}
 }
 
+// oneError checks the contract for an error: exit status 2, nothing on
+// stdout, one line on stderr starting "perfsleuth: error: ". It returns
+// that line.
+func oneError(t *testing.T, r result) string {
+	t.Helper()
+	if r.code != 2 {
+		t.Fatalf("exit status %d, want 2\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+	}
+	lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
+	if len(lines) != 1 || !strings.HasPrefix(lines[0], "perfsleuth: error: ") {
+		t.Fatalf("want one error line, got:\n%s", r.stderr)
+	}
+	if r.stdout != "" {
+		t.Errorf("stdout should be empty on error, got %q", r.stdout)
+	}
+	return lines[0]
+}
+
 // listing is every path below dir, to check that nothing was left behind.
 func listing(t *testing.T, dir string) []string {
 	t.Helper()
@@ -117,19 +135,9 @@ func TestBadInputGivesOneClearErrorAndExit2(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r := run(t, work, c.args...)
-			if r.code != 2 {
-				t.Fatalf("exit status %d, want 2\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
-			}
-			lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
-			if len(lines) != 1 || !strings.HasPrefix(lines[0], "perfsleuth: error: ") {
-				t.Fatalf("want one error line, got:\n%s", r.stderr)
-			}
-			if !strings.Contains(lines[0], c.want) {
-				t.Errorf("error %q does not mention %q", lines[0], c.want)
-			}
-			if r.stdout != "" {
-				t.Errorf("stdout should be empty on error, got %q", r.stdout)
+			line := oneError(t, run(t, work, c.args...))
+			if !strings.Contains(line, c.want) {
+				t.Errorf("error %q does not mention %q", line, c.want)
 			}
 			if l := listing(t, work); len(l) != 0 {
 				t.Errorf("left behind in the working directory: %v", l)
@@ -363,13 +371,9 @@ func TestFullDiskAndReadOnlyDirGiveClearErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			r := run(t, work, c.args...)
-			if r.code != 2 {
-				t.Fatalf("exit status %d, want 2\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
-			}
-			lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
-			if len(lines) != 1 || !strings.Contains(strings.ToLower(lines[0]), strings.ToLower(c.want)) {
-				t.Errorf("want one error line mentioning %q, got:\n%s", c.want, r.stderr)
+			line := oneError(t, run(t, work, c.args...))
+			if !strings.Contains(strings.ToLower(line), strings.ToLower(c.want)) {
+				t.Errorf("error %q does not mention %q", line, c.want)
 			}
 			for _, d := range []string{small, ro, work} {
 				if l := listing(t, d); len(l) != 0 {
