@@ -10,10 +10,15 @@
  *
  * Hooks: sched_switch, sched_wakeup, sched_wakeup_new, sched_process_fork,
  * sched_process_exit (all tp_btf), and an iter/task program run once to seed
- * threads that exist at attach time. Optionally the classic
- * syscalls:sys_{enter,exit}_{fsync,fdatasync,...} tracepoints, which fire
- * for those syscalls only, time each sync call (count, total, log2
- * histogram).
+ * threads that exist at attach time. Where the kernel has them, ext4's
+ * fsync tracepoints (tp_btf ext4_sync_file_enter/exit) time each sync call
+ * (count, total, log2 histogram, per file): they fire only when a file is
+ * synced. The syscall tracepoints are not used by default: attaching any of
+ * them sends every syscall of every task on the machine down the kernel's
+ * slow syscall path. With --syscalls, tp_btf sys_enter/sys_exit count and
+ * time every syscall of the tracked threads (per thread and syscall); with
+ * --stacks, a thread going to sleep has its kernel and user stacks taken and
+ * the sleep's length is added to them.
  *
  * OVERHEAD: every context switch and wake-up on the machine pays one hash
  * lookup per task involved (the tgid filter); those of tracked threads also
@@ -22,9 +27,11 @@
  * two tracked threads ping-ponging through pipes on one CPU, BPF run-time
  * statistics on): ~330-360 ns per sched_switch run, ~260-300 ns per
  * sched_wakeup run; a round trip (2 switches) went from ~7.5 us to ~9.5 us,
- * i.e. about +1 us per context switch of a tracked thread. The sync
- * tracepoints cost about 260 ns per sync call on the machine (a classic
- * tracepoint pair, docs: measured-here.md), small next to a sync.
+ * i.e. about +1 us per context switch of a tracked thread. The runs of
+ * each program are counted (per-CPU counters) and user space multiplies them
+ * by each program's cost, calibrated once per process with the kernel's BPF
+ * run-time statistics switched on (they are off while observing: they add
+ * two clock reads to every run of every BPF program on the machine).
  *
  * Needs Linux 5.18+ (prev_state argument of sched_switch; bpf_loop 5.17,
  * bpf_task_pt_regs 5.15) with BTF, and x86-64 (syscall numbers, pt_regs).
@@ -87,7 +94,8 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 /* Settings, fixed before load. */
-const volatile bool use_stacks = true; /* refine D-state sleeps by kernel stack */
+const volatile bool use_stacks = true;   /* refine D-state sleeps by kernel stack */
+const volatile bool want_stacks = false; /* off-CPU stacks per category (--stacks) */
 
 /* Set by user space at Stop: detaching takes a few hundred ms here (each
  * link waits for RCU grace periods), and the window ends when this is set,
@@ -180,10 +188,74 @@ struct {
 	__type(value, struct ta_sync_start);
 } sync_start SEC(".maps");
 
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, 8192); /* set to 1 at load without want_stacks */
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, TA_MAX_FRAMES * 2 * sizeof(__u64));
+} stacks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct ta_offcpu_key);
+	__type(value, struct ta_offcpu);
+} offcpu SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct ta_file_key);
+	__type(value, struct ta_file);
+} files SEC(".maps");
+
+const struct ta_file zero_file = {};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct ta_sys_key);
+	__type(value, struct ta_sys_stats);
+} sys_stats SEC(".maps");
+
+const struct ta_sys_stats zero_sys = {};
+
+/* The syscall in progress, per task (--syscalls). Task storage is found
+ * from the task itself, so a thread that has none (every untracked one)
+ * costs a pointer test instead of a hash lookup. */
+struct ta_sys_start {
+	__u64 ts;
+	__s64 nr;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct ta_sys_start);
+} sys_start SEC(".maps");
+
 static __always_inline struct ta_counters *get_counters(void)
 {
 	__u32 zero = 0;
 	return bpf_map_lookup_elem(&counters, &zero);
+}
+
+/* count_run counts a run of program prog; tracked says it concerned a
+ * tracked thread. */
+static __always_inline struct ta_counters *count_run(__u32 prog)
+{
+	struct ta_counters *c = get_counters();
+
+	if (c)
+		c->runs[prog % TA_NUM_PROGS]++;
+	return c;
+}
+
+static __always_inline void count_tracked(struct ta_counters *c, __u32 prog)
+{
+	if (c)
+		c->tracked[prog % TA_NUM_PROGS]++;
 }
 
 static __always_inline bool is_tracked(__u32 tgid)
@@ -223,8 +295,34 @@ static __always_inline struct ta_thread *get_or_create(struct task_struct *task,
 	t->cat = TA_CAT_OTHER;
 	t->first_ns = now;
 	t->last_ns = now;
+	t->kstack = -1;
+	t->ustack = -1;
 	bpf_probe_read_kernel_str(t->comm, sizeof(t->comm), task->comm);
 	return t;
+}
+
+/* add_offcpu adds a closed sleep of d ns to the stacks it began with. */
+static __always_inline void add_offcpu(struct ta_thread *t, __u32 cat, __u64 d)
+{
+	struct ta_offcpu_key k = {
+		.tgid = t->tgid, .tid = t->tid, .cat = cat, .kstack = t->kstack, .ustack = t->ustack,
+	};
+	struct ta_offcpu *v = bpf_map_lookup_elem(&offcpu, &k);
+
+	if (!v) {
+		struct ta_offcpu zero = {};
+
+		bpf_map_update_elem(&offcpu, &k, &zero, BPF_NOEXIST);
+		v = bpf_map_lookup_elem(&offcpu, &k);
+		if (!v) {
+			struct ta_counters *c = get_counters();
+			if (c)
+				c->dropped++;
+			return;
+		}
+	}
+	__sync_fetch_and_add(&v->ns, d);
+	__sync_fetch_and_add(&v->count, 1);
 }
 
 /* close_interval adds [last, now] to the category of the current state. */
@@ -244,8 +342,13 @@ static __always_inline void close_interval(struct ta_thread *t, __u64 now)
 		t->last_ns = now;
 		return;
 	}
-	if (now > t->last_ns)
-		t->ns[cat & (TA_NUM_CATS - 1)] += now - t->last_ns;
+	if (now > t->last_ns) {
+		__u64 d = now - t->last_ns;
+
+		t->ns[cat & (TA_NUM_CATS - 1)] += d;
+		if (want_stacks && t->state == TA_STATE_BLOCKED)
+			add_offcpu(t, cat, d);
+	}
 	t->last_ns = now;
 }
 
@@ -416,14 +519,18 @@ int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_
 	struct ta_thread *t;
 	__u64 now;
 
+	struct ta_counters *c;
+
 	if (stopped)
 		return 0;
+	c = count_run(TA_PROG_SWITCH);
 	/* Every switch on the machine runs this: filter before reading the
 	 * clock, so untracked switches pay the two lookups only. */
 	prev_tracked = is_tracked(prev->tgid);
 	next_tracked = is_tracked(next->tgid);
 	if (!prev_tracked && !next_tracked)
 		return 0;
+	count_tracked(c, TA_PROG_SWITCH);
 	now = bpf_ktime_get_ns();
 	if (prev_tracked) {
 		t = get_or_create(prev, TA_STATE_RUNNING, now);
@@ -440,6 +547,12 @@ int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_
 			} else {
 				t->state = TA_STATE_BLOCKED;
 				t->cat = classify(ctx, prev, prev_state, t);
+				if (want_stacks) {
+					t->kstack = bpf_get_stackid(ctx, &stacks, 0);
+					t->ustack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
+					if (c)
+						c->stack_walks++;
+				}
 			}
 		}
 	}
@@ -458,23 +571,26 @@ int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_
 
 static __always_inline void wakeup(struct task_struct *p, bool new_task)
 {
-	__u64 now;
+	__u32 prog = new_task ? TA_PROG_WAKEUP_NEW : TA_PROG_WAKEUP;
+	struct ta_counters *c;
 	struct ta_thread *t;
+	__u64 now;
 
-	if (stopped || !is_tracked(p->tgid))
+	if (stopped)
 		return;
+	c = count_run(prog);
+	if (!is_tracked(p->tgid))
+		return;
+	count_tracked(c, prog);
 	now = bpf_ktime_get_ns();
 	t = get_or_create(p, TA_STATE_RUNNABLE, now);
 	if (!t)
 		return;
 	if (t->exited) {
-		if (new_task) {
-			/* The tid was reused within the window: the entry keeps
-			 * the thread that exited, the new one is not accounted. */
-			struct ta_counters *c = get_counters();
-			if (c)
-				c->dropped++;
-		}
+		/* The tid was reused within the window: the entry keeps the
+		 * thread that exited, the new one is not accounted. */
+		if (new_task && c)
+			c->dropped++;
 		return;
 	}
 	if (t->state == TA_STATE_BLOCKED) {
@@ -507,9 +623,12 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 	struct ta_counters *c;
 	__u8 one = 1;
 
-	if (stopped || !is_tracked(ptgid))
+	if (stopped)
 		return 0;
-	c = get_counters();
+	c = count_run(TA_PROG_FORK);
+	if (!is_tracked(ptgid))
+		return 0;
+	count_tracked(c, TA_PROG_FORK);
 	count_alive(1);
 	if (ctgid == ptgid) {
 		if (c)
@@ -566,8 +685,12 @@ int BPF_PROG(handle_exit, struct task_struct *p)
 	struct ta_thread *t;
 	struct ta_counters *c;
 
-	if (stopped || !is_tracked(p->tgid))
+	if (stopped)
 		return 0;
+	c = count_run(TA_PROG_EXIT);
+	if (!is_tracked(p->tgid))
+		return 0;
+	count_tracked(c, TA_PROG_EXIT);
 	now = bpf_ktime_get_ns();
 	t = get_or_create(p, TA_STATE_RUNNING, now);
 	if (!t || t->exited)
@@ -578,7 +701,6 @@ int BPF_PROG(handle_exit, struct task_struct *p)
 	t->utime_ns = p->utime;
 	bpf_probe_read_kernel_str(t->comm, sizeof(t->comm), p->comm);
 	t->stime_ns = p->stime;
-	c = get_counters();
 	if (c)
 		c->exits++;
 	count_alive(-1);
@@ -639,42 +761,113 @@ static __always_inline __u64 log2_u64(__u64 v)
 	return log2_u32(v);
 }
 
-static __always_inline int sync_enter(__u32 kind)
+/* sync_kind tells, from the syscall the current thread is in, how it came
+ * into the filesystem's fsync. */
+static __always_inline __u32 sync_kind(struct task_struct *task)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tid = (__u32)id;
-	struct ta_sync_start st = {};
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
 
-	if (stopped || !is_tracked(id >> 32))
-		return 0;
-	st.ts = bpf_ktime_get_ns();
-	st.kind = kind;
-	if (bpf_map_update_elem(&sync_start, &tid, &st, BPF_ANY) != 0) {
-		struct ta_counters *c = get_counters();
-		if (c)
-			c->dropped++;
+	switch ((long)regs->orig_ax) {
+	case NR_fsync:
+		return TA_SYNC_FSYNC;
+	case NR_fdatasync:
+		return TA_SYNC_FDATASYNC;
+	case NR_msync:
+		return TA_SYNC_MSYNC;
+	case NR_write:
+	case NR_pwrite64:
+	case NR_writev:
+	case NR_pwritev:
+	case NR_pwritev2:
+		return TA_SYNC_WRITE;
 	}
+	return TA_SYNC_OTHER;
+}
+
+/* fill_path copies the names of d and its parents, leaf first, up to the
+ * root of its filesystem or TA_PATH_DEPTH components. */
+static __always_inline void fill_path(struct ta_file *f, struct dentry *d)
+{
+	for (int i = 0; i < TA_PATH_DEPTH; i++) {
+		struct dentry *parent = d->d_parent;
+
+		if (!parent || parent == d) /* the filesystem's root: "/" */
+			return;
+		bpf_probe_read_kernel_str(f->names[i], TA_NAME_LEN, d->d_name.name);
+		f->depth = i + 1;
+		d = parent;
+	}
+	f->truncated = 1;
+}
+
+SEC("tp_btf/ext4_sync_file_enter")
+int BPF_PROG(ext4_sync_enter, struct file *file, int datasync)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct ta_sync_start st = {};
+	struct ta_counters *c;
+	struct inode *inode;
+	__u32 tid = task->pid;
+
+	if (stopped)
+		return 0;
+	c = count_run(TA_PROG_SYNC_ENTER);
+	if (!is_tracked(task->tgid))
+		return 0;
+	count_tracked(c, TA_PROG_SYNC_ENTER);
+	inode = file->f_inode;
+	st.file.ino = inode->i_ino;
+	st.file.dev = inode->i_sb->s_dev;
+	st.kind = sync_kind(task);
+	st.datasync = datasync != 0;
+	if (!bpf_map_lookup_elem(&files, &st.file)) {
+		struct ta_file *f;
+
+		bpf_map_update_elem(&files, &st.file, &zero_file, BPF_NOEXIST);
+		f = bpf_map_lookup_elem(&files, &st.file);
+		if (f) {
+			f->tgid = task->tgid;
+			fill_path(f, file->f_path.dentry);
+		} else if (c) {
+			c->file_dropped++;
+		}
+	}
+	st.ts = bpf_ktime_get_ns();
+	if (bpf_map_update_elem(&sync_start, &tid, &st, BPF_ANY) != 0 && c)
+		c->dropped++;
 	return 0;
 }
 
-static __always_inline int sync_exit(__u32 kind)
+SEC("tp_btf/ext4_sync_file_exit")
+int BPF_PROG(ext4_sync_exit, struct inode *inode, int ret)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct ta_sync_start *st;
 	struct ta_sync_stats *s;
+	struct ta_counters *c;
+	struct ta_file *f;
 	__u64 delta, slot;
 	__u32 k;
 
 	if (stopped)
 		return 0;
+	c = count_run(TA_PROG_SYNC_EXIT);
 	st = bpf_map_lookup_elem(&sync_start, &tid);
 	if (!st)
 		return 0; /* entered before attach, or not tracked */
+	count_tracked(c, TA_PROG_SYNC_EXIT);
 	delta = bpf_ktime_get_ns() - st->ts;
 	k = st->kind;
+	f = bpf_map_lookup_elem(&files, &st->file);
+	if (f) {
+		__sync_fetch_and_add(&f->count, 1);
+		__sync_fetch_and_add(&f->total_ns, delta);
+		if (st->datasync)
+			__sync_fetch_and_add(&f->datasync, 1);
+		if (delta > f->max_ns)
+			f->max_ns = delta;
+	}
 	bpf_map_delete_elem(&sync_start, &tid);
-	if (k != kind)
-		return 0;
 	s = bpf_map_lookup_elem(&sync_stats, &k);
 	if (!s)
 		return 0;
@@ -687,15 +880,70 @@ static __always_inline int sync_exit(__u32 kind)
 	return 0;
 }
 
-#define SYNC_TP(name, kind)                                          \
-	SEC("tracepoint/syscalls/sys_enter_" #name)                  \
-	int enter_##name(void *ctx) { return sync_enter(kind); }     \
-	SEC("tracepoint/syscalls/sys_exit_" #name)                   \
-	int exit_##name(void *ctx) { return sync_exit(kind); }
+SEC("tp_btf/sys_enter")
+int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
+{
+	struct task_struct *task;
+	struct ta_sys_start *st;
+	struct ta_counters *c;
 
-SYNC_TP(fsync, TA_SYNC_FSYNC)
-SYNC_TP(fdatasync, TA_SYNC_FDATASYNC)
-SYNC_TP(sync_file_range, TA_SYNC_SYNC_FILE_RANGE)
-SYNC_TP(msync, TA_SYNC_MSYNC)
-SYNC_TP(syncfs, TA_SYNC_SYNCFS)
-SYNC_TP(sync, TA_SYNC_SYNC)
+	if (stopped)
+		return 0;
+	c = count_run(TA_PROG_SYS_ENTER);
+	task = bpf_get_current_task_btf();
+	if (!is_tracked(task->tgid))
+		return 0;
+	count_tracked(c, TA_PROG_SYS_ENTER);
+	st = bpf_task_storage_get(&sys_start, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!st)
+		return 0;
+	st->nr = id;
+	st->ts = bpf_ktime_get_ns();
+	return 0;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct ta_sys_stats *s;
+	struct ta_sys_start *st;
+	struct ta_sys_key key;
+	struct ta_counters *c;
+	__u64 delta, slot;
+
+	if (stopped)
+		return 0;
+	c = count_run(TA_PROG_SYS_EXIT);
+	st = bpf_task_storage_get(&sys_start, task, 0, 0);
+	if (!st || !st->ts)
+		return 0;
+	count_tracked(c, TA_PROG_SYS_EXIT);
+	delta = bpf_ktime_get_ns() - st->ts;
+	st->ts = 0;
+	key.tid = task->pid;
+	key.nr = (__u32)st->nr;
+	s = bpf_map_lookup_elem(&sys_stats, &key);
+	if (!s) {
+		bpf_map_update_elem(&sys_stats, &key, &zero_sys, BPF_NOEXIST);
+		s = bpf_map_lookup_elem(&sys_stats, &key);
+		if (!s) {
+			if (c)
+				c->sys_dropped++;
+			return 0;
+		}
+		s->tgid = task->tgid;
+	}
+	/* Only the thread itself updates its entries: no atomics needed. */
+	s->count++;
+	if (ret < 0 && ret >= -4095)
+		s->errors++;
+	s->total_ns += delta;
+	if (delta > s->max_ns)
+		s->max_ns = delta;
+	slot = log2_u64(delta);
+	if (slot >= TA_MAX_SLOTS)
+		slot = TA_MAX_SLOTS - 1;
+	s->slots[slot]++;
+	return 0;
+}

@@ -49,6 +49,8 @@ struct ta_thread {
 	__u32 state;            /* TA_STATE_* */
 	__u32 cat;              /* TA_CAT_* while TA_STATE_BLOCKED */
 	__u32 exited;
+	__s32 kstack;           /* off-CPU stack ids of the open blocked interval (want_stacks) */
+	__s32 ustack;
 	__u32 _pad;
 	__u8 comm[TA_COMM_LEN];
 };
@@ -81,24 +83,95 @@ struct ta_ranges {
 	__u32 class[TA_MAX_RANGES]; /* TA_CLASS_* */
 };
 
+/* Programs, for the run counters that the overhead estimate multiplies by
+ * each program's calibrated cost. */
+#define TA_PROG_SWITCH 0
+#define TA_PROG_WAKEUP 1
+#define TA_PROG_WAKEUP_NEW 2
+#define TA_PROG_FORK 3
+#define TA_PROG_EXIT 4
+#define TA_PROG_SYNC_ENTER 5
+#define TA_PROG_SYNC_EXIT 6
+#define TA_PROG_SYS_ENTER 7
+#define TA_PROG_SYS_EXIT 8
+#define TA_NUM_PROGS 9
+
 /* Counters of the probe as a whole. */
 struct ta_counters {
 	__u64 process_forks;  /* new processes created below the tracked tree */
 	__u64 thread_creates; /* new threads in tracked processes */
 	__u64 exits;          /* tracked threads that exited */
 	__u64 dropped;        /* threads not accounted because the map was full */
+	__u64 runs[TA_NUM_PROGS];    /* runs per program, machine-wide */
+	__u64 tracked[TA_NUM_PROGS]; /* of those, runs about a tracked thread */
+	__u64 stack_walks;           /* off-CPU stacks taken (want_stacks) */
+	__u64 sys_dropped;           /* syscalls not counted: sys_stats full */
+	__u64 file_dropped;          /* synced files not listed: files full */
 };
 
-/* Sync syscalls timed by sys_enter/sys_exit tracepoints; the order is the
- * Go package's SyncKinds array. */
+/* Sync calls, timed by the filesystem's fsync tracepoints (ext4:
+ * ext4_sync_file_enter/exit), by the syscall the thread is in; the order is
+ * the Go package's SyncKinds array. */
 #define TA_SYNC_FSYNC 0
 #define TA_SYNC_FDATASYNC 1
-#define TA_SYNC_SYNC_FILE_RANGE 2
-#define TA_SYNC_MSYNC 3
-#define TA_SYNC_SYNCFS 4
-#define TA_SYNC_SYNC 5
-#define TA_NUM_SYNC 6
+#define TA_SYNC_MSYNC 2
+#define TA_SYNC_WRITE 3 /* a write to a file opened O_SYNC or O_DSYNC */
+#define TA_SYNC_OTHER 4 /* any other way into the filesystem's fsync */
+#define TA_NUM_SYNC 5
 #define TA_MAX_SLOTS 32
+
+/* A synced file: path components leaf first, up to the root of its
+ * filesystem (user space prefixes the mount point). */
+#define TA_PATH_DEPTH 8
+#define TA_NAME_LEN 64
+struct ta_file_key {
+	__u64 ino;
+	__u32 dev; /* the kernel's dev_t: major << 20 | minor */
+	__u32 _pad;
+};
+
+struct ta_file {
+	__u64 count;
+	__u64 total_ns;
+	__u64 max_ns;
+	__u64 datasync; /* calls that synced data only (fdatasync, O_DSYNC) */
+	__u32 tgid;     /* the first process that synced it */
+	__u32 depth;    /* path components filled */
+	__u32 truncated; /* the path is deeper than TA_PATH_DEPTH */
+	__u32 _pad;
+	__u8 names[TA_PATH_DEPTH][TA_NAME_LEN];
+};
+
+/* Per-syscall statistics of one thread (want_syscalls). */
+struct ta_sys_key {
+	__u32 tid;
+	__u32 nr;
+};
+
+struct ta_sys_stats {
+	__u64 count;
+	__u64 errors;   /* returned -4095..-1 */
+	__u64 total_ns;
+	__u64 max_ns;
+	__u64 slots[TA_MAX_SLOTS]; /* slots[i]: latency in [2^i, 2^(i+1)) ns */
+	__u32 tgid;
+	__u32 _pad;
+};
+
+/* Off-CPU time by thread, category and stacks (want_stacks). */
+struct ta_offcpu_key {
+	__u32 tgid;
+	__u32 tid;
+	__u32 cat;
+	__s32 kstack;
+	__s32 ustack;
+	__u32 _pad;
+};
+
+struct ta_offcpu {
+	__u64 ns;
+	__u64 count;
+};
 
 /* Per sync kind, in a per-CPU array indexed by TA_SYNC_*. */
 struct ta_sync_stats {
@@ -110,8 +183,9 @@ struct ta_sync_stats {
 /* A sync call in progress, keyed by tid. */
 struct ta_sync_start {
 	__u64 ts;
+	struct ta_file_key file;
 	__u32 kind;
-	__u32 _pad;
+	__u32 datasync;
 };
 
 #endif /* __TIMEACCT_H */

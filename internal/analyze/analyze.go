@@ -25,6 +25,7 @@ func Analyze(run *model.Run) {
 	if ta := run.TimeAccounting; ta != nil {
 		assignRoles(run)
 		summarize(ta)
+		busyStacks(ta)
 		run.Verdict = verdict(ta)
 	}
 	run.Findings = nil
@@ -37,6 +38,30 @@ func Analyze(run *model.Run) {
 	sort.SliceStable(run.Findings, func(i, j int) bool {
 		return severityRank[run.Findings[i].Severity] > severityRank[run.Findings[j].Severity]
 	})
+}
+
+// busyStacks drops the off-CPU stacks of idle threads and of a built-in
+// benchmark's runtime threads: like their time, their sleeps are not the
+// workload's.
+func busyStacks(ta *model.TimeAccounting) {
+	if ta.OffCPU == nil {
+		return
+	}
+	skip := map[int]bool{}
+	for _, t := range ta.Threads {
+		if t.TID != 0 && (t.Idle || t.Role == "runtime") {
+			skip[t.TID] = true
+		}
+	}
+	kept := ta.OffCPU[:0]
+	for _, o := range ta.OffCPU {
+		if skip[o.TID] {
+			ta.OffCPUIdleSec += o.Seconds
+			continue
+		}
+		kept = append(kept, o)
+	}
+	ta.OffCPU = kept
 }
 
 var severityRank = map[string]int{"critical": 3, "warning": 2, "info": 1}

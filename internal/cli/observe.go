@@ -14,6 +14,8 @@ type observeFlags struct {
 	out      outputFlags
 	interval time.Duration
 	noEBPF   bool
+	syscalls bool
+	stacks   bool
 	pid      int
 	duration time.Duration
 }
@@ -28,6 +30,8 @@ func (f *observeFlags) bind(cmd *cobra.Command) {
 	fs.StringVar(&f.out.json, "json", "", "write the run record (versioned JSON, see docs/run-record.md) to FILE; - for stdout")
 	fs.DurationVar(&f.interval, "interval", defaultInterval, "sampling interval of /proc and /sys")
 	fs.BoolVar(&f.noEBPF, "no-ebpf", false, "observe from /proc only, without eBPF probes")
+	fs.BoolVar(&f.syscalls, "syscalls", false, "count and time every syscall per thread (like strace -c -w; every syscall on the machine then costs more)")
+	fs.BoolVar(&f.stacks, "stacks", false, "take the kernel and user stack of every sleep: off-CPU stacks per category (costs ~1 µs per sleep)")
 	cmd.Flags().IntVarP(&f.pid, "pid", "p", 0, "observe this running process and its descendants")
 	cmd.Flags().DurationVar(&f.duration, "duration", 0, "with --pid: how long to observe (0: until it exits or Ctrl-C)")
 }
@@ -36,7 +40,14 @@ func (f *observeFlags) check() error {
 	if f.interval < 10*time.Millisecond {
 		return fmt.Errorf("--interval %s is too short: use 10ms or more", f.interval)
 	}
+	if f.noEBPF && (f.syscalls || f.stacks) {
+		return errors.New("--syscalls and --stacks need the eBPF probes: drop --no-ebpf")
+	}
 	return f.out.check()
+}
+
+func (f *observeFlags) options() runner.ObserveOptions {
+	return runner.ObserveOptions{Interval: f.interval, NoEBPF: f.noEBPF, Syscalls: f.syscalls, Stacks: f.stacks}
 }
 
 func newObserveCmd() *cobra.Command {
@@ -97,7 +108,7 @@ func newObserveLike(cmd *cobra.Command, pre func() error) *cobra.Command {
 			if err := checkAll(); err != nil {
 				return err
 			}
-			opts := runner.ObserveOptions{Interval: f.interval, NoEBPF: f.noEBPF}
+			opts := f.options()
 			switch {
 			case f.pid != 0 && len(args) > 0:
 				return errors.New("give either -p PID or a command after --, not both")
@@ -138,7 +149,7 @@ func newObserveLike(cmd *cobra.Command, pre func() error) *cobra.Command {
 			}
 			bar := newProgressBar(cmd.ErrOrStderr())
 			defer bar.Clear()
-			run, err := runner.ObserveBuiltin(cmd.Context(), target(), runner.ObserveOptions{Interval: f.interval, NoEBPF: f.noEBPF}, runner.Hooks{Phase: bar.Phase, Progress: bar.Progress})
+			run, err := runner.ObserveBuiltin(cmd.Context(), target(), f.options(), runner.Hooks{Phase: bar.Phase, Progress: bar.Progress})
 			bar.Clear()
 			if err != nil {
 				return err

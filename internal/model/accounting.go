@@ -44,13 +44,26 @@ type TimeAccounting struct {
 	Syncs []SyncCalls `json:"syncs,omitempty"`
 	// SyncNote says why sync calls were not timed, when they were not.
 	SyncNote string `json:"sync_note,omitempty"`
+	// SyncedFiles lists the files synced in the window, most time first.
+	SyncedFiles []SyncedFile `json:"synced_files,omitempty"`
+	// Syscalls, with --syscalls, counts every syscall per thread; nil
+	// when it was not asked for.
+	Syscalls []SyscallStat `json:"syscalls,omitempty"`
+	// OffCPU, with --stacks, sums the time slept per process, category
+	// and stack, most time first; nil when it was not asked for.
+	OffCPU []OffCPUStack `json:"offcpu_stacks,omitempty"`
+	// OffCPUIdleSec is the sleep time of idle threads, whose stacks are
+	// left out of OffCPU.
+	OffCPUIdleSec float64 `json:"offcpu_idle_sec,omitempty"`
 	// ProbeCPUSec is the CPU time the eBPF programs took, summed over all
-	// CPUs and all the (machine-wide) events they ran on, as the kernel's
-	// BPF statistics measured it; ProbeRuns how often they ran. ProbeNote
-	// says why it was not measured, when it was not.
-	ProbeCPUSec float64 `json:"probe_cpu_sec"`
-	ProbeRuns   int64   `json:"probe_runs"`
-	ProbeNote   string  `json:"probe_note,omitempty"`
+	// CPUs and all the (machine-wide) events they ran on, estimated as each
+	// program's runs times its cost calibrated on this host (Programs);
+	// ProbeRuns is how often they ran. ProbeNote says what the estimate
+	// leaves out, or why there is none.
+	ProbeCPUSec float64       `json:"probe_cpu_sec"`
+	ProbeRuns   int64         `json:"probe_runs"`
+	ProbeNote   string        `json:"probe_note,omitempty"`
+	Programs    []ProgramCost `json:"probe_programs,omitempty"`
 	// Dropped counts events the probe could not record (full maps); the
 	// accounting is exact only when it is 0.
 	Dropped int64 `json:"dropped"`
@@ -102,11 +115,67 @@ type Finding struct {
 	Evidence []string `json:"evidence"`
 }
 
-// SyncCalls is one kind of sync syscall: how many, how long.
+// SyncCalls is one kind of sync call (fsync, fdatasync, msync, an O_SYNC or
+// O_DSYNC write, other): how many, how long.
 type SyncCalls struct {
 	Kind     string  `json:"kind"`
 	Count    int64   `json:"count"`
 	TotalSec float64 `json:"total_sec"`
 	// Buckets is a log2 latency histogram: Count calls in [LowNs, HighNs].
 	Buckets []Bucket `json:"buckets"`
+}
+
+// ProgramCost is one eBPF program's share of the probe's cost: runs about
+// the workload's threads and other runs (which only filter), and the cost
+// of each kind of run measured by calibration on this host.
+type ProgramCost struct {
+	Name        string  `json:"name"`
+	Runs        int64   `json:"runs"`
+	TrackedRuns int64   `json:"tracked_runs"`
+	UntrackedNs float64 `json:"untracked_ns_per_run"`
+	TrackedNs   float64 `json:"tracked_ns_per_run"`
+}
+
+// SyncedFile is one file synced in the window.
+type SyncedFile struct {
+	Path string `json:"path"`
+	// Dev is the filesystem's device as "major:minor", Ino the inode.
+	Dev string `json:"dev"`
+	Ino uint64 `json:"ino"`
+	// PID is the first process that synced it.
+	PID   int   `json:"pid"`
+	Count int64 `json:"count"`
+	// DataSync counts the calls that synced data only (fdatasync, O_DSYNC).
+	DataSync int64   `json:"datasync"`
+	TotalSec float64 `json:"total_sec"`
+	MaxSec   float64 `json:"max_sec"`
+}
+
+// SyscallStat is one thread's calls of one syscall.
+type SyscallStat struct {
+	PID      int     `json:"pid"`
+	TID      int     `json:"tid"`
+	Name     string  `json:"name"`
+	Nr       int     `json:"nr"`
+	Count    int64   `json:"count"`
+	Errors   int64   `json:"errors"`
+	TotalSec float64 `json:"total_sec"`
+	MaxSec   float64 `json:"max_sec"`
+	// Buckets is a log2 latency histogram.
+	Buckets []Bucket `json:"buckets"`
+}
+
+// OffCPUStack is the time one thread slept in one category with one kernel
+// and user stack (innermost frame first, symbolised).
+type OffCPUStack struct {
+	PID      int      `json:"pid"`
+	TID      int      `json:"tid"`
+	Category string   `json:"category"`
+	Seconds  float64  `json:"seconds"`
+	Count    int64    `json:"count"`
+	Kernel   []string `json:"kernel"`
+	User     []string `json:"user"`
+	// KernelNote and UserNote say why a stack is missing or cut short.
+	KernelNote string `json:"kernel_note,omitempty"`
+	UserNote   string `json:"user_note,omitempty"`
 }

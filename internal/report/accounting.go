@@ -52,6 +52,9 @@ func (d *doc) accounting(run *model.Run) {
 			d.line("  threads: %d created, %d exited, at most %d alive at once", ta.ThreadsCreated, ta.ThreadsExited, ta.PeakThreads)
 		}
 		d.syncCalls(ta)
+		d.syncedFiles(ta)
+		d.syscalls(ta)
+		d.offCPU(ta)
 		for _, u := range ta.Unknown {
 			d.wrapped("  - ", "    ", u)
 		}
@@ -151,5 +154,130 @@ func (d *doc) syncCalls(ta *model.TimeAccounting) {
 			}
 		}
 		d.line("  %-16s %9s %9s %9s  %s", s.Kind, units.FormatCount(s.Count), secs(s.TotalSec), units.FormatNs(mean), med)
+	}
+}
+
+// maxFiles, maxSyscalls, maxStacksPerCategory and maxFrames bound the
+// detail tables of the terminal view (the run record has all of it).
+const (
+	maxFiles             = 5
+	maxSyscalls          = 12
+	maxStacksPerCategory = 2
+	maxFrames            = 6
+)
+
+// syncedFiles lists the files synced, most time first.
+func (d *doc) syncedFiles(ta *model.TimeAccounting) {
+	if len(ta.SyncedFiles) == 0 {
+		return
+	}
+	d.line("  %-40s %7s %9s %9s %9s", "file synced", "syncs", "total", "mean", "max")
+	for i, f := range ta.SyncedFiles {
+		if i == maxFiles {
+			d.line("  ... and %d more files", len(ta.SyncedFiles)-maxFiles)
+			break
+		}
+		d.line("  %-40s %7s %9s %9s %9s", fitLeft(f.Path, 40), units.FormatCount(f.Count), secs(f.TotalSec),
+			units.FormatNs(f.TotalSec/float64(max(f.Count, 1))*1e9), units.FormatNs(f.MaxSec*1e9))
+	}
+}
+
+// fitLeft shortens s to n columns by cutting its start (paths end in what
+// matters).
+func fitLeft(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return "…" + string(r[len(r)-n+1:])
+}
+
+// syscalls lists the syscalls of all threads together, most time first, as
+// strace -c -w does (the record has them per thread).
+func (d *doc) syscalls(ta *model.TimeAccounting) {
+	if ta.Syscalls == nil {
+		return
+	}
+	type agg struct {
+		name          string
+		count, errors int64
+		total, maxSec float64
+	}
+	by := map[string]*agg{}
+	var all float64
+	for _, s := range ta.Syscalls {
+		a := by[s.Name]
+		if a == nil {
+			a = &agg{name: s.Name}
+			by[s.Name] = a
+		}
+		a.count += s.Count
+		a.errors += s.Errors
+		a.total += s.TotalSec
+		a.maxSec = max(a.maxSec, s.MaxSec)
+		all += s.TotalSec
+	}
+	list := make([]*agg, 0, len(by))
+	for _, a := range by {
+		list = append(list, a)
+	}
+	sort.Slice(list, func(i, j int) bool {
+		if list[i].total != list[j].total {
+			return list[i].total > list[j].total
+		}
+		return list[i].name < list[j].name
+	})
+	d.line("  %-18s %6s %9s %9s %9s %9s %7s", "syscall", "time%", "total", "calls", "mean", "max", "errors")
+	for i, a := range list {
+		if i == maxSyscalls {
+			d.line("  ... and %d more syscalls", len(list)-maxSyscalls)
+			break
+		}
+		pct := 0.0
+		if all > 0 {
+			pct = a.total / all * 100
+		}
+		d.line("  %-18s %6.1f %9s %9s %9s %9s %7s", fit(a.name, 18), pct, secs(a.total), units.FormatCount(a.count),
+			units.FormatNs(a.total/float64(max(a.count, 1))*1e9), units.FormatNs(a.maxSec*1e9), units.FormatCount(a.errors))
+	}
+	if len(list) == 0 {
+		d.line("  no syscalls counted")
+	}
+}
+
+// offCPU shows, per blocked category, the stacks that slept longest.
+func (d *doc) offCPU(ta *model.TimeAccounting) {
+	if ta.OffCPU == nil {
+		return
+	}
+	shown := map[string]int{}
+	d.line("  off-CPU stacks, longest per category (innermost frame first):")
+	for _, o := range ta.OffCPU {
+		if shown[o.Category] == maxStacksPerCategory {
+			continue
+		}
+		shown[o.Category]++
+		d.line("  %s %s in %s sleeps (pid %d)", o.Category, secs(o.Seconds), units.FormatCount(o.Count), o.PID)
+		frames := func(fs []string, note string) {
+			for i, f := range fs {
+				if i == maxFrames {
+					d.line("      ... %d more", len(fs)-maxFrames)
+					break
+				}
+				d.line("      %s", fit(f, 72))
+			}
+			if note != "" {
+				d.wrapped("      (", "       ", note+")")
+			}
+		}
+		frames(o.Kernel, o.KernelNote)
+		d.line("      --")
+		frames(o.User, o.UserNote)
+	}
+	if len(ta.OffCPU) == 0 {
+		d.line("  no sleeps of busy threads seen")
+	}
+	if ta.OffCPUIdleSec > 0 {
+		d.line("  (idle threads' stacks, %s of sleep, left out)", secs(ta.OffCPUIdleSec))
 	}
 }

@@ -307,11 +307,10 @@ func (d *doc) observation(run *model.Run, o *model.Observation) {
 		d.blank()
 		txt := fmt.Sprintf("/proc sampling used %s of CPU (%.2f%% of one CPU)", secs(o.ObserverCPUSec), o.ObserverCPUSec/o.DurationSec*100)
 		if ta := run.TimeAccounting; ta != nil && ta.Source == "ebpf" {
+			txt += fmt.Sprintf("; the eBPF programs ran %s times for an estimated %s of CPU in all (%.2f%% of one CPU: each program's runs times its cost calibrated on this host)",
+				units.FormatCount(ta.ProbeRuns), secs(ta.ProbeCPUSec), ta.ProbeCPUSec/o.DurationSec*100)
 			if ta.ProbeNote != "" {
 				txt += "; " + ta.ProbeNote
-			} else {
-				txt += fmt.Sprintf("; the eBPF programs ran %s times for %s of CPU in all (%.2f%% of one CPU), measured by the kernel",
-					units.FormatCount(ta.ProbeRuns), secs(ta.ProbeCPUSec), ta.ProbeCPUSec/o.DurationSec*100)
 			}
 		}
 		d.field("overhead", txt)

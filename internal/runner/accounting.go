@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/probe/timeacct"
@@ -14,6 +15,40 @@ import (
 // says why it could not (then the /proc fallback accounts for cpu only).
 type accountant struct {
 	probe *timeacct.Probe
+	costs *timeacct.Costs
+	// maps keeps the last snapshot of each process's mappings, taken while
+	// it ran, to symbolise user stacks after it exits (Stacks only).
+	maps *mapsKeeper
+}
+
+// calibrations caches the probe's calibrated costs per probe setting: they
+// depend on the host, not on the workload, and calibrating takes ~0.5 s.
+var calibrations struct {
+	sync.Mutex
+	costs map[[2]bool]*timeacct.Costs
+	notes map[[2]bool]string
+}
+
+// calibrate returns the probe's costs for cfg's settings, measured once per
+// process. The sync programs are calibrated on a temporary file in the
+// current directory, perfsleuth's working directory.
+func calibrate(cfg timeacct.Config) (*timeacct.Costs, string) {
+	calibrations.Lock()
+	defer calibrations.Unlock()
+	key := [2]bool{cfg.Syscalls, cfg.Stacks}
+	if c, ok := calibrations.costs[key]; ok {
+		return c, calibrations.notes[key]
+	}
+	if calibrations.costs == nil {
+		calibrations.costs, calibrations.notes = map[[2]bool]*timeacct.Costs{}, map[[2]bool]string{}
+	}
+	c, err := timeacct.Calibrate(cfg, ".")
+	note := ""
+	if err != nil {
+		note = "the probe's cost is not estimated: " + err.Error()
+	}
+	calibrations.costs[key], calibrations.notes[key] = c, note
+	return c, note
 }
 
 // startAccounting attaches the probe to the tree below pid. A failure is not
@@ -26,11 +61,18 @@ func startAccounting(pid int, opts ObserveOptions) (*accountant, string) {
 	if os.Geteuid() != 0 {
 		return nil, "not root: eBPF time accounting is off, so off-CPU time shows as unknown; run with sudo to see storage, lock and run-queue waits"
 	}
-	p, err := timeacct.Start(timeacct.Config{RootPID: pid})
+	cfg := timeacct.Config{RootPID: pid, Syscalls: opts.Syscalls, Stacks: opts.Stacks}
+	costs, _ := calibrate(cfg) // without costs, fromProbe says why
+	cfg.Costs = costs
+	p, err := timeacct.Start(cfg)
 	if err != nil {
 		return nil, fmt.Sprintf("eBPF time accounting is off (%v): off-CPU time shows as unknown; 'perfsleuth doctor' says what this kernel lacks", err)
 	}
-	return &accountant{probe: p}, ""
+	a := &accountant{probe: p, costs: costs}
+	if opts.Stacks {
+		a.maps = keepMaps(pid)
+	}
+	return a, ""
 }
 
 // finish detaches the probe and puts its accounting in the run. Safe on nil.
@@ -38,24 +80,29 @@ func (a *accountant) finish(run *model.Run) {
 	if a == nil {
 		return
 	}
+	a.maps.stop()
 	res, err := a.probe.Stop()
 	a.probe = nil
 	if err != nil {
 		run.Warnings = append(run.Warnings, "eBPF time accounting failed: "+err.Error())
 		return
 	}
-	run.TimeAccounting = fromProbe(res)
+	run.TimeAccounting = fromProbe(res, a.costs)
+	if res.Stacks {
+		run.TimeAccounting.OffCPU = symbolise(res.OffCPU, a.maps)
+	}
 }
 
 // close detaches the probe if finish did not (error paths). Safe on nil.
 func (a *accountant) close() {
 	if a != nil && a.probe != nil {
+		a.maps.stop()
 		a.probe.Stop()
 	}
 }
 
 // fromProbe converts the probe's counts into the run record's accounting.
-func fromProbe(r *timeacct.Result) *model.TimeAccounting {
+func fromProbe(r *timeacct.Result, costs *timeacct.Costs) *model.TimeAccounting {
 	ta := &model.TimeAccounting{
 		Source:           "ebpf",
 		WindowSec:        float64(r.EndNs-r.StartNs) / 1e9,
@@ -64,27 +111,42 @@ func fromProbe(r *timeacct.Result) *model.TimeAccounting {
 		ProcessesCreated: int64(r.Forks),
 		Dropped:          int64(r.Dropped),
 		SyncNote:         r.SyncNote,
-		ProbeCPUSec:      float64(r.ProgramNs) / 1e9,
-		ProbeRuns:        int64(r.ProgramRuns),
+		ProbeCPUSec:      float64(r.EstimatedNs) / 1e9,
 		ProbeNote:        r.CostNote,
+	}
+	if costs == nil {
+		_, ta.ProbeNote = calibrate(timeacct.Config{Syscalls: r.Syscalls, Stacks: r.Stacks})
+	}
+	for i := range timeacct.NumPrograms {
+		if r.Runs[i] == 0 {
+			continue
+		}
+		ta.ProbeRuns += int64(r.Runs[i])
+		pc := model.ProgramCost{Name: timeacct.ProgramNames[i], Runs: int64(r.Runs[i]), TrackedRuns: int64(r.TrackedRuns[i])}
+		if costs != nil {
+			pc.UntrackedNs, pc.TrackedNs = costs.UntrackedNs[i], costs.TrackedNs[i]
+		}
+		ta.Programs = append(ta.Programs, pc)
 	}
 	ta.PeakThreads = r.PeakThreads
 	for k, st := range r.Sync {
 		if st.Count == 0 {
 			continue
 		}
-		sc := model.SyncCalls{Kind: timeacct.SyncKinds[k], Count: int64(st.Count), TotalSec: float64(st.TotalNs) / 1e9}
-		for i, n := range st.LatencyLog2Us {
-			if n == 0 {
-				continue
-			}
-			low := int64(1000) << i
-			if i == 0 {
-				low = 0
-			}
-			sc.Buckets = append(sc.Buckets, model.Bucket{LowNs: low, HighNs: int64(1000)<<(i+1) - 1, Count: int64(n)})
-		}
-		ta.Syncs = append(ta.Syncs, sc)
+		ta.Syncs = append(ta.Syncs, model.SyncCalls{Kind: timeacct.SyncKinds[k], Count: int64(st.Count),
+			TotalSec: float64(st.TotalNs) / 1e9, Buckets: log2Buckets(st.LatencyLog2Us[:], 1000)})
+	}
+	for _, f := range r.Files {
+		ta.SyncedFiles = append(ta.SyncedFiles, model.SyncedFile{Path: f.Path, Dev: f.Dev, Ino: f.Ino, PID: f.PID,
+			Count: int64(f.Count), DataSync: int64(f.DataSync), TotalSec: float64(f.TotalNs) / 1e9, MaxSec: float64(f.MaxNs) / 1e9})
+	}
+	if r.Syscalls {
+		ta.Syscalls = []model.SyscallStat{}
+	}
+	for _, s := range r.SyscallStats {
+		ta.Syscalls = append(ta.Syscalls, model.SyscallStat{PID: s.PID, TID: s.TID, Name: s.Name, Nr: s.Nr,
+			Count: int64(s.Count), Errors: int64(s.Errors), TotalSec: float64(s.TotalNs) / 1e9, MaxSec: float64(s.MaxNs) / 1e9,
+			Buckets: log2Buckets(s.LatencyLog2Ns[:], 1)})
 	}
 	for _, t := range r.Threads {
 		secs := map[string]float64{}
@@ -104,6 +166,23 @@ func fromProbe(r *timeacct.Result) *model.TimeAccounting {
 		})
 	}
 	return ta
+}
+
+// log2Buckets turns a log2 histogram whose slot i counts values in
+// [2^i, 2^(i+1)) units of unitNs into buckets (slot 0 from 0).
+func log2Buckets(slots []uint64, unitNs int64) []model.Bucket {
+	var out []model.Bucket
+	for i, n := range slots {
+		if n == 0 {
+			continue
+		}
+		low := unitNs << i
+		if i == 0 {
+			low = 0
+		}
+		out = append(out, model.Bucket{LowNs: low, HighNs: unitNs<<(i+1) - 1, Count: int64(n)})
+	}
+	return out
 }
 
 // CheckTimeAccounting says, for perfsleuth doctor, whether the eBPF

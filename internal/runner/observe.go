@@ -20,6 +20,10 @@ type ObserveOptions struct {
 	Interval time.Duration
 	// NoEBPF turns the eBPF probes off: /proc observation only.
 	NoEBPF bool
+	// Syscalls counts and times every syscall per thread (costs more).
+	Syscalls bool
+	// Stacks takes the kernel and user stack of every sleep (costs more).
+	Stacks bool
 }
 
 // How long a stopping child gets before it is signalled harder. A benchmark

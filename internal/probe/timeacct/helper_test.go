@@ -129,6 +129,19 @@ func runScenario(name string) error {
 				return err
 			}
 		}
+	case "syscalls":
+		// 1000 getppid (never fails) and 500 close(-1) (always EBADF):
+		// no Go runtime thread makes either.
+		announce(unix.Gettid())
+		if err := waitGo(); err != nil {
+			return err
+		}
+		for range 1000 {
+			unix.Getppid()
+		}
+		for range 500 {
+			unix.Syscall(unix.SYS_CLOSE, ^uintptr(0), 0, 0)
+		}
 	case "lock":
 		return lockScenario()
 	case "forks":
@@ -341,12 +354,14 @@ type child struct {
 	out   *bufio.Scanner
 	tids  []int
 	lines []string
+	dir   string // the scenario's files
 }
 
 func startChild(t testing.TB, scenario string) *child {
 	t.Helper()
+	dir := t.TempDir()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), scenarioEnv+"="+scenario, dirEnv+"="+t.TempDir())
+	cmd.Env = append(os.Environ(), scenarioEnv+"="+scenario, dirEnv+"="+dir)
 	cmd.Stderr = os.Stderr
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -359,7 +374,7 @@ func startChild(t testing.TB, scenario string) *child {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	c := &child{cmd: cmd, stdin: stdin, out: bufio.NewScanner(stdout)}
+	c := &child{cmd: cmd, stdin: stdin, out: bufio.NewScanner(stdout), dir: dir}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	for c.out.Scan() {
 		line := c.out.Text()

@@ -34,6 +34,7 @@ var exactClasses = map[string]int{
 	"jbd2_complete_transaction": classSync,
 	"__filemap_fdatawait_range": classSync,
 	"balance_dirty_pages":       classWrite,
+	"blkdev_issue_discard":      classWrite, // a discard waited for (ext4 -o discard freeing blocks)
 	"folio_wait_writeback":      classWrite,
 	"filemap_fault":             classRead,
 	"filemap_read":              classRead,

@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"reflect"
 	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
@@ -20,18 +20,38 @@ import (
 	"github.com/perfsleuth/perfsleuth/internal/proctree"
 )
 
+// objects are the probe's maps, variables and always-attached programs; the
+// optional programs (sync, syscalls) stay in Probe.coll.
+type objects struct {
+	timeacctMaps
+	timeacctVariables
+	HandleExit      *ebpf.Program `ebpf:"handle_exit"`
+	HandleFork      *ebpf.Program `ebpf:"handle_fork"`
+	HandleSwitch    *ebpf.Program `ebpf:"handle_switch"`
+	HandleWakeup    *ebpf.Program `ebpf:"handle_wakeup"`
+	HandleWakeupNew *ebpf.Program `ebpf:"handle_wakeup_new"`
+	Seed            *ebpf.Program `ebpf:"seed"`
+}
+
+func (o *objects) programs() []*ebpf.Program {
+	return []*ebpf.Program{o.HandleExit, o.HandleFork, o.HandleSwitch, o.HandleWakeup, o.HandleWakeupNew, o.Seed}
+}
+
 // Probe is an attached timeacct probe. Stop it to read the result.
 type Probe struct {
-	objs     timeacctObjects
+	cfg      Config
+	coll     *ebpf.Collection // what objects did not take: .bss, optional programs
+	objs     objects
 	links    []link.Link
 	startNs  uint64
 	loaded   bool
 	syncNote string
-	// stats keeps the kernel's BPF run-time statistics on while the probe
-	// runs, so that Stop can say what the programs cost (nil if refused).
-	stats     io.Closer
-	statsNote string
+	// progs maps TA_PROG_* to the program, for calibration.
+	progs [NumPrograms]*ebpf.Program
 }
+
+// syncHooks are the ext4 fsync tracepoints the sync detail needs.
+var syncHooks = []string{"ext4_sync_file_enter", "ext4_sync_file_exit"}
 
 // Start loads and attaches the probe for the tree rooted at cfg.RootPID.
 // The threads that exist at Start are seeded with their current state.
@@ -42,57 +62,78 @@ func Start(cfg Config) (_ *Probe, err error) {
 	if _, err := os.Stat("/proc/" + strconv.Itoa(cfg.RootPID)); err != nil {
 		return nil, fmt.Errorf("timeacct: root pid %d: %w", cfg.RootPID, err)
 	}
+	return start(cfg)
+}
+
+// start is Start without the checks of the root: calibration starts the
+// probe with RootPID 0, tracking nothing.
+func start(cfg Config) (_ *Probe, err error) {
 	// Fails without CAP_SYS_RESOURCE and is not needed since 5.11 (memcg
 	// accounting of BPF memory), so the error is ignored.
 	_ = rlimit.RemoveMemlock()
 
-	p := &Probe{}
+	p := &Probe{cfg: cfg}
 	defer func() {
 		if err != nil {
 			p.close()
 		}
 	}()
-
-	// Run-time statistics make the kernel time every program run (two clock
-	// reads, ~20-40 ns); the sum is the probe's own measured cost. They are
-	// on machine-wide while held, and need Linux 5.8.
-	if st, serr := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME)); serr == nil {
-		p.stats = st
-	} else {
-		p.statsNote = fmt.Sprintf("BPF run-time statistics unavailable (%v): the probe's cost is not measured", serr)
+	spec, err := loadTimeacct()
+	if err != nil {
+		return nil, fmt.Errorf("timeacct: %w", err)
 	}
-	if err := loadTimeacctObjects(&p.objs, nil); err != nil {
+	if err := spec.Variables["want_stacks"].Set(cfg.Stacks); err != nil {
+		return nil, fmt.Errorf("timeacct: %w", err)
+	}
+	if !cfg.Stacks {
+		spec.Maps["stacks"].MaxEntries = 1
+		spec.Maps["offcpu"].MaxEntries = 1
+	}
+	if !cfg.Syscalls {
+		delete(spec.Programs, "sys_enter")
+		delete(spec.Programs, "sys_exit")
+		spec.Maps["sys_stats"].MaxEntries = 1
+	}
+	if missing := missingHooks(syncHooks); missing != "" {
+		delete(spec.Programs, "ext4_sync_enter")
+		delete(spec.Programs, "ext4_sync_exit")
+		p.syncNote = "sync calls are not timed: " + missing + "; their time is still in storage-sync"
+	}
+	coll, err := ebpf.NewCollection(spec)
+	if err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
 			return nil, fmt.Errorf("load timeacct: %w\n%+v", err, ve)
 		}
 		return nil, fmt.Errorf("load timeacct: %w", err)
 	}
+	p.coll = coll
+	if err := coll.Assign(&p.objs); err != nil {
+		return nil, fmt.Errorf("load timeacct: %w", err)
+	}
 	p.loaded = true
+	o := &p.objs
+	p.progs = [NumPrograms]*ebpf.Program{o.HandleSwitch, o.HandleWakeup, o.HandleWakeupNew, o.HandleFork, o.HandleExit,
+		coll.Programs["ext4_sync_enter"], coll.Programs["ext4_sync_exit"], coll.Programs["sys_enter"], coll.Programs["sys_exit"]}
 
 	if err := p.loadRanges(); err != nil {
 		return nil, err
 	}
-	if err := p.track(cfg.RootPID); err != nil {
-		return nil, err
+	if cfg.RootPID > 0 {
+		if err := p.track(cfg.RootPID); err != nil {
+			return nil, err
+		}
 	}
 
 	p.startNs = monotonicNs()
-	progs := []struct {
-		name string
-		prog *ebpf.Program
-	}{
-		// Fork first, so no process created while the others attach escapes.
-		{"handle_fork", p.objs.HandleFork},
-		{"handle_exit", p.objs.HandleExit},
-		{"handle_wakeup_new", p.objs.HandleWakeupNew},
-		{"handle_wakeup", p.objs.HandleWakeup},
-		{"handle_switch", p.objs.HandleSwitch},
-	}
-	for _, pr := range progs {
-		l, err := link.AttachTracing(link.TracingOptions{Program: pr.prog})
+	// Fork first, so no process created while the others attach escapes.
+	for _, i := range []int{ProgFork, ProgExit, ProgWakeupNew, ProgWakeup, ProgSwitch, ProgSyncEnter, ProgSyncExit, ProgSysEnter, ProgSysExit} {
+		if p.progs[i] == nil {
+			continue
+		}
+		l, err := link.AttachTracing(link.TracingOptions{Program: p.progs[i]})
 		if err != nil {
-			return nil, fmt.Errorf("attach %s: %w", pr.name, err)
+			return nil, fmt.Errorf("attach %s: %w", ProgramNames[i], err)
 		}
 		p.links = append(p.links, l)
 	}
@@ -100,7 +141,7 @@ func Start(cfg Config) (_ *Probe, err error) {
 	// Processes below the root at attach time. A process forked by one of
 	// them before it was tracked is still in /proc on the next pass.
 	seen := map[int]bool{}
-	for pass := 0; pass < 3; pass++ {
+	for pass := 0; cfg.RootPID > 0 && pass < 3; pass++ {
 		pids, err := proctree.Descendants("/proc", cfg.RootPID)
 		if err != nil {
 			return nil, err
@@ -124,42 +165,27 @@ func Start(cfg Config) (_ *Probe, err error) {
 	if err := p.seed(); err != nil {
 		return nil, err
 	}
-	// Last: attaching a classic tracepoint takes ~10 ms each here. Before
-	// the seed, that time would be in the window but in no thread's wall.
-	p.syncNote = p.attachSync()
 	return p, nil
 }
 
-// attachSync attaches the sync syscall tracepoints, all or none, and says
-// why when it cannot: the time accounting works without them.
-func (p *Probe) attachSync() string {
-	o := &p.objs
-	tps := []struct {
-		name string
-		prog *ebpf.Program
-	}{
-		{"fsync", o.EnterFsync}, {"fsync", o.ExitFsync},
-		{"fdatasync", o.EnterFdatasync}, {"fdatasync", o.ExitFdatasync},
-		{"sync_file_range", o.EnterSyncFileRange}, {"sync_file_range", o.ExitSyncFileRange},
-		{"msync", o.EnterMsync}, {"msync", o.ExitMsync},
-		{"syncfs", o.EnterSyncfs}, {"syncfs", o.ExitSyncfs},
-		{"sync", o.EnterSync}, {"sync", o.ExitSync},
+// missingHooks says which of the tracepoints the kernel's BTF lacks ("" if
+// none): tp_btf programs load only against a tracepoint the kernel has.
+func missingHooks(names []string) string {
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		return "no kernel BTF (" + err.Error() + ")"
 	}
-	var links []link.Link
-	for i, tp := range tps {
-		event := "sys_enter_" + tp.name
-		if i%2 == 1 {
-			event = "sys_exit_" + tp.name
+	var missing []string
+	for _, n := range names {
+		var fn *btf.Typedef
+		if err := spec.TypeByName("btf_trace_"+n, &fn); err != nil {
+			missing = append(missing, n)
 		}
-		l, err := link.Tracepoint("syscalls", event, tp.prog, nil)
-		if err != nil {
-			closeLinks(links)
-			return fmt.Sprintf("sync syscall latency off: attach tracepoint syscalls:%s: %v", event, err)
-		}
-		links = append(links, l)
 	}
-	p.links = append(p.links, links...)
-	return ""
+	if len(missing) == 0 {
+		return ""
+	}
+	return "this kernel has no " + strings.Join(missing, ", ") + " tracepoint (ext4 not built in, or another filesystem)"
 }
 
 func (p *Probe) track(pid int) error {
@@ -218,6 +244,12 @@ func (p *Probe) Stop() (*Result, error) {
 		return nil, errors.New("timeacct: probe not started")
 	}
 	defer p.close()
+	res, err := p.read()
+	return res, err
+}
+
+// read ends the window and reads every map; the probe stays loaded.
+func (p *Probe) read() (*Result, error) {
 	var errs []error
 	// The programs stop counting as soon as the flag is set; detaching
 	// them takes a few hundred ms, which is not part of the window.
@@ -229,10 +261,7 @@ func (p *Probe) Stop() (*Result, error) {
 		errs = append(errs, fmt.Errorf("detach: %w", err))
 	}
 	p.links = nil
-	res := &Result{StartNs: p.startNs, EndNs: end, SyncNote: p.syncNote, CostNote: p.statsNote}
-	if p.stats != nil {
-		res.ProgramRuns, res.ProgramNs = p.programCost()
-	}
+	res := &Result{StartNs: p.startNs, EndNs: end, SyncNote: p.syncNote, Syscalls: p.cfg.Syscalls, Stacks: p.cfg.Stacks}
 
 	for k := range NumSyncKinds {
 		var ss []timeacctTaSyncStats
@@ -258,7 +287,17 @@ func (p *Probe) Stop() (*Result, error) {
 		res.Forks += c.ProcessForks
 		res.ThreadCreates += c.ThreadCreates
 		res.Exits += c.Exits
-		res.Dropped += c.Dropped
+		res.Dropped += c.Dropped + c.SysDropped + c.FileDropped
+		res.StackWalks += c.StackWalks
+		for i := range NumPrograms {
+			res.Runs[i] += c.Runs[i]
+			res.TrackedRuns[i] += c.Tracked[i]
+		}
+	}
+	if p.cfg.Costs != nil {
+		res.EstimatedNs, res.CostNote = p.cfg.Costs.Estimate(res.Runs, res.TrackedRuns)
+	} else {
+		res.CostNote = "the probe's cost was not calibrated"
 	}
 
 	var tid uint32
@@ -300,6 +339,10 @@ func (p *Probe) Stop() (*Result, error) {
 			}
 		}
 		res.Threads = append(res.Threads, th)
+	}
+	errs = append(errs, p.readFiles(res), p.readSyscalls(res))
+	if p.cfg.Stacks {
+		errs = append(errs, p.readOffCPU(res, entries, end))
 	}
 	return res, errors.Join(errs...)
 }
@@ -389,33 +432,19 @@ func closeLinks(links []link.Link) error {
 	return errors.Join(errs...)
 }
 
-// programCost sums the run counts and run times of every program, as the
-// kernel's BPF statistics measured them.
-func (p *Probe) programCost() (runs, ns uint64) {
-	v := reflect.ValueOf(&p.objs.timeacctPrograms).Elem()
-	for i := 0; i < v.NumField(); i++ {
-		prog, ok := v.Field(i).Interface().(*ebpf.Program)
-		if !ok || prog == nil {
-			continue
-		}
-		if st, err := prog.Stats(); err == nil {
-			runs += st.RunCount
-			ns += uint64(st.Runtime)
-		}
-	}
-	return runs, ns
-}
-
 func (p *Probe) close() {
-	if p.stats != nil {
-		p.stats.Close()
-		p.stats = nil
-	}
 	closeLinks(p.links)
 	p.links = nil
 	if p.loaded {
-		p.objs.Close()
+		p.objs.timeacctMaps.Close()
+		for _, prog := range p.objs.programs() {
+			prog.Close()
+		}
 		p.loaded = false
+	}
+	if p.coll != nil {
+		p.coll.Close()
+		p.coll = nil
 	}
 }
 

@@ -17,3 +17,8 @@ func Start(cfg Config) (*Probe, error) {
 func (p *Probe) Stop() (*Result, error) {
 	return nil, errors.New("timeacct: not supported on this architecture yet")
 }
+
+// Calibrate fails: the probe has only been built for amd64.
+func Calibrate(cfg Config, dir string) (*Costs, error) {
+	return nil, errors.New("timeacct: not supported on this architecture yet")
+}

@@ -34,7 +34,35 @@ type Config struct {
 	// RootPID is the root of the observed tree: this process, the processes
 	// below it at Start and every process forked below it afterwards.
 	RootPID int
+	// Syscalls counts and times every syscall of the tree, per thread
+	// (tp_btf sys_enter/sys_exit: every syscall on the machine then takes
+	// the kernel's slow path, so it is off by default).
+	Syscalls bool
+	// Stacks takes the kernel and user stacks of every sleep of the tree's
+	// threads and sums the time slept per stack and category.
+	Stacks bool
+	// Costs, from Calibrate, turn the programs' run counts into the
+	// probe's estimated CPU time; nil leaves it unestimated.
+	Costs *Costs
 }
+
+// Program ids, TA_PROG_* in bpf/timeacct.h: the per-program run counters and
+// calibrated costs are indexed by them.
+const (
+	ProgSwitch = iota
+	ProgWakeup
+	ProgWakeupNew
+	ProgFork
+	ProgExit
+	ProgSyncEnter
+	ProgSyncExit
+	ProgSysEnter
+	ProgSysExit
+	NumPrograms
+)
+
+// ProgramNames names the programs, indexed by Prog*.
+var ProgramNames = [NumPrograms]string{"sched_switch", "sched_wakeup", "sched_wakeup_new", "sched_process_fork", "sched_process_exit", "ext4_sync_file_enter", "ext4_sync_file_exit", "sys_enter", "sys_exit"}
 
 // Result is what the probe counted between Start and Stop.
 type Result struct {
@@ -54,24 +82,81 @@ type Result struct {
 	// followed, a sync call not timed) and threads whose tid was reused
 	// within the window. Non-zero means the result is incomplete.
 	Dropped uint64
-	// Sync times the sync syscalls of the tree, indexed like SyncKinds.
-	// SyncNote says why it is empty when its tracepoints could not be
-	// attached (they need tracefs); the rest of the result is unaffected.
-	// ProgramRuns and ProgramNs are how often the probe's programs ran and
-	// the CPU time they took, as the kernel's BPF statistics measured them
-	// (zero, with CostNote saying why, where the kernel would not).
-	ProgramRuns, ProgramNs uint64
-	CostNote               string
-	Sync                   [NumSyncKinds]SyncStats
-	SyncNote               string
+	// Runs counts each program's runs (indexed by Prog*), machine-wide;
+	// TrackedRuns those about a thread of the tree. StackWalks counts the
+	// off-CPU stacks taken (Config.Stacks).
+	Runs, TrackedRuns [NumPrograms]uint64
+	StackWalks        uint64
+	// EstimatedNs is the CPU time the programs took, estimated from their
+	// run counts and the calibrated cost of each (Config.Costs); CostNote
+	// says what the estimate leaves out, or why there is none.
+	EstimatedNs uint64
+	CostNote    string
+	// Sync times the sync calls of the tree, indexed like SyncKinds, and
+	// Files lists the files they synced. SyncNote says why both are empty
+	// when the hooks they need are missing; the rest of the result is
+	// unaffected.
+	Sync     [NumSyncKinds]SyncStats
+	Files    []SyncedFile
+	SyncNote string
+	// Syscalls and Stacks say whether Config asked for them;
+	// SyscallStats and OffCPU hold what they counted.
+	Syscalls, Stacks bool
+	SyscallStats     []SyscallStats
+	OffCPU           []OffCPUStack
 }
 
-// NumSyncKinds is the number of sync syscalls timed.
-const NumSyncKinds = 6
+// NumSyncKinds is the number of kinds of sync calls.
+const NumSyncKinds = 5
 
-// SyncKinds names the sync syscalls, indexed like Result.Sync; the order
-// matches TA_SYNC_* in bpf/timeacct.h.
-var SyncKinds = [NumSyncKinds]string{"fsync", "fdatasync", "sync_file_range", "msync", "syncfs", "sync"}
+// SyncKinds names the ways into a filesystem's fsync, indexed like
+// Result.Sync; the order matches TA_SYNC_* in bpf/timeacct.h. "write" is a
+// write to a file opened with O_SYNC or O_DSYNC; "other" any other way
+// (io_uring, a syscall not listed). sync_file_range, syncfs and sync do not
+// pass through it: their time is in storage-sync, and Config.Syscalls
+// counts them.
+var SyncKinds = [NumSyncKinds]string{"fsync", "fdatasync", "msync", "write", "other"}
+
+// SyncedFile is one file synced in the window.
+type SyncedFile struct {
+	// Path is the file's path (its mount point, then its names up to the
+	// root of its filesystem as the dentry cache had them). Dev is the
+	// device as "major:minor", Ino the inode number.
+	Path string
+	Dev  string
+	Ino  uint64
+	// PID is the first process of the tree that synced it.
+	PID int
+	// Count syncs took TotalNs in all, MaxNs the longest; DataSync of
+	// them synced data only (fdatasync, O_DSYNC).
+	Count, DataSync, TotalNs, MaxNs uint64
+}
+
+// SyscallStats is one thread's use of one syscall (Config.Syscalls).
+type SyscallStats struct {
+	PID, TID int
+	Nr       int
+	Name     string
+	// Count calls, Errors of them returning an error, taking TotalNs in
+	// all and MaxNs the longest.
+	Count, Errors, TotalNs, MaxNs uint64
+	// LatencyLog2Ns[i] counts calls that took [2^i, 2^(i+1)) ns; the last
+	// slot everything above.
+	LatencyLog2Ns [NumLatencySlots]uint64
+}
+
+// OffCPUStack is the time thread TID of process PID slept in one category
+// with one pair of stacks (Config.Stacks). Stacks are raw
+// addresses, innermost first; KernelErr and UserErr say why one is
+// missing (the sleep began before the probe, or the stack could not be
+// walked).
+type OffCPUStack struct {
+	PID, TID           int
+	Category           int
+	Ns, Count          uint64
+	Kernel, User       []uint64
+	KernelErr, UserErr string
+}
 
 // NumLatencySlots is the size of SyncStats.LatencyLog2Us.
 const NumLatencySlots = 32

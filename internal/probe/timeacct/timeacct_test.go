@@ -19,9 +19,16 @@ func needRoot(t *testing.T) {
 // its end and returns what the probe counted.
 func observe(t *testing.T, scenario string) (*child, *Result) {
 	t.Helper()
+	return observeWith(t, scenario, Config{})
+}
+
+// observeWith is observe with the options of cfg (its RootPID is set here).
+func observeWith(t *testing.T, scenario string, cfg Config) (*child, *Result) {
+	t.Helper()
 	needRoot(t)
 	c := startChild(t, scenario)
-	p, err := Start(Config{RootPID: c.cmd.Process.Pid})
+	cfg.RootPID = c.cmd.Process.Pid
+	p, err := Start(cfg)
 	if err != nil {
 		if errors.Is(err, os.ErrPermission) {
 			t.Skipf("eBPF not permitted here: %v", err)

@@ -45,6 +45,47 @@ type timeacctTaCounters struct {
 	ThreadCreates uint64
 	Exits         uint64
 	Dropped       uint64
+	Runs          [9]uint64
+	Tracked       [9]uint64
+	StackWalks    uint64
+	SysDropped    uint64
+	FileDropped   uint64
+}
+
+type timeacctTaFile struct {
+	_         structs.HostLayout
+	Count     uint64
+	TotalNs   uint64
+	MaxNs     uint64
+	Datasync  uint64
+	Tgid      uint32
+	Depth     uint32
+	Truncated uint32
+	Pad       uint32
+	Names     [8][64]uint8
+}
+
+type timeacctTaFileKey struct {
+	_   structs.HostLayout
+	Ino uint64
+	Dev uint32
+	Pad uint32
+}
+
+type timeacctTaOffcpu struct {
+	_     structs.HostLayout
+	Ns    uint64
+	Count uint64
+}
+
+type timeacctTaOffcpuKey struct {
+	_      structs.HostLayout
+	Tgid   uint32
+	Tid    uint32
+	Cat    uint32
+	Kstack int32
+	Ustack int32
+	Pad    uint32
 }
 
 type timeacctTaRanges struct {
@@ -55,10 +96,11 @@ type timeacctTaRanges struct {
 }
 
 type timeacctTaSyncStart struct {
-	_    structs.HostLayout
-	Ts   uint64
-	Kind uint32
-	Pad  uint32
+	_        structs.HostLayout
+	Ts       uint64
+	File     timeacctTaFileKey
+	Kind     uint32
+	Datasync uint32
 }
 
 type timeacctTaSyncStats struct {
@@ -66,6 +108,29 @@ type timeacctTaSyncStats struct {
 	Count   uint64
 	TotalNs uint64
 	Slots   [32]uint64
+}
+
+type timeacctTaSysKey struct {
+	_   structs.HostLayout
+	Tid uint32
+	Nr  uint32
+}
+
+type timeacctTaSysStart struct {
+	_  structs.HostLayout
+	Ts uint64
+	Nr int64
+}
+
+type timeacctTaSysStats struct {
+	_       structs.HostLayout
+	Count   uint64
+	Errors  uint64
+	TotalNs uint64
+	MaxNs   uint64
+	Slots   [32]uint64
+	Tgid    uint32
+	Pad     uint32
 }
 
 type timeacctTaThread struct {
@@ -86,6 +151,8 @@ type timeacctTaThread struct {
 	State            uint32
 	Cat              uint32
 	Exited           uint32
+	Kstack           int32
+	Ustack           int32
 	Pad              uint32
 	Comm             [16]uint8
 }
@@ -94,39 +161,39 @@ type timeacctTaThread struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	timeacctMapCounters            = "counters"
-	timeacctMapExitedAgg           = "exited_agg"
-	timeacctMapRanges              = "ranges"
-	timeacctMapStackScratch        = "stack_scratch"
-	timeacctMapSyncStart           = "sync_start"
-	timeacctMapSyncStats           = "sync_stats"
-	timeacctMapThreads             = "threads"
-	timeacctMapTracked             = "tracked"
-	timeacctProgEnterFdatasync     = "enter_fdatasync"
-	timeacctProgEnterFsync         = "enter_fsync"
-	timeacctProgEnterMsync         = "enter_msync"
-	timeacctProgEnterSync          = "enter_sync"
-	timeacctProgEnterSyncFileRange = "enter_sync_file_range"
-	timeacctProgEnterSyncfs        = "enter_syncfs"
-	timeacctProgExitFdatasync      = "exit_fdatasync"
-	timeacctProgExitFsync          = "exit_fsync"
-	timeacctProgExitMsync          = "exit_msync"
-	timeacctProgExitSync           = "exit_sync"
-	timeacctProgExitSyncFileRange  = "exit_sync_file_range"
-	timeacctProgExitSyncfs         = "exit_syncfs"
-	timeacctProgHandleExit         = "handle_exit"
-	timeacctProgHandleFork         = "handle_fork"
-	timeacctProgHandleSwitch       = "handle_switch"
-	timeacctProgHandleWakeup       = "handle_wakeup"
-	timeacctProgHandleWakeupNew    = "handle_wakeup_new"
-	timeacctProgSeed               = "seed"
-	timeacctVarAlive               = "alive"
-	timeacctVarEntries             = "entries"
-	timeacctVarPeak                = "peak"
-	timeacctVarStopped             = "stopped"
-	timeacctVarUseStacks           = "use_stacks"
-	timeacctVarZeroAgg             = "zero_agg"
-	timeacctVarZeroThread          = "zero_thread"
+	timeacctMapCounters         = "counters"
+	timeacctMapExitedAgg        = "exited_agg"
+	timeacctMapFiles            = "files"
+	timeacctMapOffcpu           = "offcpu"
+	timeacctMapRanges           = "ranges"
+	timeacctMapStackScratch     = "stack_scratch"
+	timeacctMapStacks           = "stacks"
+	timeacctMapSyncStart        = "sync_start"
+	timeacctMapSyncStats        = "sync_stats"
+	timeacctMapSysStart         = "sys_start"
+	timeacctMapSysStats         = "sys_stats"
+	timeacctMapThreads          = "threads"
+	timeacctMapTracked          = "tracked"
+	timeacctProgExt4SyncEnter   = "ext4_sync_enter"
+	timeacctProgExt4SyncExit    = "ext4_sync_exit"
+	timeacctProgHandleExit      = "handle_exit"
+	timeacctProgHandleFork      = "handle_fork"
+	timeacctProgHandleSwitch    = "handle_switch"
+	timeacctProgHandleWakeup    = "handle_wakeup"
+	timeacctProgHandleWakeupNew = "handle_wakeup_new"
+	timeacctProgSeed            = "seed"
+	timeacctProgSysEnter        = "sys_enter"
+	timeacctProgSysExit         = "sys_exit"
+	timeacctVarAlive            = "alive"
+	timeacctVarEntries          = "entries"
+	timeacctVarPeak             = "peak"
+	timeacctVarStopped          = "stopped"
+	timeacctVarUseStacks        = "use_stacks"
+	timeacctVarWantStacks       = "want_stacks"
+	timeacctVarZeroAgg          = "zero_agg"
+	timeacctVarZeroFile         = "zero_file"
+	timeacctVarZeroSys          = "zero_sys"
+	timeacctVarZeroThread       = "zero_thread"
 )
 
 // loadTimeacct returns the embedded CollectionSpec for timeacct.
@@ -171,24 +238,16 @@ type timeacctSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type timeacctProgramSpecs struct {
-	EnterFdatasync     *ebpf.ProgramSpec `ebpf:"enter_fdatasync"`
-	EnterFsync         *ebpf.ProgramSpec `ebpf:"enter_fsync"`
-	EnterMsync         *ebpf.ProgramSpec `ebpf:"enter_msync"`
-	EnterSync          *ebpf.ProgramSpec `ebpf:"enter_sync"`
-	EnterSyncFileRange *ebpf.ProgramSpec `ebpf:"enter_sync_file_range"`
-	EnterSyncfs        *ebpf.ProgramSpec `ebpf:"enter_syncfs"`
-	ExitFdatasync      *ebpf.ProgramSpec `ebpf:"exit_fdatasync"`
-	ExitFsync          *ebpf.ProgramSpec `ebpf:"exit_fsync"`
-	ExitMsync          *ebpf.ProgramSpec `ebpf:"exit_msync"`
-	ExitSync           *ebpf.ProgramSpec `ebpf:"exit_sync"`
-	ExitSyncFileRange  *ebpf.ProgramSpec `ebpf:"exit_sync_file_range"`
-	ExitSyncfs         *ebpf.ProgramSpec `ebpf:"exit_syncfs"`
-	HandleExit         *ebpf.ProgramSpec `ebpf:"handle_exit"`
-	HandleFork         *ebpf.ProgramSpec `ebpf:"handle_fork"`
-	HandleSwitch       *ebpf.ProgramSpec `ebpf:"handle_switch"`
-	HandleWakeup       *ebpf.ProgramSpec `ebpf:"handle_wakeup"`
-	HandleWakeupNew    *ebpf.ProgramSpec `ebpf:"handle_wakeup_new"`
-	Seed               *ebpf.ProgramSpec `ebpf:"seed"`
+	Ext4SyncEnter   *ebpf.ProgramSpec `ebpf:"ext4_sync_enter"`
+	Ext4SyncExit    *ebpf.ProgramSpec `ebpf:"ext4_sync_exit"`
+	HandleExit      *ebpf.ProgramSpec `ebpf:"handle_exit"`
+	HandleFork      *ebpf.ProgramSpec `ebpf:"handle_fork"`
+	HandleSwitch    *ebpf.ProgramSpec `ebpf:"handle_switch"`
+	HandleWakeup    *ebpf.ProgramSpec `ebpf:"handle_wakeup"`
+	HandleWakeupNew *ebpf.ProgramSpec `ebpf:"handle_wakeup_new"`
+	Seed            *ebpf.ProgramSpec `ebpf:"seed"`
+	SysEnter        *ebpf.ProgramSpec `ebpf:"sys_enter"`
+	SysExit         *ebpf.ProgramSpec `ebpf:"sys_exit"`
 }
 
 // timeacctMapSpecs contains maps before they are loaded into the kernel.
@@ -197,10 +256,15 @@ type timeacctProgramSpecs struct {
 type timeacctMapSpecs struct {
 	Counters     *ebpf.MapSpec `ebpf:"counters"`
 	ExitedAgg    *ebpf.MapSpec `ebpf:"exited_agg"`
+	Files        *ebpf.MapSpec `ebpf:"files"`
+	Offcpu       *ebpf.MapSpec `ebpf:"offcpu"`
 	Ranges       *ebpf.MapSpec `ebpf:"ranges"`
 	StackScratch *ebpf.MapSpec `ebpf:"stack_scratch"`
+	Stacks       *ebpf.MapSpec `ebpf:"stacks"`
 	SyncStart    *ebpf.MapSpec `ebpf:"sync_start"`
 	SyncStats    *ebpf.MapSpec `ebpf:"sync_stats"`
+	SysStart     *ebpf.MapSpec `ebpf:"sys_start"`
+	SysStats     *ebpf.MapSpec `ebpf:"sys_stats"`
 	Threads      *ebpf.MapSpec `ebpf:"threads"`
 	Tracked      *ebpf.MapSpec `ebpf:"tracked"`
 }
@@ -214,7 +278,10 @@ type timeacctVariableSpecs struct {
 	Peak       *ebpf.VariableSpec `ebpf:"peak"`
 	Stopped    *ebpf.VariableSpec `ebpf:"stopped"`
 	UseStacks  *ebpf.VariableSpec `ebpf:"use_stacks"`
+	WantStacks *ebpf.VariableSpec `ebpf:"want_stacks"`
 	ZeroAgg    *ebpf.VariableSpec `ebpf:"zero_agg"`
+	ZeroFile   *ebpf.VariableSpec `ebpf:"zero_file"`
+	ZeroSys    *ebpf.VariableSpec `ebpf:"zero_sys"`
 	ZeroThread *ebpf.VariableSpec `ebpf:"zero_thread"`
 }
 
@@ -240,10 +307,15 @@ func (o *timeacctObjects) Close() error {
 type timeacctMaps struct {
 	Counters     *ebpf.Map `ebpf:"counters"`
 	ExitedAgg    *ebpf.Map `ebpf:"exited_agg"`
+	Files        *ebpf.Map `ebpf:"files"`
+	Offcpu       *ebpf.Map `ebpf:"offcpu"`
 	Ranges       *ebpf.Map `ebpf:"ranges"`
 	StackScratch *ebpf.Map `ebpf:"stack_scratch"`
+	Stacks       *ebpf.Map `ebpf:"stacks"`
 	SyncStart    *ebpf.Map `ebpf:"sync_start"`
 	SyncStats    *ebpf.Map `ebpf:"sync_stats"`
+	SysStart     *ebpf.Map `ebpf:"sys_start"`
+	SysStats     *ebpf.Map `ebpf:"sys_stats"`
 	Threads      *ebpf.Map `ebpf:"threads"`
 	Tracked      *ebpf.Map `ebpf:"tracked"`
 }
@@ -252,10 +324,15 @@ func (m *timeacctMaps) Close() error {
 	return _TimeacctClose(
 		m.Counters,
 		m.ExitedAgg,
+		m.Files,
+		m.Offcpu,
 		m.Ranges,
 		m.StackScratch,
+		m.Stacks,
 		m.SyncStart,
 		m.SyncStats,
+		m.SysStart,
+		m.SysStats,
 		m.Threads,
 		m.Tracked,
 	)
@@ -270,7 +347,10 @@ type timeacctVariables struct {
 	Peak       *ebpf.Variable `ebpf:"peak"`
 	Stopped    *ebpf.Variable `ebpf:"stopped"`
 	UseStacks  *ebpf.Variable `ebpf:"use_stacks"`
+	WantStacks *ebpf.Variable `ebpf:"want_stacks"`
 	ZeroAgg    *ebpf.Variable `ebpf:"zero_agg"`
+	ZeroFile   *ebpf.Variable `ebpf:"zero_file"`
+	ZeroSys    *ebpf.Variable `ebpf:"zero_sys"`
 	ZeroThread *ebpf.Variable `ebpf:"zero_thread"`
 }
 
@@ -278,46 +358,30 @@ type timeacctVariables struct {
 //
 // It can be passed to loadTimeacctObjects or ebpf.CollectionSpec.LoadAndAssign.
 type timeacctPrograms struct {
-	EnterFdatasync     *ebpf.Program `ebpf:"enter_fdatasync"`
-	EnterFsync         *ebpf.Program `ebpf:"enter_fsync"`
-	EnterMsync         *ebpf.Program `ebpf:"enter_msync"`
-	EnterSync          *ebpf.Program `ebpf:"enter_sync"`
-	EnterSyncFileRange *ebpf.Program `ebpf:"enter_sync_file_range"`
-	EnterSyncfs        *ebpf.Program `ebpf:"enter_syncfs"`
-	ExitFdatasync      *ebpf.Program `ebpf:"exit_fdatasync"`
-	ExitFsync          *ebpf.Program `ebpf:"exit_fsync"`
-	ExitMsync          *ebpf.Program `ebpf:"exit_msync"`
-	ExitSync           *ebpf.Program `ebpf:"exit_sync"`
-	ExitSyncFileRange  *ebpf.Program `ebpf:"exit_sync_file_range"`
-	ExitSyncfs         *ebpf.Program `ebpf:"exit_syncfs"`
-	HandleExit         *ebpf.Program `ebpf:"handle_exit"`
-	HandleFork         *ebpf.Program `ebpf:"handle_fork"`
-	HandleSwitch       *ebpf.Program `ebpf:"handle_switch"`
-	HandleWakeup       *ebpf.Program `ebpf:"handle_wakeup"`
-	HandleWakeupNew    *ebpf.Program `ebpf:"handle_wakeup_new"`
-	Seed               *ebpf.Program `ebpf:"seed"`
+	Ext4SyncEnter   *ebpf.Program `ebpf:"ext4_sync_enter"`
+	Ext4SyncExit    *ebpf.Program `ebpf:"ext4_sync_exit"`
+	HandleExit      *ebpf.Program `ebpf:"handle_exit"`
+	HandleFork      *ebpf.Program `ebpf:"handle_fork"`
+	HandleSwitch    *ebpf.Program `ebpf:"handle_switch"`
+	HandleWakeup    *ebpf.Program `ebpf:"handle_wakeup"`
+	HandleWakeupNew *ebpf.Program `ebpf:"handle_wakeup_new"`
+	Seed            *ebpf.Program `ebpf:"seed"`
+	SysEnter        *ebpf.Program `ebpf:"sys_enter"`
+	SysExit         *ebpf.Program `ebpf:"sys_exit"`
 }
 
 func (p *timeacctPrograms) Close() error {
 	return _TimeacctClose(
-		p.EnterFdatasync,
-		p.EnterFsync,
-		p.EnterMsync,
-		p.EnterSync,
-		p.EnterSyncFileRange,
-		p.EnterSyncfs,
-		p.ExitFdatasync,
-		p.ExitFsync,
-		p.ExitMsync,
-		p.ExitSync,
-		p.ExitSyncFileRange,
-		p.ExitSyncfs,
+		p.Ext4SyncEnter,
+		p.Ext4SyncExit,
 		p.HandleExit,
 		p.HandleFork,
 		p.HandleSwitch,
 		p.HandleWakeup,
 		p.HandleWakeupNew,
 		p.Seed,
+		p.SysEnter,
+		p.SysExit,
 	)
 }
 

@@ -1,0 +1,170 @@
+//go:build amd64
+
+package timeacct
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+)
+
+// syncFile finds the synced file named name in res.
+func syncFile(t *testing.T, res *Result, path string) SyncedFile {
+	t.Helper()
+	want, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range res.Files {
+		t.Logf("synced %s (%s ino %d): %d calls, %d datasync, %.2f ms", f.Path, f.Dev, f.Ino, f.Count, f.DataSync, float64(f.TotalNs)/1e6)
+	}
+	for _, f := range res.Files {
+		if f.Path == want {
+			return f
+		}
+	}
+	t.Fatalf("%s not among the synced files", want)
+	return SyncedFile{}
+}
+
+func TestSyncedFilesExact(t *testing.T) {
+	c, res := observe(t, "fdatasync")
+	if res.SyncNote != "" {
+		t.Skip(res.SyncNote)
+	}
+	f := syncFile(t, res, filepath.Join(c.dir, "fdatasync.dat"))
+	if f.Count != 1000 || f.DataSync != 1000 {
+		t.Errorf("fdatasync.dat: %d syncs (%d datasync), want 1000 (1000)", f.Count, f.DataSync)
+	}
+	if f.PID != c.cmd.Process.Pid {
+		t.Errorf("synced by pid %d, want %d", f.PID, c.cmd.Process.Pid)
+	}
+	if f.MaxNs == 0 || f.MaxNs > f.TotalNs || f.TotalNs != res.Sync[1].TotalNs {
+		t.Errorf("max %d, total %d ns; fdatasync total %d ns", f.MaxNs, f.TotalNs, res.Sync[1].TotalNs)
+	}
+}
+
+func TestDsyncWritesKind(t *testing.T) {
+	c, res := observe(t, "dsync")
+	if res.SyncNote != "" {
+		t.Skip(res.SyncNote)
+	}
+	for k, s := range res.Sync {
+		want := uint64(0)
+		if SyncKinds[k] == "write" {
+			want = 200
+		}
+		if s.Count != want {
+			t.Errorf("%s: %d calls, want %d", SyncKinds[k], s.Count, want)
+		}
+	}
+	if f := syncFile(t, res, filepath.Join(c.dir, "dsync.dat")); f.Count != 200 || f.DataSync != 200 {
+		t.Errorf("dsync.dat: %d syncs (%d datasync), want 200 (200)", f.Count, f.DataSync)
+	}
+}
+
+func TestSyscallsExact(t *testing.T) {
+	c, res := observeWith(t, "syscalls", Config{Syscalls: true})
+	if len(c.tids) != 1 {
+		t.Fatalf("child announced %d threads", len(c.tids))
+	}
+	got := map[int]SyscallStats{}
+	for _, s := range res.SyscallStats {
+		if s.TID == c.tids[0] {
+			got[s.Nr] = s
+		}
+		var n uint64
+		for _, v := range s.LatencyLog2Ns {
+			n += v
+		}
+		if n != s.Count || s.Errors > s.Count || s.MaxNs > s.TotalNs || s.PID != c.cmd.Process.Pid {
+			t.Errorf("%+v: histogram holds %d", s, n)
+		}
+	}
+	if s := got[unix.SYS_GETPPID]; s.Count != 1000 || s.Errors != 0 || s.Name != "getppid" {
+		t.Errorf("getppid: %+v, want 1000 calls, 0 errors", s)
+	}
+	if s := got[unix.SYS_CLOSE]; s.Count != 500 || s.Errors != 500 {
+		t.Errorf("close: %+v, want 500 calls, 500 errors", s)
+	}
+	if res.TrackedRuns[ProgSysExit] < 1500 || res.Runs[ProgSysEnter] < res.TrackedRuns[ProgSysEnter] {
+		t.Errorf("sys_exit ran %d times tracked, sys_enter %d of %d", res.TrackedRuns[ProgSysExit], res.TrackedRuns[ProgSysEnter], res.Runs[ProgSysEnter])
+	}
+}
+
+// Every closed sleep lands in exactly one stack entry: per category, the
+// off-CPU stacks hold the same time as the threads.
+func TestOffCPUStacksAddUp(t *testing.T) {
+	c, res := observeWith(t, "sleep", Config{Stacks: true})
+	var threads, stacks [NumCategories]uint64
+	for _, th := range res.Threads {
+		for i := CatStorageRead; i < NumCategories; i++ {
+			threads[i] += th.Ns[i]
+		}
+	}
+	var kernel bool
+	for _, o := range res.OffCPU {
+		stacks[o.Category] += o.Ns
+		if o.PID == c.cmd.Process.Pid && o.Category == CatSleep && len(o.Kernel) > 2 && o.Ns > 200e6 {
+			kernel = true
+		}
+	}
+	if threads != stacks {
+		t.Errorf("per category: threads %v ns, stacks %v ns", threads, stacks)
+	}
+	if !kernel {
+		t.Errorf("no kernel stack holds the child's 300 ms nap: %+v", res.OffCPU)
+	}
+	if res.StackWalks == 0 {
+		t.Error("no stack walks counted")
+	}
+}
+
+// The estimate from calibrated costs agrees with what the kernel's BPF
+// statistics measure on a ping-pong (within a factor of two: the box is
+// shared and noisy).
+func TestCalibratedEstimate(t *testing.T) {
+	needRoot(t)
+	costs, err := Calibrate(Config{}, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("untracked ns %v", costs.UntrackedNs)
+	t.Logf("tracked ns   %v", costs.TrackedNs)
+	for _, i := range []int{ProgSwitch, ProgWakeup} {
+		if costs.UntrackedNs[i] <= 0 || costs.TrackedNs[i] < costs.UntrackedNs[i] || costs.TrackedNs[i] > 50000 {
+			t.Errorf("%s: untracked %.0f ns, tracked %.0f ns", ProgramNames[i], costs.UntrackedNs[i], costs.TrackedNs[i])
+		}
+	}
+	st, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+	if err != nil {
+		t.Skip(err)
+	}
+	defer st.Close()
+	c := startChild(t, "pingpong")
+	p, err := Start(Config{RootPID: c.cmd.Process.Pid, Costs: costs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.run(t)
+	var measured float64
+	for _, prog := range p.progs {
+		if prog == nil {
+			continue
+		}
+		if s, err := prog.Stats(); err == nil {
+			measured += float64(s.Runtime.Nanoseconds())
+		}
+	}
+	res, err := p.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	est := float64(res.EstimatedNs)
+	t.Logf("estimated %.2f ms, measured %.2f ms (%s)", est/1e6, measured/1e6, res.CostNote)
+	if est < measured/2 || est > measured*2 {
+		t.Errorf("estimate %.2f ms, BPF statistics %.2f ms", est/1e6, measured/1e6)
+	}
+}

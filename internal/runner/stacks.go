@@ -1,0 +1,161 @@
+package runner
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/probe/timeacct"
+	"github.com/perfsleuth/perfsleuth/internal/proctree"
+	"github.com/perfsleuth/perfsleuth/internal/symbolize"
+)
+
+// mapsEvery is how often the mappings of the observed processes are read:
+// a process that exits keeps its last snapshot, so user stacks of a
+// short-lived process resolve if it lived this long.
+const mapsEvery = 200 * time.Millisecond
+
+// maxOffCPUStacks bounds the stacks kept in the record (most time first).
+const maxOffCPUStacks = 200
+
+// mapsKeeper reads /proc/PID/maps of every process of a tree periodically,
+// keeping the last snapshot of each.
+type mapsKeeper struct {
+	mu   sync.Mutex
+	maps map[int]*symbolize.Maps
+	done chan struct{}
+	wg   sync.WaitGroup
+}
+
+func keepMaps(root int) *mapsKeeper {
+	k := &mapsKeeper{maps: map[int]*symbolize.Maps{}, done: make(chan struct{})}
+	k.read(root)
+	k.wg.Go(func() {
+		t := time.NewTicker(mapsEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-k.done:
+				return
+			case <-t.C:
+				k.read(root)
+			}
+		}
+	})
+	return k
+}
+
+func (k *mapsKeeper) read(root int) {
+	pids, _ := proctree.Descendants("/proc", root)
+	for _, pid := range append(pids, root) {
+		if m, err := symbolize.ReadMaps(pid); err == nil && m != nil {
+			k.mu.Lock()
+			k.maps[pid] = m
+			k.mu.Unlock()
+		}
+	}
+}
+
+// stop takes a last snapshot of the processes still there and ends the
+// periodic reads. Safe on nil and more than once.
+func (k *mapsKeeper) stop() {
+	if k == nil {
+		return
+	}
+	select {
+	case <-k.done:
+		return
+	default:
+	}
+	k.mu.Lock()
+	pids := make([]int, 0, len(k.maps))
+	for pid := range k.maps {
+		pids = append(pids, pid)
+	}
+	k.mu.Unlock()
+	for _, pid := range pids {
+		if m, err := symbolize.ReadMaps(pid); err == nil && m != nil && len(m.Mappings) > 0 {
+			k.mu.Lock()
+			k.maps[pid] = m
+			k.mu.Unlock()
+		}
+	}
+	close(k.done)
+	k.wg.Wait()
+}
+
+// symbolise names the frames of the off-CPU stacks: kernel frames from
+// /proc/kallsyms, user frames from the ELF symbols of the files each
+// process had mapped.
+func symbolise(stacks []timeacct.OffCPUStack, maps *mapsKeeper) []model.OffCPUStack {
+	out := []model.OffCPUStack{}
+	kern, kerr := symbolize.LoadKernel("/proc/kallsyms")
+	user := symbolize.NewUser()
+	for i, s := range stacks {
+		if i == maxOffCPUStacks {
+			break
+		}
+		o := model.OffCPUStack{PID: s.PID, TID: s.TID, Category: timeacct.Categories[s.Category], Seconds: float64(s.Ns) / 1e9,
+			Count: int64(s.Count), Kernel: []string{}, User: []string{}, KernelNote: s.KernelErr, UserNote: s.UserErr}
+		o.Kernel = kernelFrames(kern, s.Kernel)
+		if kerr != nil && len(s.Kernel) > 0 {
+			o.KernelNote = "kernel frames not named: " + kerr.Error()
+		}
+		var m *symbolize.Maps
+		if maps != nil {
+			maps.mu.Lock()
+			m = maps.maps[s.PID]
+			maps.mu.Unlock()
+		}
+		for i, a := range s.User {
+			if m == nil {
+				o.User = append(o.User, hexAddr(a))
+				continue
+			}
+			if !m.Contains(a) {
+				o.UserNote = "the stack walk stopped at an address outside the process's code: a library built without frame pointers"
+				break
+			}
+			o.User = append(o.User, user.Symbol(m, retAddr(a, i)))
+		}
+		if m == nil && len(s.User) > 0 {
+			o.UserNote = "user frames not named: the process's mappings were never read (it lived under " + mapsEvery.String() + ")"
+		}
+		out = append(out, o)
+	}
+	return out
+}
+
+func hexAddr(a uint64) string { return "0x" + strconv.FormatUint(a, 16) }
+
+// retAddr is the address to name for frame i: every frame but the innermost
+// is a return address, which for a call at the end of a function is
+// already the next function's first byte.
+func retAddr(a uint64, i int) uint64 {
+	if i > 0 && a > 0 {
+		return a - 1
+	}
+	return a
+}
+
+// kernelFrames names the kernel frames, dropping those of the probe itself
+// (the BPF program and bpf_trace_run*, which took the stack) and the
+// scheduler's own frames above them.
+func kernelFrames(kern *symbolize.Kernel, addrs []uint64) []string {
+	out := []string{}
+	for i, a := range addrs {
+		name := kern.Symbol(retAddr(a, i))
+		if strings.HasPrefix(name, "bpf_trace_run") {
+			out = out[:0]
+			continue
+		}
+		// Every sleep goes through the scheduler: its frames tell nothing.
+		if len(out) == 0 && (strings.HasPrefix(name, "__schedule+") || strings.HasPrefix(name, "schedule+")) {
+			continue
+		}
+		out = append(out, name)
+	}
+	return out
+}
