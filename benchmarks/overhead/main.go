@@ -5,6 +5,9 @@
 //	(a) 4 KiB buffered random writes, 1 thread (syscall-heavy)   <= 3%
 //	(b) the sqlite benchmark, WAL (CPU-bound transactions)        <= 3%
 //	(c) two threads ping-ponging over pipes (context switches)    <= 10%
+//	(d) (a) under observe --syscalls: at most half the slowdown of the
+//	    equivalent bpftrace script (per-syscall count and latency
+//	    histogram for the same pid), run alternately with it
 //
 // Run as root for the eBPF probes (otherwise this measures /proc sampling).
 //
@@ -21,6 +24,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
@@ -39,6 +43,7 @@ func main() {
 	duration := flag.Duration("duration", 5*time.Second, "length of each run")
 	bin := flag.String("perfsleuth", "", "perfsleuth binary (default: build ./cmd/perfsleuth)")
 	interval := flag.String("interval", "1s", "observe --interval")
+	only := flag.String("only", "abcd", "which workloads to run")
 	flag.Parse()
 	ctx := context.Background()
 
@@ -101,7 +106,10 @@ func main() {
 		{"(c) pipe ping-pong", 0.10, pp(false), pp(true)},
 	}
 	fmt.Printf("%d pairs of %s runs per workload, observe --interval %s, euid %d\n\n", *repeats, duration, *interval, os.Geteuid())
-	for _, w := range workloads {
+	for i, w := range workloads {
+		if !strings.ContainsRune(*only, rune('a'+i)) {
+			continue
+		}
 		var ratios, bares, obsd []float64
 		for i := 0; i < *repeats; i++ {
 			b, err := w.bare(ctx)
@@ -118,7 +126,61 @@ func main() {
 		fmt.Printf("%-26s bare %10.0f/s  observed %10.0f/s  slowdown %5.1f%%  (target <= %.0f%%) %s\n",
 			w.name, stats.Median(bares), stats.Median(obsd), slow*100, w.target*100, verdict)
 	}
+	if strings.ContainsRune(*only, 'd') {
+		bt, err := exec.LookPath("bpftrace")
+		if err != nil {
+			fmt.Println("(d) skipped: no bpftrace (apt-get install bpftrace)")
+			return
+		}
+		bpftrace := func(ctx context.Context) (float64, error) {
+			rec := filepath.Join(tmp, "run.json")
+			cmd := exec.CommandContext(ctx, bt, "-c", strings.Join(append(append([]string{*bin, "bench"}, fio...), "--json", rec), " "), "-e", bpftraceScript)
+			cmd.Dir = tmp
+			if out, err := cmd.CombinedOutput(); err != nil {
+				return 0, fmt.Errorf("bpftrace: %v\n%s", err, out)
+			}
+			b, err := os.ReadFile(rec)
+			if err != nil {
+				return 0, err
+			}
+			var r model.Run
+			if err := json.Unmarshal(b, &r); err != nil {
+				return 0, err
+			}
+			return writes(r.Result), nil
+		}
+		bare := perfsleuthRate(append([]string{"bench"}, fio...), writes)
+		sys := perfsleuthRate(append(append(obs, "--syscalls"), fio...), writes)
+		var rs, rb, bs, ss, bts []float64
+		for i := 0; i < *repeats; i++ {
+			b, err := bare(ctx)
+			check(err)
+			s, err := sys(ctx)
+			check(err)
+			t, err := bpftrace(ctx)
+			check(err)
+			bs, ss, bts = append(bs, b), append(ss, s), append(bts, t)
+			rs, rb = append(rs, s/b), append(rb, t/b)
+		}
+		slowS, slowB := 1-stats.Median(rs), 1-stats.Median(rb)
+		verdict := "PASS"
+		if slowS > slowB/2 {
+			verdict = "FAIL"
+		}
+		fmt.Printf("%-26s bare %10.0f/s  --syscalls %10.0f/s (%5.1f%%)  bpftrace %10.0f/s (%5.1f%%)  target: <= half of bpftrace's %s\n",
+			"(d) (a) with --syscalls", stats.Median(bs), stats.Median(ss), slowS*100, stats.Median(bts), slowB*100, verdict)
+	}
 }
+
+// bpftraceScript is the bpftrace equivalent of --syscalls for one process
+// (its pid is cpid, the command bpftrace -c starts): a count and a log2
+// latency histogram per syscall.
+const bpftraceScript = `tracepoint:raw_syscalls:sys_enter /pid == cpid/ { @start[tid] = nsecs; }
+tracepoint:raw_syscalls:sys_exit /pid == cpid && @start[tid]/ {
+	@count[args->id] = count();
+	@lat[args->id] = hist(nsecs - @start[tid]);
+	delete(@start[tid]);
+}`
 
 func run(name string, args ...string) {
 	cmd := exec.Command(name, args...)
