@@ -132,6 +132,7 @@ func TestBadInputGivesOneClearErrorAndExit2(t *testing.T) {
 		{"observe unknown workload", []string{"observe", "fio"}, "unknown"},
 		{"report missing file", []string{"report", filepath.Join(work, "none.json")}, "none.json"},
 		{"json dir not writable", []string{"bench", "fileio", "--json", "/nonexistent/x.json"}, "--json"},
+		{"syscalls without ebpf", []string{"observe", "--no-ebpf", "--syscalls", "--", "true"}, "--no-ebpf"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -229,6 +230,58 @@ func TestObserveCommandSeesItsProcessTree(t *testing.T) {
 	}
 	if len(o.Timeline) < 2 {
 		t.Errorf("want a timeline, got %d samples", len(o.Timeline))
+	}
+}
+
+// With --syscalls and --stacks, the record holds the syscalls of the
+// command's tree, its off-CPU stacks named, and the file it synced.
+func TestObserveSyscallsStacksAndSyncedFiles(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("not root: --syscalls and --stacks need the eBPF probe")
+	}
+	work := t.TempDir()
+	rec := filepath.Join(work, "detail.json")
+	script := "dd if=/dev/zero of=synced.dat bs=4k count=16 conv=fdatasync 2>/dev/null; sleep 0.3; rm synced.dat"
+	r := run(t, work, "observe", "--syscalls", "--stacks", "--json", rec, "--", "sh", "-c", script)
+	if r.code != 0 {
+		t.Fatalf("observe failed (%d): %s", r.code, r.stderr)
+	}
+	loaded, err := model.Load(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ta := loaded.TimeAccounting
+	if ta == nil || ta.Source != "ebpf" {
+		t.Skipf("no eBPF accounting here: %v", loaded.Warnings)
+	}
+	calls := map[string]int64{}
+	for _, s := range ta.Syscalls {
+		calls[s.Name] += s.Count
+	}
+	if calls["execve"] < 2 || calls["clock_nanosleep"]+calls["nanosleep"] < 1 || calls["fdatasync"] != 1 {
+		t.Errorf("syscalls: execve %d, sleeps %d, fdatasync %d; want >= 2, >= 1, 1", calls["execve"], calls["clock_nanosleep"]+calls["nanosleep"], calls["fdatasync"])
+	}
+	var synced bool
+	for _, f := range ta.SyncedFiles {
+		synced = synced || strings.HasSuffix(f.Path, "/synced.dat") && f.Count == 1
+	}
+	if !synced && ta.SyncNote == "" {
+		t.Errorf("synced.dat not among the synced files: %+v", ta.SyncedFiles)
+	}
+	var named bool
+	for _, o := range ta.OffCPU {
+		for _, f := range o.Kernel {
+			named = named || strings.Contains(f, "nanosleep")
+		}
+	}
+	if !named {
+		t.Errorf("no off-CPU kernel stack names nanosleep: %+v", ta.OffCPU)
+	}
+	if !strings.Contains(r.stdout, "off-CPU stacks") || !strings.Contains(r.stdout, "syscall ") {
+		t.Errorf("terminal view lacks the syscall table or the stacks:\n%s", r.stdout)
+	}
+	if ta.ProbeCPUSec <= 0 || len(ta.Programs) == 0 {
+		t.Errorf("no probe cost estimate: %v s, %d programs, note %q", ta.ProbeCPUSec, len(ta.Programs), ta.ProbeNote)
 	}
 }
 

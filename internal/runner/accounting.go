@@ -211,8 +211,12 @@ func CheckTimeAccounting() sysinfo.Check {
 	default:
 		c.Status, c.Detail = sysinfo.StatusOK, "the eBPF probe loads and attaches: observe accounts every thread's time by cause"
 	}
-	if res != nil && res.CostNote != "" {
-		c.Detail += "; " + res.CostNote
+	if costs, note := calibrate(timeacct.Config{}); costs != nil {
+		c.Detail += fmt.Sprintf("; calibrated cost per run: sched_switch %.0f ns (other tasks) / %.0f ns (the workload's), sched_wakeup %.0f / %.0f ns",
+			costs.UntrackedNs[timeacct.ProgSwitch], costs.TrackedNs[timeacct.ProgSwitch],
+			costs.UntrackedNs[timeacct.ProgWakeup], costs.TrackedNs[timeacct.ProgWakeup])
+	} else {
+		c.Detail += "; " + note
 	}
 	return c
 }
