@@ -96,7 +96,7 @@ func procfsUnknown(delayAcct string, threads, noSched, unsplitThreads int, unspl
 	case model.DelayAcctOn:
 		s := "storage-write and storage-sync, and storage-read in part: delay accounting keeps one block-IO wait per thread, without saying whether it was for a read, a write or a sync; it is storage-read for threads that read from disk and dirtied nothing, and unknown for the others"
 		if unsplitThreads > 0 {
-			s += fmt.Sprintf(" (%.2f s in %d threads)", unsplitSec, unsplitThreads)
+			s += fmt.Sprintf(" (%.2f s in %d %s)", unsplitSec, unsplitThreads, plural(unsplitThreads, "thread", "threads"))
 		}
 		u = append(u, s+"; storage waits the kernel does not count as block IO are unknown too")
 	case model.DelayAcctOff:
@@ -109,4 +109,11 @@ func procfsUnknown(delayAcct string, threads, noSched, unsplitThreads int, unspl
 		u = append(u, "storage waits unknown: the record does not say whether delay accounting was on")
 	}
 	return append(u, "when threads that started or exited in the window lived: each is given the whole window")
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }

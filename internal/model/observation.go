@@ -15,7 +15,23 @@ type Observation struct {
 	// ObserverCPUSec is the CPU time the observer itself used in the window
 	// (for procfs, its sampling thread), so its cost can be weighed.
 	ObserverCPUSec float64 `json:"observer_cpu_sec"`
+	// DelayAcct is the kernel's delay accounting (sysctl
+	// kernel.task_delayacct) over the window, which decides whether the
+	// block-IO delays (IODelaySec) mean anything: "on", "off", "unavailable"
+	// (no such sysctl: a kernel without CONFIG_TASK_DELAY_ACCT, or one older
+	// than 5.14, where it cannot be read), or "changed" (switched during the
+	// window, so the delays cover only part of it). Empty in records made
+	// before it was recorded.
+	DelayAcct string `json:"delay_acct,omitempty"`
 }
+
+// Delay accounting states (Observation.DelayAcct).
+const (
+	DelayAcctOn          = "on"
+	DelayAcctOff         = "off"
+	DelayAcctUnavailable = "unavailable"
+	DelayAcctChanged     = "changed"
+)
 
 // Sample is the change over one interval, ending TSec seconds after the window began.
 type Sample struct {
@@ -67,6 +83,10 @@ type ProcessUse struct {
 	// IODelaySec is the block-IO delay from delay accounting (/proc/PID/stat
 	// field 42), when the kernel has it on.
 	IODelaySec float64 `json:"io_delay_sec"`
+	// RunDelaySec is the time threads waited on a run queue, runnable but
+	// not running (schedstat's run_delay), summed over the threads whose
+	// schedstat could be read (ThreadUse.SchedStat).
+	RunDelaySec float64 `json:"run_delay_sec"`
 }
 
 // ThreadUse is one thread of the workload over the window.
@@ -78,9 +98,37 @@ type ThreadUse struct {
 	SystemSec  float64 `json:"system_sec"`
 	VolCtxSw   int64   `json:"voluntary_ctxt_switches"`
 	InvolCtxSw int64   `json:"nonvoluntary_ctxt_switches"`
+	// RunDelaySec is the time the thread waited on a run queue, runnable
+	// but not running: the second field of /proc/PID/task/TID/schedstat
+	// (sched_info.run_delay). Valid only when SchedStat is true.
+	RunDelaySec float64 `json:"run_delay_sec"`
+	// SchedStat is true when the thread's schedstat was read at its first
+	// sample; false when the kernel keeps none (no CONFIG_SCHED_INFO, or an
+	// old kernel that keeps it only with delay accounting on: it then reads
+	// "0 0 0") or the file could not be read.
+	SchedStat bool `json:"schedstat"`
+	// IODelaySec is the time the thread waited for block IO, from delay
+	// accounting (/proc/PID/task/TID/stat field 42, delayacct_blkio_ticks):
+	// reads, writeback and syncs alike, as the kernel does not split it.
+	// Meaningful only when Observation.DelayAcct is "on"; 10 ms ticks.
+	IODelaySec float64 `json:"io_delay_sec"`
+	// IO is the thread's own block-IO byte counts (/proc/PID/task/TID/io),
+	// read only while delay accounting is on, to tell what its IO delay
+	// waited for. Nil when not read.
+	IO *ThreadIO `json:"io,omitempty"`
 	// Exited is true when the thread was gone at the end of the window; its
 	// figures are from the last sample that saw it.
 	Exited bool `json:"exited"`
+}
+
+// ThreadIO is a thread's block-IO byte counts over the window, as in
+// /proc/PID/io: ReadBytes is what it asked the block layer to read,
+// WriteBytes the page-cache pages it dirtied (and its direct writes),
+// CancelledWriteBytes dirty pages it dropped (truncate, unlink).
+type ThreadIO struct {
+	ReadBytes           int64 `json:"read_bytes"`
+	WriteBytes          int64 `json:"write_bytes"`
+	CancelledWriteBytes int64 `json:"cancelled_write_bytes"`
 }
 
 // DiskUse is iostat -x for one block device over an interval.

@@ -12,7 +12,15 @@ import (
 // BenchmarkSnapshot measures one sample of a process with helperThreads
 // threads: wall time per op and the sampling thread's CPU time per op
 // (cpu-ns/op), which is what the sampler costs the machine each interval.
-func BenchmarkSnapshot(b *testing.B) {
+// The helper's threads are parked, as most of a thread pool's are.
+func BenchmarkSnapshot(b *testing.B) { benchSnapshot(b, false) }
+
+// BenchmarkSnapshotBusy is BenchmarkSnapshot with every thread read as if
+// it had run since the last sample (schedstat too, and io with delay
+// accounting on), which is what a sample costs when all threads are busy.
+func BenchmarkSnapshotBusy(b *testing.B) { benchSnapshot(b, true) }
+
+func benchSnapshot(b *testing.B, busy bool) {
 	cmd := helperCmd("threads")
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
@@ -39,6 +47,7 @@ func BenchmarkSnapshot(b *testing.B) {
 	defer runtime.UnlockOSThread()
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.tree.final = busy // the final sample reads every thread in full
 	_, use, _ := s.snapshot()
 	c0 := threadCPU()
 	for b.Loop() {

@@ -27,6 +27,7 @@ const (
 	helperShortCPU   = 150 * time.Millisecond // the short-lived grandchild
 	helperSleep      = 1200 * time.Millisecond
 	helperThreads    = 20
+	helperSpinners   = 2 // threads the "pinned" helper spins on one CPU
 )
 
 func TestMain(m *testing.M) {
@@ -41,6 +42,8 @@ func TestMain(m *testing.M) {
 		time.Sleep(helperSleep)
 	case "threads":
 		helperManyThreads()
+	case "pinned":
+		helperPinned()
 	default:
 		fmt.Fprintln(os.Stderr, "unknown helper", os.Getenv(helperEnv))
 		os.Exit(2)
@@ -109,6 +112,51 @@ func helperManyThreads() {
 	time.Sleep(100 * time.Millisecond)
 	fmt.Println("ready")
 	bufio.NewReader(os.Stdin).ReadString('\n')
+}
+
+// helperPinned spins helperSpinners threads on one CPU (the first this
+// process may use), prints "ready TID..." and spins until it is killed. Run
+// it with GODEBUG=asyncpreemptoff=1: the spin loop makes no calls, so Go
+// never preempts it, and the threads only ever run or wait for the CPU
+// (a preempted locked goroutine would briefly sleep while its thread is
+// handed back to it).
+func helperPinned() {
+	runtime.GOMAXPROCS(helperSpinners + 2) // the spinners never give their Ps back
+	var set unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &set); err != nil {
+		os.Exit(9)
+	}
+	cpu := 0
+	for cpu < 1024 && !set.IsSet(cpu) { // unix.CPUSet holds 1024
+		cpu++
+	}
+	tids := make(chan int)
+	for range helperSpinners {
+		go func() {
+			runtime.LockOSThread()
+			var one unix.CPUSet
+			one.Set(cpu)
+			if err := unix.SchedSetaffinity(0, &one); err != nil {
+				os.Exit(10)
+			}
+			tids <- unix.Gettid()
+			spin()
+		}()
+	}
+	line := "ready"
+	for range helperSpinners {
+		line += " " + strconv.Itoa(<-tids)
+	}
+	fmt.Println(line)
+	select {}
+}
+
+// spin never returns and makes no calls.
+//
+//go:noinline
+func spin() {
+	for x := 0; ; x++ {
+	}
 }
 
 func helperCmd(mode string) *exec.Cmd {

@@ -208,3 +208,37 @@ func parseCtxSwitches(b []byte) (vol, invol uint64, ok bool) {
 	}
 	return atou(bytes.TrimLeft(b[i+len(volKey):], " \t")), atou(bytes.TrimLeft(b[j+len(involKey):], " \t")), true
 }
+
+// parseSchedstat takes the first two fields of /proc/PID/task/TID/schedstat:
+// nanoseconds on a CPU (se.sum_exec_runtime) and waiting on a run queue
+// (sched_info.run_delay). The third, the number of timeslices, is not used.
+func parseSchedstat(b []byte) (onCPU, runDelay uint64, ok bool) {
+	i := bytes.IndexByte(b, ' ')
+	if i <= 0 || i+1 >= len(b) || b[i+1] < '0' || b[i+1] > '9' {
+		return 0, 0, false
+	}
+	return atou(b), atou(b[i+1:]), true
+}
+
+var (
+	readBytesKey  = []byte("\nread_bytes:")
+	writeBytesKey = []byte("\nwrite_bytes:")
+	cancelledKey  = []byte("\ncancelled_write_bytes:")
+)
+
+// parseBlockIO takes the block-layer byte counts from a /proc/PID/io file
+// (the rchar/wchar/syscr/syscw lines are skipped).
+func parseBlockIO(b []byte) (ioCounters, bool) {
+	var c ioCounters
+	for _, f := range []struct {
+		key []byte
+		dst *uint64
+	}{{readBytesKey, &c.readBytes}, {writeBytesKey, &c.writeBytes}, {cancelledKey, &c.cancelled}} {
+		i := bytes.Index(b, f.key)
+		if i < 0 {
+			return ioCounters{}, false
+		}
+		*f.dst = atou(bytes.TrimLeft(b[i+len(f.key):], " \t"))
+	}
+	return c, true
+}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perfsleuth/perfsleuth/internal/analyze"
 	"github.com/perfsleuth/perfsleuth/internal/model"
 )
 
@@ -149,6 +150,13 @@ func TestSamplerWorkloadTree(t *testing.T) {
 		t.Errorf("grandchild %d not in the tree", sleepPID)
 	}
 	checkCPUShares(t, obs)
+	checkRunDelays(t, obs)
+	for _, th := range obs.Totals.Threads {
+		// One that exited may have gone between its stat and schedstat reads.
+		if !th.SchedStat && !th.Exited && schedstatMissing("/proc") == "" {
+			t.Errorf("thread %d: schedstat not read", th.TID)
+		}
+	}
 	if last := obs.Timeline[len(obs.Timeline)-1]; math.Abs(last.TSec-obs.DurationSec) > 1e-9 {
 		t.Errorf("last sample ends at %.3f s, window at %.3f s", last.TSec, obs.DurationSec)
 	}
@@ -232,5 +240,143 @@ func TestSamplerStopTwice(t *testing.T) {
 	}
 	if len(a.Missing) == 0 || a.IntervalSec != testInterval.Seconds() {
 		t.Errorf("missing %v interval %v", a.Missing, a.IntervalSec)
+	}
+}
+
+// Two threads spinning on one CPU each run about half the window and wait
+// for the CPU the other half: the window is theirs in full, so the
+// run-queue wait must be most of what is not CPU time.
+const (
+	pinnedWindow   = 2 * time.Second
+	pinnedInterval = 500 * time.Millisecond
+	// minWaitShare: each spinner should wait about half the window; other
+	// work on that CPU only makes it wait longer.
+	minWaitShare = 0.2
+	// sumTolerance: utime and stime are in 10 ms ticks (truncated at both
+	// ends of the window) and a wait in progress at either end is counted
+	// only when it ends, a few ms: 2% of 2 s is 40 ms.
+	sumTolerance = 0.02
+)
+
+// TestSamplerRunQueueWait runs helperSpinners threads pinned to one CPU
+// and checks that schedstat's run-queue wait is seen per thread, that cpu
+// and cpu-wait fill the window, and that FromObservation makes cpu-wait of
+// it with next to nothing unknown.
+func TestSamplerRunQueueWait(t *testing.T) {
+	if why := schedstatMissing("/proc"); why != "" {
+		t.Skip(why)
+	}
+	cmd := helperCmd("pinned")
+	cmd.Env = append(cmd.Env, "GODEBUG=asyncpreemptoff=1", "GOGC=off")
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	f := strings.Fields(line)
+	if err != nil || len(f) != helperSpinners+1 || f[0] != "ready" {
+		t.Fatalf("helper said %q, %v", line, err)
+	}
+	spinners := map[int]bool{}
+	for _, s := range f[1:] {
+		tid, _ := strconv.Atoi(s)
+		spinners[tid] = true
+	}
+
+	s := NewSampler(Config{RootPID: cmd.Process.Pid, IncludeRoot: true, Interval: pinnedInterval})
+	if err := s.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(pinnedWindow)
+	obs := s.Stop()
+	w := obs.DurationSec
+	if want := delayAcctState("/proc"); obs.DelayAcct != want {
+		t.Errorf("delay accounting %q, the sysctl says %q", obs.DelayAcct, want)
+	}
+
+	run := &model.Run{Observation: obs}
+	analyze.FromObservation(run)
+	times := map[int]model.ThreadTime{}
+	for _, tt := range run.TimeAccounting.Threads {
+		times[tt.TID] = tt
+	}
+	var waits float64
+	for _, th := range obs.Totals.Threads {
+		if !spinners[th.TID] {
+			continue
+		}
+		delete(spinners, th.TID)
+		cpu := th.UserSec + th.SystemSec
+		t.Logf("thread %d: cpu %.3f s, run-queue wait %.3f s, window %.3f s", th.TID, cpu, th.RunDelaySec, w)
+		if !th.SchedStat {
+			t.Errorf("thread %d: schedstat not read", th.TID)
+		}
+		if th.RunDelaySec < minWaitShare*w {
+			t.Errorf("thread %d waited %.3f s for the CPU, want more than %.0f%% of %.3f s", th.TID, th.RunDelaySec, minWaitShare*100, w)
+		}
+		if d := cpu + th.RunDelaySec - w; math.Abs(d) > sumTolerance*w {
+			t.Errorf("thread %d: cpu + run-queue wait is %.3f s off the window (%.3f s)", th.TID, d, w)
+		}
+		waits += th.RunDelaySec
+
+		tt := times[th.TID]
+		sec := tt.Seconds
+		if sum := sec[model.CatCPU] + sec[model.CatCPUWait] + sec[model.CatUnknown]; math.Abs(sum-w) > 1e-9 || len(sec) != 3 {
+			t.Errorf("thread %d accounting %v adds up to %.3f s, window %.3f s", th.TID, sec, sum, w)
+		}
+		if sec[model.CatCPUWait] < minWaitShare*w || sec[model.CatUnknown] > sumTolerance*w {
+			t.Errorf("thread %d accounting %v: want cpu-wait over %.0f%% and unknown under %.0f%% of the window", th.TID, sec, minWaitShare*100, sumTolerance*100)
+		}
+	}
+	if len(spinners) > 0 {
+		t.Fatalf("spinning threads %v not seen", spinners)
+	}
+	if tot := obs.Totals.Process.RunDelaySec; tot < waits-1e-6 {
+		t.Errorf("process run-queue wait %.3f s, less than the spinners' %.3f s", tot, waits)
+	}
+	checkRunDelays(t, obs)
+}
+
+// checkRunDelays: the per-interval run-queue waits of the timeline add up
+// to the per-thread ones over the window, so that no interval was lost or
+// counted twice (an idle thread's schedstat is read only when it has run).
+func checkRunDelays(t *testing.T, obs *model.Observation) {
+	t.Helper()
+	var timeline, threads float64
+	for _, smp := range obs.Timeline {
+		timeline += smp.Process.RunDelaySec
+	}
+	for _, th := range obs.Totals.Threads {
+		if th.SchedStat {
+			threads += th.RunDelaySec
+		}
+	}
+	if math.Abs(timeline-threads) > 1e-6 {
+		t.Errorf("run-queue waits: timeline %.6f s, threads %.6f s", timeline, threads)
+	}
+}
+
+// TestSchedstatMissing: a kernel that keeps no schedstat prints "0 0 0",
+// and one without CONFIG_SCHED_INFO has no file; both turn cpu-wait off.
+func TestSchedstatMissing(t *testing.T) {
+	dir := t.TempDir()
+	if why := schedstatMissing(dir); !strings.Contains(why, "not readable") {
+		t.Errorf("no file: %q", why)
+	}
+	if err := os.Mkdir(filepath.Join(dir, "thread-self"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for content, live := range map[string]bool{"0 0 0\n": false, "garbage\n": false, "1234 5 6\n": true} {
+		if err := os.WriteFile(filepath.Join(dir, "thread-self", "schedstat"), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if why := schedstatMissing(dir); (why == "") != live {
+			t.Errorf("%q: %q", content, why)
+		}
 	}
 }

@@ -21,11 +21,16 @@ type thread struct {
 	start uint64
 	comm  string
 	// base is the value at window start (zero for a thread born in the
-	// window); the others are the latest read.
-	baseUser, baseSys, baseVol, baseInvol, baseBlkio uint64
-	user, sys, vol, invol, blkio                     uint64
-	alive                                            bool
-	seenRound                                        int
+	// window); the others are the latest read. runDelay is in ns.
+	baseUser, baseSys, baseVol, baseInvol, baseBlkio, baseRunDelay uint64
+	user, sys, vol, invol, blkio, runDelay                         uint64
+	baseIO, io                                                     ioCounters
+	// sched and hasIO say that schedstat and io were read at the thread's
+	// first sample, so that its base is right; a later failed read keeps
+	// the previous value, which the next good read catches up on.
+	sched, hasIO bool
+	alive        bool
+	seenRound    int
 }
 
 type proc struct {
@@ -51,8 +56,13 @@ type tree struct {
 	rootPID     int
 	includeRoot bool
 	startTicks  uint64 // window start, clock ticks after boot
-	fs          promfs.FS
-	r           *reader
+	// schedstat: read each thread's schedstat (the kernel keeps it);
+	// threadIO: read each thread's io (delay accounting is on, and its
+	// block-IO delay is only worth splitting then). final: this update
+	// ends the window, so every thread is read in full.
+	schedstat, threadIO, final bool
+	fs                         promfs.FS
+	r                          *reader
 
 	round   int
 	procs   map[int]*proc
@@ -307,7 +317,8 @@ func (t *tree) reaper(d *proc) *proc {
 }
 
 // readThreads reads every thread of p; thread-level counters (context
-// switches, block-IO delay) exist only per thread.
+// switches, run-queue wait, block-IO delay and, with delay accounting on,
+// the thread's own block-IO counts) exist only per thread.
 func (t *tree) readThreads(p *proc, first bool, use *model.ProcessUse) {
 	tids := t.tids[:0]
 	err := t.r.numericEntries(t.r.join(t.procRoot, p.pid, "task"), func(tid int) { tids = append(tids, tid) })
@@ -337,22 +348,36 @@ func (t *tree) readThreads(p *proc, first bool, use *model.ProcessUse) {
 		} else if string(st.comm) != th.comm { // renamed (prctl PR_SET_NAME)
 			th.comm = string(st.comm)
 		}
-		prevVol, prevInvol, prevBlkio := th.vol, th.invol, th.blkio
+		prevUser, prevSys, prevVol, prevInvol, prevBlkio, prevRunDelay := th.user, th.sys, th.vol, th.invol, th.blkio, th.runDelay
 		th.user, th.sys, th.blkio = st.utime, st.stime, st.blkio
 		if sb, err := t.r.readFile(t.r.join(t.procRoot, p.pid, "task", tid, "status")); err == nil {
 			if v, iv, ok := parseCtxSwitches(sb); ok {
 				th.vol, th.invol = v, iv
 			}
 		}
+		// schedstat and io are skipped for a thread that has neither run a
+		// tick nor been switched out since its last read; a later read
+		// catches up (see "Run-queue wait and block-IO delay" in the
+		// package comment).
+		still := !fresh && !t.final && th.user == prevUser && th.sys == prevSys && th.vol == prevVol && th.invol == prevInvol
+		var schedOK, ioOK bool
+		if !still {
+			schedOK, ioOK = t.readThreadSched(p.pid, th), t.readThreadIO(p.pid, th)
+		}
 		if fresh {
+			th.sched, th.hasIO = schedOK, ioOK
 			if first || t.bornBefore(st.start) {
 				th.baseUser, th.baseSys, th.baseVol, th.baseInvol, th.baseBlkio = th.user, th.sys, th.vol, th.invol, th.blkio
+				th.baseRunDelay, th.baseIO = th.runDelay, th.io
 			}
-			prevVol, prevInvol, prevBlkio = th.baseVol, th.baseInvol, th.baseBlkio
+			prevVol, prevInvol, prevBlkio, prevRunDelay = th.baseVol, th.baseInvol, th.baseBlkio, th.baseRunDelay
 		}
 		use.VolCtxSw += int64(sat(th.vol, prevVol))
 		use.InvolCtxSw += int64(sat(th.invol, prevInvol))
 		use.IODelaySec += float64(sat(th.blkio, prevBlkio)) / userHZ
+		if th.sched {
+			use.RunDelaySec += float64(sat(th.runDelay, prevRunDelay)) / 1e9
+		}
 		th.alive, th.seenRound = true, t.round
 	}
 	for _, th := range p.threads {
@@ -362,6 +387,41 @@ func (t *tree) readThreads(p *proc, first bool, use *model.ProcessUse) {
 			use.Threads++
 		}
 	}
+}
+
+// readThreadSched reads a thread's run-queue wait from its schedstat, when
+// the kernel keeps one; one more small file per thread (~7 µs here).
+func (t *tree) readThreadSched(pid int, th *thread) bool {
+	if !t.schedstat {
+		return false
+	}
+	b, err := t.r.readFile(t.r.join(t.procRoot, pid, "task", th.tid, "schedstat"))
+	if err != nil {
+		return false
+	}
+	_, run, ok := parseSchedstat(b)
+	if ok {
+		th.runDelay = run
+	}
+	return ok
+}
+
+// readThreadIO reads a thread's block-IO byte counts, only while delay
+// accounting is on: they tell what its block-IO delay waited for, and
+// without that delay they would cost a file read per thread for nothing.
+func (t *tree) readThreadIO(pid int, th *thread) bool {
+	if !t.threadIO {
+		return false
+	}
+	b, err := t.r.readFile(t.r.join(t.procRoot, pid, "task", th.tid, "io"))
+	if err != nil {
+		return false
+	}
+	c, ok := parseBlockIO(b)
+	if ok {
+		th.io = c
+	}
+	return ok
 }
 
 // bornBefore says whether a start time is before the window began (with a
@@ -388,14 +448,24 @@ func (t *tree) readIO(pid int) (ioCounters, error) {
 func (t *tree) threadUses() []model.ThreadUse {
 	var out []model.ThreadUse
 	add := func(p *proc, th *thread) {
-		out = append(out, model.ThreadUse{
+		u := model.ThreadUse{
 			PID: p.pid, TID: th.tid, Comm: th.comm,
 			UserSec:    float64(sat(th.user, th.baseUser)) / userHZ,
 			SystemSec:  float64(sat(th.sys, th.baseSys)) / userHZ,
 			VolCtxSw:   int64(sat(th.vol, th.baseVol)),
 			InvolCtxSw: int64(sat(th.invol, th.baseInvol)),
+			IODelaySec: float64(sat(th.blkio, th.baseBlkio)) / userHZ,
+			SchedStat:  th.sched,
 			Exited:     !th.alive,
-		})
+		}
+		if th.sched {
+			u.RunDelaySec = float64(sat(th.runDelay, th.baseRunDelay)) / 1e9
+		}
+		if th.hasIO {
+			d := subIO(th.io, th.baseIO)
+			u.IO = &model.ThreadIO{ReadBytes: int64(d.readBytes), WriteBytes: int64(d.writeBytes), CancelledWriteBytes: int64(d.cancelled)}
+		}
+		out = append(out, u)
 	}
 	each := func(p *proc) {
 		if !p.included || p.seenRound == 0 {
