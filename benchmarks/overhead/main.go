@@ -67,15 +67,7 @@ func main() {
 			if out, err := cmd.CombinedOutput(); err != nil {
 				return 0, fmt.Errorf("%v: %v\n%s", args, err, out)
 			}
-			b, err := os.ReadFile(rec)
-			if err != nil {
-				return 0, err
-			}
-			var r model.Run
-			if err := json.Unmarshal(b, &r); err != nil {
-				return 0, err
-			}
-			return pick(r.Result), nil
+			return recordRate(rec, pick)
 		}
 	}
 	writes := func(r *model.Result) float64 { return r.FileIO.Ops[0].OpsPerSec }
@@ -139,15 +131,7 @@ func main() {
 			if out, err := cmd.CombinedOutput(); err != nil {
 				return 0, fmt.Errorf("bpftrace: %v\n%s", err, out)
 			}
-			b, err := os.ReadFile(rec)
-			if err != nil {
-				return 0, err
-			}
-			var r model.Run
-			if err := json.Unmarshal(b, &r); err != nil {
-				return 0, err
-			}
-			return writes(r.Result), nil
+			return recordRate(rec, writes)
 		}
 		bare := perfsleuthRate(append([]string{"bench"}, fio...), writes)
 		sys := perfsleuthRate(append(append(obs, "--syscalls"), fio...), writes)
@@ -181,6 +165,19 @@ tracepoint:raw_syscalls:sys_exit /pid == cpid && @start[tid]/ {
 	@lat[args->id] = hist(nsecs - @start[tid]);
 	delete(@start[tid]);
 }`
+
+// recordRate reads a run record and picks the throughput from its result.
+func recordRate(rec string, pick func(*model.Result) float64) (float64, error) {
+	b, err := os.ReadFile(rec)
+	if err != nil {
+		return 0, err
+	}
+	var r model.Run
+	if err := json.Unmarshal(b, &r); err != nil {
+		return 0, err
+	}
+	return pick(r.Result), nil
+}
 
 func run(name string, args ...string) {
 	cmd := exec.Command(name, args...)

@@ -265,3 +265,32 @@ func joinSchedulers(pairs []string) string {
 	}
 	return first
 }
+
+// DeviceMounts maps each block device ("major:minor", as /proc/PID/mountinfo
+// writes it) to where the root of its filesystem is mounted. A device
+// mounted only below its root (a bind mount of a subdirectory) maps to "":
+// paths from its filesystem's root have no place in the tree then.
+func DeviceMounts() map[string]string {
+	out := map[string]string{}
+	fs, err := procfs.NewFS("/proc")
+	if err != nil {
+		return out
+	}
+	mounts, err := fs.GetMounts()
+	if err != nil {
+		return out
+	}
+	for _, m := range mounts {
+		dev := m.MajorMinorVer
+		if unescapeMountinfo(m.Root) != "/" {
+			if _, ok := out[dev]; !ok {
+				out[dev] = ""
+			}
+			continue
+		}
+		if out[dev] == "" {
+			out[dev] = unescapeMountinfo(m.MountPoint)
+		}
+	}
+	return out
+}

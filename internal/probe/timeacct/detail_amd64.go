@@ -3,20 +3,20 @@
 package timeacct
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
 )
 
 // readFiles lists the synced files, most time first.
 func (p *Probe) readFiles(res *Result) error {
-	mounts := readMounts("/proc/self/mountinfo")
+	mounts := sysinfo.DeviceMounts()
 	var k timeacctTaFileKey
 	var f timeacctTaFile
 	it := p.objs.Files.Iterate()
@@ -54,61 +54,6 @@ func filePath(mount, dev string, f *timeacctTaFile) string {
 	}
 	if b.Len() == 0 {
 		return "/"
-	}
-	return b.String()
-}
-
-// readMounts maps "major:minor" to the mount point of the filesystem's root
-// (the first mount whose root is "/"; a device mounted only below its root,
-// a bind mount, maps to that mount with its root prefixed).
-func readMounts(path string) map[string]string {
-	out := map[string]string{}
-	f, err := os.Open(path)
-	if err != nil {
-		return out
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// 36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		dev, root, point := fields[2], unescapeMount(fields[3]), unescapeMount(fields[4])
-		if root == "/" {
-			if _, ok := out[dev]; !ok || strings.HasPrefix(out[dev], "!") {
-				out[dev] = point
-			}
-		} else if _, ok := out[dev]; !ok {
-			// Only a bind mount of a subdirectory seen so far: paths from
-			// the filesystem's root would be wrong below it; mark it.
-			out[dev] = "!" + point
-		}
-	}
-	for dev, point := range out {
-		if strings.HasPrefix(point, "!") {
-			out[dev] = ""
-		}
-	}
-	return out
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
 	}
 	return b.String()
 }
