@@ -105,23 +105,26 @@ func summarize(ta *model.TimeAccounting) {
 	}
 }
 
+// idleWaitShare is the least share of its time an idle thread spends waiting
+// in lock or sleep.
+const idleWaitShare = 0.95
+
 func isIdle(t *model.ThreadTime) bool {
 	if t.WallSec <= 0 {
 		return true
 	}
 	s := t.Seconds
-	// Waiting for work happens on condition variables, futexes, timers and
-	// polls (lock, sleep); a thread blocked on storage or elsewhere is not
-	// idle, however little it ran.
-	if s[model.CatStorageRead]+s[model.CatStorageWrite]+s[model.CatStorageSync]+s[model.CatOther] > 0 {
-		return false
-	}
 	if _, known := s[model.CatUnknown]; known && s[model.CatUnknown] > 0 {
 		// The /proc fallback cannot see why a thread was off the CPU, so
 		// it cannot call it idle on that evidence alone.
 		return s[model.CatCPU] == 0
 	}
-	return (s[model.CatCPU]+s[model.CatCPUWait])/t.WallSec < idleCPUShare
+	// Waiting for work happens on condition variables, futexes, timers and
+	// polls (lock, sleep), nearly the whole window; a thread that spent
+	// more than a sliver of it on storage, elsewhere or waiting for a CPU
+	// is not idle, however little it ran. (A sliver: a parked thread's
+	// start-up faults in a page or waits for a CPU on a loaded machine.)
+	return s[model.CatCPU]/t.WallSec < idleCPUShare && (s[model.CatLock]+s[model.CatSleep])/t.WallSec >= idleWaitShare
 }
 
 // busySeconds is the busy threads' total time.
