@@ -50,16 +50,35 @@ func keepMaps(root int) *mapsKeeper {
 func (k *mapsKeeper) read(root int) {
 	pids, _ := proctree.Descendants("/proc", root)
 	for _, pid := range append(pids, root) {
-		if m, err := symbolize.ReadMaps(pid); err == nil && m != nil {
-			k.mu.Lock()
-			k.maps[pid] = m
-			k.mu.Unlock()
-		}
+		k.keep(pid)
 	}
 }
 
-// stop takes a last snapshot of the processes still there and ends the
-// periodic reads. Safe on nil and more than once.
+// keep takes a snapshot of pid's mappings unless it has none left: an
+// exited process not yet reaped (a zombie) shows an empty maps file, which
+// must not replace the snapshot taken while it ran.
+func (k *mapsKeeper) keep(pid int) {
+	m, err := symbolize.ReadMaps(pid)
+	if err != nil || m == nil || len(m.Mappings) == 0 {
+		return
+	}
+	k.mu.Lock()
+	k.maps[pid] = m
+	k.mu.Unlock()
+}
+
+// snapshot returns pid's last snapshot, nil if none was taken. Safe on nil.
+func (k *mapsKeeper) snapshot(pid int) *symbolize.Maps {
+	if k == nil {
+		return nil
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.maps[pid]
+}
+
+// stop ends the periodic reads and takes a last snapshot of the processes
+// still there. Safe on nil and more than once.
 func (k *mapsKeeper) stop() {
 	if k == nil {
 		return
@@ -69,21 +88,11 @@ func (k *mapsKeeper) stop() {
 		return
 	default:
 	}
-	k.mu.Lock()
-	pids := make([]int, 0, len(k.maps))
-	for pid := range k.maps {
-		pids = append(pids, pid)
-	}
-	k.mu.Unlock()
-	for _, pid := range pids {
-		if m, err := symbolize.ReadMaps(pid); err == nil && m != nil && len(m.Mappings) > 0 {
-			k.mu.Lock()
-			k.maps[pid] = m
-			k.mu.Unlock()
-		}
-	}
 	close(k.done)
 	k.wg.Wait()
+	for pid := range k.maps {
+		k.keep(pid)
+	}
 }
 
 // symbolise names the frames of the off-CPU stacks: kernel frames from
@@ -103,12 +112,7 @@ func symbolise(stacks []timeacct.OffCPUStack, maps *mapsKeeper) []model.OffCPUSt
 		if kerr != nil && len(s.Kernel) > 0 {
 			o.KernelNote = "kernel frames not named: " + kerr.Error()
 		}
-		var m *symbolize.Maps
-		if maps != nil {
-			maps.mu.Lock()
-			m = maps.maps[s.PID]
-			maps.mu.Unlock()
-		}
+		m := maps.snapshot(s.PID)
 		for i, a := range s.User {
 			if m == nil {
 				o.User = append(o.User, hexAddr(a))
