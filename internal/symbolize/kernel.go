@@ -9,12 +9,16 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 )
 
 // ErrKernelHidden is returned by [LoadKernel] when kallsyms lists every
 // address as zero: kernel.kptr_restrict hides them from this user (1: from
 // users without CAP_SYSLOG; 2: from everyone).
 var ErrKernelHidden = errors.New("kernel addresses are hidden (kptr_restrict)")
+
+// ErrNoKernelSymbols is returned for a kallsyms file without a symbol line.
+var ErrNoKernelSymbols = errors.New("no symbols")
 
 // lastSymbolPage bounds the last kernel symbol, which has no next symbol to
 // end it: it ends at the page after its start, as perf assumes for the last
@@ -44,12 +48,23 @@ func LoadKernel(path string) (*Kernel, error) {
 	return k, nil
 }
 
-// parseKallsyms reads lines of "address type name [module]". A function
-// ends where the next symbol of any type starts, since kallsyms has no sizes.
-func parseKallsyms(r io.Reader) (*Kernel, error) {
+// KernelFunc is one kernel text symbol from kallsyms: [Start, End), its
+// type letter (T, t, W or w) and, for a module's symbol, the module.
+type KernelFunc struct {
+	Name, Module string
+	Type         byte
+	Start, End   uint64
+}
+
+// ReadKallsyms reads lines of "address type name [module]" and returns
+// every text symbol, aliases included, in file order. A function ends where
+// the next symbol of any type starts, since kallsyms has no sizes; the last
+// one ends at the page after its start. It returns an error wrapping
+// [ErrKernelHidden] when every address is zero.
+func ReadKallsyms(r io.Reader) ([]KernelFunc, error) {
 	var (
 		starts []uint64 // every non-zero address, to end the symbol before it
-		cs     []candidate
+		fs     []KernelFunc
 		lines  int
 	)
 	sc := bufio.NewScanner(r)
@@ -67,39 +82,58 @@ func parseKallsyms(r io.Reader) (*Kernel, error) {
 			continue // hidden, or a per-CPU offset (type A) that is not code
 		}
 		starts = append(starts, addr)
-		bind := bindGlobal
 		switch f[1][0] {
-		case 'T':
-		case 'W', 'w':
-			bind = bindWeak
-		case 't':
-			bind = bindLocal
+		case 'T', 't', 'W', 'w':
 		default:
 			continue // data
 		}
-		// A module symbol's "[module]" (f[3]) is dropped: the name is
-		// enough to read a stack and keeps names alike across modules.
-		cs = append(cs, candidate{sym: sym{addr: addr, name: string(f[2])}, bind: bind})
+		kf := KernelFunc{Name: string(f[2]), Type: f[1][0], Start: addr}
+		if len(f) > 3 {
+			kf.Module = strings.Trim(string(f[3]), "[]")
+		}
+		fs = append(fs, kf)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
 	}
 	if lines == 0 {
-		return nil, errors.New("no symbols")
+		return nil, ErrNoKernelSymbols
 	}
 	if len(starts) == 0 {
 		return nil, ErrKernelHidden
 	}
 	slices.Sort(starts)
 	starts = slices.Compact(starts)
-	for i := range cs {
-		c := &cs[i]
-		j, _ := slices.BinarySearch(starts, c.addr+1)
+	for i := range fs {
+		f := &fs[i]
+		j, _ := slices.BinarySearch(starts, f.Start+1)
 		if j < len(starts) {
-			c.size = starts[j] - c.addr
+			f.End = starts[j]
 		} else {
-			c.size = (c.addr+lastSymbolPage-1)&^(lastSymbolPage-1) + lastSymbolPage - c.addr
+			f.End = (f.Start+lastSymbolPage-1)&^(lastSymbolPage-1) + lastSymbolPage
 		}
+	}
+	return fs, nil
+}
+
+// parseKallsyms builds the lookup table from kallsyms.
+func parseKallsyms(r io.Reader) (*Kernel, error) {
+	fs, err := ReadKallsyms(r)
+	if err != nil {
+		return nil, err
+	}
+	cs := make([]candidate, 0, len(fs))
+	for _, f := range fs {
+		bind := bindGlobal
+		switch f.Type {
+		case 'W', 'w':
+			bind = bindWeak
+		case 't':
+			bind = bindLocal
+		}
+		// A module symbol's module is dropped: the name is enough to read a
+		// stack and keeps names alike across modules.
+		cs = append(cs, candidate{sym: sym{addr: f.Start, name: f.Name, size: f.End - f.Start}, bind: bind})
 	}
 	return &Kernel{syms: buildTable(cs)}, nil
 }

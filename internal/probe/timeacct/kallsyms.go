@@ -1,12 +1,13 @@
 package timeacct
 
 import (
-	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
+
+	"github.com/perfsleuth/perfsleuth/internal/symbolize"
 )
 
 // Stack classes, in priority order (lower wins); TA_CLASS_* in bpf/timeacct.h.
@@ -62,47 +63,25 @@ func symbolClass(name string) int {
 }
 
 // parseKallsyms reads /proc/kallsyms and returns the ranges of the
-// classified functions, each ending at the next symbol's address. Ranges
-// beyond maxRanges are left out, lowest priority first.
+// classified functions of the kernel itself (not modules), each ending at
+// the next symbol's address. Ranges beyond maxRanges are left out, lowest
+// priority first. Hidden addresses (kptr_restrict) or an empty file give no ranges.
 func parseKallsyms(r io.Reader) ([]symRange, error) {
-	var addrs []uint64
-	var found []symRange
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) < 3 {
-			continue
-		}
-		addr, err := strconv.ParseUint(f[0], 16, 64)
-		if err != nil {
-			return nil, fmt.Errorf("kallsyms: bad address %q: %w", f[0], err)
-		}
-		if addr == 0 {
-			// Addresses are hidden (kptr_restrict without privilege).
-			continue
-		}
-		addrs = append(addrs, addr)
-		if len(f) > 3 || (f[1] != "t" && f[1] != "T") {
-			continue // module symbols and data are not needed
-		}
-		if c := symbolClass(f[2]); c != classNone {
-			found = append(found, symRange{name: f[2], start: addr, class: c})
-		}
+	funcs, err := symbolize.ReadKallsyms(r)
+	if errors.Is(err, symbolize.ErrKernelHidden) || errors.Is(err, symbolize.ErrNoKernelSymbols) {
+		return nil, nil
 	}
-	if err := sc.Err(); err != nil {
+	if err != nil {
 		return nil, fmt.Errorf("kallsyms: %w", err)
 	}
-	slices.Sort(addrs)
-	addrs = slices.Compact(addrs)
-	out := found[:0]
-	for _, s := range found {
-		i, _ := slices.BinarySearch(addrs, s.start+1)
-		if i >= len(addrs) {
+	var out []symRange
+	for _, f := range funcs {
+		if f.Module != "" || (f.Type != 't' && f.Type != 'T') {
 			continue
 		}
-		s.end = addrs[i]
-		out = append(out, s)
+		if c := symbolClass(f.Name); c != classNone {
+			out = append(out, symRange{name: f.Name, start: f.Start, end: f.End, class: c})
+		}
 	}
 	slices.SortStableFunc(out, func(a, b symRange) int { return a.class - b.class })
 	if len(out) > maxRanges {
