@@ -15,7 +15,8 @@ import (
 // says why it could not (then the /proc fallback accounts for cpu only).
 type accountant struct {
 	probe *timeacct.Probe
-	costs *timeacct.Costs
+	// costNote says why the probe's cost is not estimated, if it is not.
+	costNote string
 	// maps keeps the last snapshot of each process's mappings, taken while
 	// it ran, to symbolise user stacks after it exits (Stacks only).
 	maps *mapsKeeper
@@ -62,13 +63,13 @@ func startAccounting(pid int, opts ObserveOptions) (*accountant, string) {
 		return nil, "not root: eBPF time accounting is off, so off-CPU time shows as unknown; run with sudo to see storage, lock and run-queue waits"
 	}
 	cfg := timeacct.Config{RootPID: pid, Syscalls: opts.Syscalls, Stacks: opts.Stacks}
-	costs, _ := calibrate(cfg) // without costs, fromProbe says why
+	costs, note := calibrate(cfg)
 	cfg.Costs = costs
 	p, err := timeacct.Start(cfg)
 	if err != nil {
 		return nil, fmt.Sprintf("eBPF time accounting is off (%v): off-CPU time shows as unknown; 'perfsleuth doctor' says what this kernel lacks", err)
 	}
-	a := &accountant{probe: p, costs: costs}
+	a := &accountant{probe: p, costNote: note}
 	if opts.Stacks {
 		a.maps = keepMaps(pid)
 	}
@@ -87,7 +88,10 @@ func (a *accountant) finish(run *model.Run) {
 		run.Warnings = append(run.Warnings, "eBPF time accounting failed: "+err.Error())
 		return
 	}
-	run.TimeAccounting = fromProbe(res, a.costs)
+	run.TimeAccounting = fromProbe(res)
+	if res.Costs == nil {
+		run.TimeAccounting.ProbeNote = a.costNote
+	}
 	if res.Stacks {
 		run.TimeAccounting.OffCPU = symbolise(res.OffCPU, a.maps)
 	}
@@ -102,7 +106,7 @@ func (a *accountant) close() {
 }
 
 // fromProbe converts the probe's counts into the run record's accounting.
-func fromProbe(r *timeacct.Result, costs *timeacct.Costs) *model.TimeAccounting {
+func fromProbe(r *timeacct.Result) *model.TimeAccounting {
 	ta := &model.TimeAccounting{
 		Source:           "ebpf",
 		WindowSec:        float64(r.EndNs-r.StartNs) / 1e9,
@@ -114,17 +118,14 @@ func fromProbe(r *timeacct.Result, costs *timeacct.Costs) *model.TimeAccounting 
 		ProbeCPUSec:      float64(r.EstimatedNs) / 1e9,
 		ProbeNote:        r.CostNote,
 	}
-	if costs == nil {
-		_, ta.ProbeNote = calibrate(timeacct.Config{Syscalls: r.Syscalls, Stacks: r.Stacks})
-	}
 	for i := range timeacct.NumPrograms {
 		if r.Runs[i] == 0 {
 			continue
 		}
 		ta.ProbeRuns += int64(r.Runs[i])
 		pc := model.ProgramCost{Name: timeacct.ProgramNames[i], Runs: int64(r.Runs[i]), TrackedRuns: int64(r.TrackedRuns[i])}
-		if costs != nil {
-			pc.UntrackedNs, pc.TrackedNs = costs.UntrackedNs[i], costs.TrackedNs[i]
+		if c := r.Costs; c != nil {
+			pc.UntrackedNs, pc.TrackedNs = c.UntrackedNs[i], c.TrackedNs[i]
 		}
 		ta.Programs = append(ta.Programs, pc)
 	}

@@ -294,8 +294,8 @@ func (p *Probe) read() (*Result, error) {
 			res.TrackedRuns[i] += c.Tracked[i]
 		}
 	}
-	if p.cfg.Costs != nil {
-		res.EstimatedNs, res.CostNote = p.cfg.Costs.Estimate(res.Runs, res.TrackedRuns)
+	if res.Costs = p.cfg.Costs; res.Costs != nil {
+		res.EstimatedNs, res.CostNote = res.Costs.Estimate(res.Runs, res.TrackedRuns)
 	} else {
 		res.CostNote = "the probe's cost was not calibrated"
 	}

@@ -92,6 +92,8 @@ type Result struct {
 	// says what the estimate leaves out, or why there is none.
 	EstimatedNs uint64
 	CostNote    string
+	// Costs are Config.Costs, the per-run costs the estimate used.
+	Costs *Costs
 	// Sync times the sync calls of the tree, indexed like SyncKinds, and
 	// Files lists the files they synced. SyncNote says why both are empty
 	// when the hooks they need are missing; the rest of the result is
