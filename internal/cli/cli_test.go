@@ -340,7 +340,10 @@ func TestCtrlCStopsTheRunPrintsWhatWasMeasuredAndCleansUp(t *testing.T) {
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
-			time.Sleep(1500 * time.Millisecond)
+			// Into the measured phase: observe first calibrates its probe
+			// (~0.5 s, overlapping the prepare step) and loads it, which
+			// on a loaded 2-CPU machine can take most of 1.5 s.
+			time.Sleep(3 * time.Second)
 			cmd.Process.Signal(syscall.SIGINT)
 			err := cmd.Wait()
 			var ee *exec.ExitError

@@ -31,8 +31,8 @@ var calibrations struct {
 }
 
 // calibrate returns the probe's costs for cfg's settings, measured once per
-// process. The sync programs are calibrated on a temporary file in the
-// current directory, perfsleuth's working directory.
+// process. The sync programs are calibrated on an unnamed temporary file in
+// the current directory, perfsleuth's working directory.
 func calibrate(cfg timeacct.Config) (*timeacct.Costs, string) {
 	calibrations.Lock()
 	defer calibrations.Unlock()
@@ -50,6 +50,17 @@ func calibrate(cfg timeacct.Config) (*timeacct.Costs, string) {
 	}
 	calibrations.costs[key], calibrations.notes[key] = c, note
 	return c, note
+}
+
+// calibrateAhead calibrates the probe for opts in the background, so that it
+// overlaps what comes before the window; startAccounting then finds the
+// costs ready or waits for them. If perfsleuth exits first, nothing is left
+// behind: the probe goes with the process, the sync file has no name.
+func calibrateAhead(opts ObserveOptions) {
+	if opts.NoEBPF || os.Geteuid() != 0 {
+		return
+	}
+	go calibrate(timeacct.Config{Syscalls: opts.Syscalls, Stacks: opts.Stacks})
 }
 
 // startAccounting attaches the probe to the tree below pid. A failure is not

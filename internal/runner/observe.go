@@ -42,6 +42,9 @@ func ObserveBuiltin(ctx context.Context, t model.Target, opts ObserveOptions, ho
 	if err != nil {
 		return nil, err
 	}
+	// The probe's calibration (~0.5 s) overlaps the benchmark's prepare
+	// step instead of following it.
+	calibrateAhead(opts)
 	// The child removes its own files; removeDir covers a child that was killed
 	// before it could (it also keeps a --keep directory).
 	defer removeDir()

@@ -20,10 +20,10 @@ const minCalibrationRuns = 20
 // statistics on (they time every program run; they are off while
 // observing, because they slow every BPF program on the machine): first
 // tracking nothing while this process makes context switches, wake-ups,
-// threads, syscalls and, when dir is given, fdatasync calls on a temporary
-// file in dir, then tracking this process through the same work. The first
-// phase gives the filter-only cost of each program, the second the cost of a
-// tracked run. Takes about half a second; needs root.
+// processes, syscalls and, when dir is given, fdatasync calls on an unnamed
+// temporary file in dir, then tracking this process through the same work.
+// The first phase gives the filter-only cost of each program, the second
+// the cost of a tracked run. Takes about half a second; needs root.
 func Calibrate(cfg Config, dir string) (*Costs, error) {
 	st, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
 	if err != nil {
@@ -144,11 +144,14 @@ func calibrationWork(dir string) error {
 	if dir == "" {
 		return nil
 	}
-	f, err := os.CreateTemp(dir, ".perfsleuth-calibrate-*")
+	// An unnamed file (O_TMPFILE): nothing is left in dir, whatever way
+	// perfsleuth exits. A filesystem without O_TMPFILE gets no sync
+	// calibration; the estimate then says so.
+	fd, err := unix.Open(dir, unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
 	if err != nil {
-		return nil // no sync calibration; the estimate says so
+		return nil
 	}
-	defer os.Remove(f.Name())
+	f := os.NewFile(uintptr(fd), "calibration")
 	defer f.Close()
 	for range 100 {
 		if _, err := f.Write([]byte{0}); err != nil {
