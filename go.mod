@@ -10,9 +10,7 @@ require (
 	github.com/spf13/pflag v1.0.10
 	golang.org/x/sys v0.49.0
 	golang.org/x/term v0.47.0
+	gonum.org/v1/gonum v0.17.0
 )
 
-require (
-	github.com/inconshreveable/mousetrap v1.1.0 // indirect
-	gonum.org/v1/gonum v0.17.0 // indirect
-)
+require github.com/inconshreveable/mousetrap v1.1.0 // indirect

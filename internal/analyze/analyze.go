@@ -28,6 +28,9 @@ func Analyze(run *model.Run) {
 		busyStacks(ta)
 		run.Verdict = verdict(ta)
 	}
+	if run.Experiments != nil {
+		experiments(run)
+	}
 	run.Findings = nil
 	for _, r := range rules {
 		if f := r.check(run); f != nil {

@@ -64,36 +64,13 @@ where the workload's time went, names the bottleneck and lists its findings.`,
   perfsleuth observe --json run.json fileio --rw randwrite --bs 4k --fsync 1
   perfsleuth observe -- dd if=/dev/zero of=big bs=1M count=512 oflag=direct
   perfsleuth observe -p 1234 --duration 30s`,
-	}, nil)
-}
-
-// newDiagnoseCmd is observe with the verdict as its purpose. The experiments
-// that prove the bottleneck (fewer cores, contention, IO pressure, a cold
-// cache) come with a later version; --quick is observation only.
-func newDiagnoseCmd() *cobra.Command {
-	var quick bool
-	cmd := newObserveLike(&cobra.Command{
-		Use:   "diagnose --quick [flags] fileio|sqlite [workload flags] | -- CMD [ARGS...] | -p PID",
-		Short: "Name the bottleneck of a workload, with the evidence",
-		Long: `Observe a workload and report the verdict: which resource its busy threads spent
-their time on, and the findings that support it. --quick observes only; the
-experiments that rerun the workload under changed conditions are not built yet.`,
-		Example: `  perfsleuth diagnose --quick sqlite --journal delete --sync full
-  perfsleuth diagnose --quick -- ./my-benchmark --threads 8`,
-	}, func() error {
-		if !quick {
-			return errors.New("diagnose runs experiments, which this version does not have yet: use diagnose --quick (observation only)")
-		}
-		return nil
-	})
-	cmd.PersistentFlags().BoolVar(&quick, "quick", false, "observe only, no experiments")
-	return cmd
+	}, nil, nil)
 }
 
 // newObserveLike builds observe (and diagnose): the flags, the built-in
 // workload subcommands, and the run. pre, if set, checks the command's own
 // flags first.
-func newObserveLike(cmd *cobra.Command, pre func() error) *cobra.Command {
+func newObserveLike(cmd *cobra.Command, pre func() error, exp *experimentFlags) *cobra.Command {
 	var f observeFlags
 	checkAll := func() error {
 		if pre != nil {
@@ -112,6 +89,8 @@ func newObserveLike(cmd *cobra.Command, pre func() error) *cobra.Command {
 			switch {
 			case f.pid != 0 && len(args) > 0:
 				return errors.New("give either -p PID or a command after --, not both")
+			case f.pid != 0 && exp.on():
+				return errors.New("diagnose reruns the workload under changed conditions, which an existing process cannot be: use diagnose --quick -p PID to observe it, or give the command after --")
 			case f.pid != 0:
 				run, err := runner.ObservePID(cmd.Context(), f.pid, f.duration, opts)
 				if err != nil {
@@ -125,6 +104,9 @@ func newObserveLike(cmd *cobra.Command, pre func() error) *cobra.Command {
 			}
 			if cmd.ArgsLenAtDash() != 0 {
 				return fmt.Errorf("unknown workload %q: use fileio, sqlite, or put a command after --", args[0])
+			}
+			if exp.on() {
+				return exp.run(cmd, nil, args, &f)
 			}
 			run, err := runner.ObserveCommand(cmd.Context(), args, opts)
 			if err != nil {
@@ -146,6 +128,10 @@ func newObserveLike(cmd *cobra.Command, pre func() error) *cobra.Command {
 		sub.RunE = func(cmd *cobra.Command, _ []string) error {
 			if err := checkAll(); err != nil {
 				return err
+			}
+			if exp.on() {
+				t := target()
+				return exp.run(cmd, &t, nil, &f)
 			}
 			bar := newProgressBar(cmd.ErrOrStderr())
 			defer bar.Clear()

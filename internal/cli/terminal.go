@@ -43,6 +43,8 @@ type progressBar struct {
 	drawn   bool
 	phStart time.Time
 	stop    chan struct{}
+	// prefix is drawn before the phase (diagnose: the condition and run).
+	prefix string
 }
 
 func newProgressBar(w io.Writer) *progressBar {
@@ -83,6 +85,24 @@ func (p *progressBar) Progress(f float64) {
 	p.draw(false)
 }
 
+// SetPrefix sets what the bar shows before the phase.
+func (p *progressBar) SetPrefix(s string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.prefix = s
+}
+
+// Hide removes the bar from the line until its next redraw, so that a
+// message prints on a clean line.
+func (p *progressBar) Hide() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.drawn {
+		fmt.Fprint(p.w, "\r\033[K")
+		p.drawn = false
+	}
+}
+
 // Clear removes the bar so that results print on a clean line.
 func (p *progressBar) Clear() {
 	p.mu.Lock()
@@ -108,7 +128,7 @@ func (p *progressBar) draw(force bool) {
 	p.last = now
 	const width = 30
 	elapsed := now.Sub(p.phStart)
-	line := fmt.Sprintf("%-8s", p.phase)
+	line := p.prefix + fmt.Sprintf("%-8s", p.phase)
 	if p.phase == "run" {
 		f := min(max(p.frac, 0), 1)
 		n := int(f * width)

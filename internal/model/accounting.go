@@ -103,6 +103,15 @@ type Verdict struct {
 	// primary's), when there is one: the accounting cannot rank them.
 	Secondary string `json:"secondary,omitempty"`
 	Summary   string `json:"summary"`
+	// Sensitivity maps each resource an experiment tested ("cpu", "io",
+	// "cache", "memory") to how much taking it away moved the workload.
+	Sensitivity map[string]Sensitivity `json:"sensitivity,omitempty"`
+	// Conclusion combines the accounting with the experiments, and says so
+	// when they disagree (diagnose only).
+	Conclusion string `json:"conclusion,omitempty"`
+	// Bottleneck is the resource the conclusion names: "cpu", "io",
+	// "cache", "memory", or "" when the experiments did not show one.
+	Bottleneck string `json:"bottleneck,omitempty"`
 }
 
 // Finding is one thing the analysis noticed, with its evidence.

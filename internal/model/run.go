@@ -31,6 +31,9 @@ type Run struct {
 	TimeAccounting *TimeAccounting `json:"time_accounting,omitempty"`
 	Verdict        *Verdict        `json:"verdict,omitempty"`
 	Findings       []Finding       `json:"findings,omitempty"`
+	// Experiments are diagnose's reruns under changed conditions; the rest
+	// of the record is then the baseline run with the median measure.
+	Experiments *Experiments `json:"experiments,omitempty"`
 	// Warnings are things the user can act on, in plain words.
 	Warnings []string `json:"warnings,omitempty"`
 }

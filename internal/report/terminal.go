@@ -25,6 +25,7 @@ func Terminal(run *model.Run, o Options) []byte {
 	d.target(run.Target)
 	d.result(run)
 	d.accounting(run)
+	d.experiments(run)
 	if run.Observation != nil {
 		d.observation(run, run.Observation)
 	}
@@ -41,6 +42,9 @@ func (d *doc) title(run *model.Run) {
 	verb := "bench"
 	if run.Observation != nil {
 		verb = "observe"
+	}
+	if ex := run.Experiments; ex != nil {
+		verb = fmt.Sprintf("diagnose (the baseline run with the median result, of %d runs)", len(ex.Order))
 	}
 	t := run.Target
 	what := t.Kind

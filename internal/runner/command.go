@@ -45,6 +45,12 @@ func ObserveCommand(ctx context.Context, argv []string, opts ObserveOptions) (*m
 	defer gateW.Close()
 	cmd := exec.Command("/bin/sh", append([]string{"-c", gateScript, path}, argv[1:]...)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	if opts.Output != nil {
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, opts.Output, opts.Output
+		// A daemon the command left behind may hold the output pipe open:
+		// stop copying from it a second after the command is gone.
+		cmd.WaitDelay = time.Second
+	}
 	cmd.ExtraFiles = []*os.File{gateR}
 	// If perfsleuth dies, so does the command it started.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -72,6 +78,11 @@ func ObserveCommand(ctx context.Context, argv []string, opts ObserveOptions) (*m
 		}
 	}()
 
+	if opts.BeforeRun != nil {
+		if err := opts.BeforeRun(cmd.Process.Pid); err != nil {
+			return nil, err
+		}
+	}
 	obs, err := startObservers(context.Background(), cmd.Process.Pid, opts, run)
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"syscall"
@@ -24,6 +25,14 @@ type ObserveOptions struct {
 	Syscalls bool
 	// Stacks takes the kernel and user stack of every sleep (costs more).
 	Stacks bool
+	// BeforeRun, when set, is called with the workload's pid once it is
+	// ready and before the measured phase (and its observation) starts: a
+	// built-in benchmark has prepared its files, a command has not yet been
+	// exec'd. diagnose applies its conditions there. An error ends the run.
+	BeforeRun func(pid int) error
+	// Output, when set, takes a command's stdout and stderr (and the
+	// command's stdin is /dev/null); otherwise it has the terminal's.
+	Output io.Writer
 }
 
 // How long a stopping child gets before it is signalled harder. A benchmark
@@ -126,6 +135,11 @@ func ObserveBuiltin(ctx context.Context, t model.Target, opts ObserveOptions, ho
 			}
 			switch e.Event {
 			case "prepared":
+				if opts.BeforeRun != nil {
+					if err := opts.BeforeRun(cmd.Process.Pid); err != nil {
+						return nil, err
+					}
+				}
 				if obs, err = startObservers(ctx, cmd.Process.Pid, opts, run); err != nil {
 					return nil, err
 				}

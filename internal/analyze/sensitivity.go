@@ -1,0 +1,216 @@
+package analyze
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/stats"
+)
+
+// materialChange is the smallest change in performance that makes a
+// resource the workload's bottleneck. The field report that motivated
+// diagnose called a 7% loss under 30% IO pressure "not the bottleneck" and a
+// 36-52% loss on fewer or smaller cores "the bottleneck"; 10% separates the
+// two with room for a noisy machine.
+const materialChange = 0.10
+
+// insensitiveSpan: a condition is called insensitive only when its interval
+// also rules out a large effect, within twice materialChange; a wider
+// interval cannot tell "no effect" from "not enough runs".
+const insensitiveSpan = 2 * materialChange
+
+// Sensitivity classes.
+const (
+	Sensitive    = "sensitive"
+	Insensitive  = "insensitive"
+	Inconclusive = "inconclusive"
+)
+
+// baselineName is the condition the others are compared with.
+const baselineName = "baseline"
+
+// experiments fills each condition's median, change, interval and class,
+// the baseline's noise, and the verdict's sensitivity and conclusion.
+func experiments(run *model.Run) {
+	ex := run.Experiments
+	var base *model.Condition
+	for i := range ex.Conditions {
+		if ex.Conditions[i].Name == baselineName {
+			base = &ex.Conditions[i]
+		}
+	}
+	if base == nil || len(base.Runs) == 0 {
+		return
+	}
+	bv := values(base)
+	base.Median = stats.Median(bv)
+	base.Change, base.Interval, base.Class, base.Reason = 0, [2]float64{}, "", ""
+	ex.BaselineNoise = 0
+	for _, v := range bv {
+		ex.BaselineNoise = math.Max(ex.BaselineNoise, math.Abs(v/base.Median-1))
+	}
+	change := func(mb, mc float64) float64 {
+		if ex.Measure.HigherIsBetter {
+			return mc/mb - 1
+		}
+		return mb/mc - 1
+	}
+	for i := range ex.Conditions {
+		c := &ex.Conditions[i]
+		if c == base {
+			continue
+		}
+		if len(c.Runs) == 0 {
+			c.Class, c.Reason = Inconclusive, "no run finished"
+			continue
+		}
+		cv := values(c)
+		c.Median = stats.Median(cv)
+		c.Change = change(base.Median, c.Median)
+		c.Interval[0], c.Interval[1] = stats.ChangeInterval(bv, cv, change)
+		c.Class, c.Reason = classify(c.Change, c.Interval, ex.BaselineNoise, len(bv), len(cv))
+	}
+	if run.Verdict == nil {
+		run.Verdict = &model.Verdict{}
+	}
+	run.Verdict.Sensitivity = sensitivity(ex.Conditions)
+	conclude(run)
+}
+
+func values(c *model.Condition) []float64 {
+	v := make([]float64, len(c.Runs))
+	for i, r := range c.Runs {
+		v[i] = r.Value
+	}
+	return v
+}
+
+// classify decides a condition's class: sensitive only when the interval
+// excludes zero, the change is material and larger than the baseline's own
+// noise; insensitive when the change is small and the interval rules out a
+// large one; otherwise inconclusive, with what would settle it.
+func classify(change float64, iv [2]float64, noise float64, nb, nc int) (class, reason string) {
+	excludesZero := iv[0] > 0 || iv[1] < 0
+	size := math.Abs(change)
+	switch {
+	case nb < 2 || nc < 2:
+		return Inconclusive, "fewer than 2 runs: no interval; use --repeat 3 or more"
+	case excludesZero && size >= materialChange && size > noise:
+		return Sensitive, fmt.Sprintf("changed %s, interval excludes zero, beyond the baseline's noise (±%.0f%%)", pct(change), noise*100)
+	case size >= materialChange && size <= noise:
+		return Inconclusive, fmt.Sprintf("changed %s but the baseline alone moves ±%.0f%%: use more --repeat", pct(change), noise*100)
+	case size >= materialChange:
+		return Inconclusive, fmt.Sprintf("changed %s but the interval includes zero: use more --repeat", pct(change))
+	case iv[0] > -insensitiveSpan && iv[1] < insensitiveSpan:
+		return Insensitive, fmt.Sprintf("changed %s, under the %.0f%% that makes a bottleneck", pct(change), materialChange*100)
+	default:
+		return Inconclusive, fmt.Sprintf("changed %s but the interval [%s, %s] leaves room for a large effect: use more --repeat", pct(change), pct(iv[0]), pct(iv[1]))
+	}
+}
+
+// sensitivity sums the conditions up per resource: sensitive when any of its
+// conditions is (the largest such change decides), otherwise inconclusive
+// when any is, otherwise insensitive.
+func sensitivity(conds []model.Condition) map[string]model.Sensitivity {
+	rank := map[string]int{Sensitive: 3, Inconclusive: 2, Insensitive: 1}
+	out := map[string]model.Sensitivity{}
+	for _, c := range conds {
+		if c.Resource == "" || c.Class == "" || len(c.Runs) == 0 {
+			continue
+		}
+		s := model.Sensitivity{Class: c.Class, Condition: c.Name, Change: c.Change, Interval: c.Interval}
+		old, ok := out[c.Resource]
+		if !ok || rank[s.Class] > rank[old.Class] || (rank[s.Class] == rank[old.Class] && math.Abs(s.Change) > math.Abs(old.Change)) {
+			out[c.Resource] = s
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+// resourceOf maps an accounting category to the resource an experiment tests.
+var resourceOf = map[string]string{
+	model.CatCPU:          "cpu",
+	model.CatCPUWait:      "cpu",
+	model.CatStorageRead:  "io",
+	model.CatStorageWrite: "io",
+	model.CatStorageSync:  "io",
+}
+
+// conclude writes the verdict's conclusion: what the experiments prove, set
+// against what the accounting said.
+func conclude(run *model.Run) {
+	v := run.Verdict
+	sens := v.Sensitivity
+	var moved []string
+	for r, s := range sens {
+		if s.Class == Sensitive {
+			moved = append(moved, r)
+		}
+	}
+	// The resource whose loss cost the most is the bottleneck.
+	sort.Slice(moved, func(i, j int) bool { return sens[moved[i]].Change < sens[moved[j]].Change })
+	acct := resourceOf[v.Primary]
+	evidence := func(r string) string {
+		s := sens[r]
+		return fmt.Sprintf("%s changed the result %s [%s, %s]", s.Condition, pct(s.Change), pct(s.Interval[0]), pct(s.Interval[1]))
+	}
+	v.Bottleneck = ""
+	switch {
+	case len(moved) == 0:
+		var tested []string
+		for r := range sens {
+			tested = append(tested, r)
+		}
+		sort.Strings(tested)
+		v.Conclusion = fmt.Sprintf("no experiment moved the result by %.0f%% or more (tested: %s)", materialChange*100, strings.Join(tested, ", "))
+		if hasClass(sens, Inconclusive) {
+			v.Conclusion += "; some were inconclusive: rerun with more --repeat"
+		}
+		if acct != "" {
+			v.Conclusion += fmt.Sprintf("; the accounting's %s is not confirmed", v.Primary)
+		}
+	default:
+		v.Bottleneck = moved[0]
+		name := bottleneckName[moved[0]]
+		switch {
+		case acct == moved[0] || (acct == "io" && moved[0] == "cache" && v.Primary == model.CatStorageRead):
+			v.Conclusion = fmt.Sprintf("%s, confirmed: %s, and the accounting agrees (%s)", name, evidence(moved[0]), v.Primary)
+		case acct == "io" && sens["io"].Class == Insensitive:
+			v.Conclusion = fmt.Sprintf("%s; the %s time is real but not on the critical path: %s, while %s", name, v.Primary, evidence(moved[0]), evidence("io"))
+		case acct == "cpu" && sens["cpu"].Class == Insensitive:
+			v.Conclusion = fmt.Sprintf("%s; the CPU time is real but not what limits it: %s, while %s", name, evidence(moved[0]), evidence("cpu"))
+		case acct != "":
+			v.Conclusion = fmt.Sprintf("%s: %s; the accounting's largest share was %s, which the experiments did not confirm", name, evidence(moved[0]), v.Primary)
+		default:
+			v.Conclusion = fmt.Sprintf("%s: %s", name, evidence(moved[0]))
+		}
+		for _, r := range moved[1:] {
+			v.Conclusion += fmt.Sprintf("; %s matters too: %s", r, evidence(r))
+		}
+	}
+}
+
+var bottleneckName = map[string]string{
+	"cpu":    "CPU-bound",
+	"io":     "storage-bound",
+	"cache":  "page-cache-bound (it depends on data being cached)",
+	"memory": "memory-bound",
+}
+
+func hasClass(sens map[string]model.Sensitivity, class string) bool {
+	for _, s := range sens {
+		if s.Class == class {
+			return true
+		}
+	}
+	return false
+}
+
+// pct formats a relative change as a signed percentage.
+func pct(x float64) string { return fmt.Sprintf("%+.0f%%", x*100) }

@@ -1,0 +1,125 @@
+package analyze
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/perfsleuth/perfsleuth/internal/model"
+)
+
+// cond builds a condition whose runs measured vals.
+func cond(name, resource string, vals ...float64) model.Condition {
+	c := model.Condition{Name: name, Resource: resource}
+	for i, v := range vals {
+		c.Runs = append(c.Runs, model.ExperimentRun{Seq: i + 1, Value: v})
+	}
+	return c
+}
+
+func TestClassify(t *testing.T) {
+	cases := []struct {
+		name   string
+		conds  []model.Condition
+		class  map[string]string // condition -> class
+		higher bool
+	}{
+		{"clear loss is sensitive, small change insensitive", []model.Condition{
+			cond("baseline", "", 100, 101, 99),
+			cond("cpu-half", "cpu", 52, 50, 55),
+			cond("io-pressure", "io", 94, 92, 95),
+		}, map[string]string{"cpu-half": Sensitive, "io-pressure": Insensitive}, true},
+		{"a change inside the baseline's noise is inconclusive", []model.Condition{
+			cond("baseline", "", 100, 60, 140),
+			cond("io-pressure", "io", 80, 82, 79),
+		}, map[string]string{"io-pressure": Inconclusive}, true},
+		{"overlapping runs with a large median change are inconclusive", []model.Condition{
+			cond("baseline", "", 100, 102, 98),
+			cond("cold-cache", "cache", 60, 104, 70),
+		}, map[string]string{"cold-cache": Inconclusive}, true},
+		{"times: lower is better, a doubled time is -50%", []model.Condition{
+			cond("baseline", "", 1.0, 1.02, 0.99),
+			cond("cpu-contention", "cpu", 2.0, 2.1, 1.95),
+		}, map[string]string{"cpu-contention": Sensitive}, false},
+		{"one run each gives no interval", []model.Condition{
+			cond("baseline", "", 100),
+			cond("cpu-half", "cpu", 50),
+		}, map[string]string{"cpu-half": Inconclusive}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			run := &model.Run{Experiments: &model.Experiments{Measure: model.Measure{HigherIsBetter: tc.higher}, Conditions: tc.conds}}
+			Analyze(run)
+			for _, c := range run.Experiments.Conditions {
+				if want, ok := tc.class[c.Name]; ok && c.Class != want {
+					t.Errorf("%s: class %s (%s), want %s; change %.3f interval %v", c.Name, c.Class, c.Reason, want, c.Change, c.Interval)
+				}
+			}
+		})
+	}
+	// The doubled time reads as half the speed.
+	run := &model.Run{Experiments: &model.Experiments{Conditions: []model.Condition{cond("baseline", "", 1, 1, 1), cond("cpu-half", "cpu", 2, 2, 2)}}}
+	Analyze(run)
+	if c := run.Experiments.Conditions[1].Change; c != -0.5 {
+		t.Errorf("time 1 s -> 2 s: change %v, want -0.5", c)
+	}
+}
+
+// TestConclusionFieldCase is the AndroBench case from the field report: the
+// trace is dominated by fdatasync, but the score drops by half on fewer
+// cores and only 7% under IO pressure. The verdict must name the CPU.
+func TestConclusionFieldCase(t *testing.T) {
+	run := runWith(2, 10, thread(1, map[string]float64{model.CatStorageSync: 6, model.CatCPU: 4}))
+	run.Experiments = &model.Experiments{Measure: model.Measure{HigherIsBetter: true}, Conditions: []model.Condition{
+		cond("baseline", "", 1000, 1010, 990),
+		cond("cpu-half", "cpu", 520, 480, 640),
+		cond("io-pressure", "io", 930, 925, 940),
+		cond("cold-cache", "cache", 1002, 995, 1005),
+	}}
+	Analyze(run)
+	v := run.Verdict
+	if v.Primary != model.CatStorageSync {
+		t.Fatalf("accounting primary %s, want storage-sync", v.Primary)
+	}
+	if v.Bottleneck != "cpu" {
+		t.Errorf("bottleneck %q, want cpu; conclusion: %s", v.Bottleneck, v.Conclusion)
+	}
+	for _, want := range []string{"CPU-bound", "storage-sync time is real but not on the critical path", "cpu-half changed the result -48%", "io-pressure changed the result -7%"} {
+		if !strings.Contains(v.Conclusion, want) {
+			t.Errorf("conclusion %q lacks %q", v.Conclusion, want)
+		}
+	}
+	want := map[string]string{"cpu": Sensitive, "io": Insensitive, "cache": Insensitive}
+	for r, class := range want {
+		if v.Sensitivity[r].Class != class {
+			t.Errorf("sensitivity[%s] = %+v, want %s", r, v.Sensitivity[r], class)
+		}
+	}
+	if _, ok := v.Sensitivity["memory"]; ok {
+		t.Errorf("memory was not tested but has a sensitivity")
+	}
+}
+
+func TestConclusionConfirmsStorage(t *testing.T) {
+	run := runWith(2, 10, thread(1, map[string]float64{model.CatStorageSync: 8, model.CatCPU: 2}))
+	run.Experiments = &model.Experiments{Measure: model.Measure{HigherIsBetter: true}, Conditions: []model.Condition{
+		cond("baseline", "", 1000, 1010, 990),
+		cond("cpu-half", "cpu", 1000, 985, 1003),
+		cond("io-pressure", "io", 610, 580, 650),
+	}}
+	Analyze(run)
+	if v := run.Verdict; v.Bottleneck != "io" || !strings.Contains(v.Conclusion, "storage-bound, confirmed") {
+		t.Errorf("bottleneck %q, conclusion %q; want io, confirmed", v.Bottleneck, v.Conclusion)
+	}
+}
+
+func TestConclusionNothingMoved(t *testing.T) {
+	run := runWith(2, 10, thread(1, map[string]float64{model.CatCPU: 9, model.CatSleep: 1}))
+	run.Experiments = &model.Experiments{Measure: model.Measure{HigherIsBetter: true}, Conditions: []model.Condition{
+		cond("baseline", "", 1000, 1010, 990),
+		cond("io-pressure", "io", 1000, 985, 1003),
+	}}
+	Analyze(run)
+	if v := run.Verdict; v.Bottleneck != "" || !strings.Contains(v.Conclusion, "not confirmed") {
+		t.Errorf("bottleneck %q, conclusion %q; want none, not confirmed", v.Bottleneck, v.Conclusion)
+	}
+}

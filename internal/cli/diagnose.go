@@ -1,0 +1,168 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/perfsleuth/perfsleuth/internal/experiment"
+	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/runner"
+	"github.com/perfsleuth/perfsleuth/internal/units"
+)
+
+// experimentFlags are diagnose's own flags.
+type experimentFlags struct {
+	quick       bool
+	repeat      int
+	conditions  []string
+	budget      time.Duration
+	metric      string
+	metricLower bool
+	ioShare     float64
+	ioPeak      int64
+	evict       []string
+}
+
+// defaultRepeat: three runs per condition is the fewest whose bootstrap
+// interval can exclude zero (two runs cannot separate from the noise of a
+// shared machine), and keeps a five-condition experiment at 15 runs.
+const defaultRepeat = 3
+
+// defaultIOShare: the field report's IO pressure took 30% of the device.
+const defaultIOShare = 30
+
+func (e *experimentFlags) on() bool { return e != nil && !e.quick }
+
+func (e *experimentFlags) bind(cmd *cobra.Command) {
+	fs := cmd.PersistentFlags()
+	fs.BoolVar(&e.quick, "quick", false, "observe once, without experiments")
+	fs.IntVar(&e.repeat, "repeat", defaultRepeat, "runs per condition")
+	fs.StringSliceVar(&e.conditions, "conditions", experiment.DefaultConditions, "conditions to run, comma-separated (baseline is always run)")
+	fs.DurationVar(&e.budget, "budget", 0, "cap on the whole experiment's time (e.g. 10m); repeats are lowered to fit, down to 2")
+	fs.StringVar(&e.metric, "metric", "", "for a command: a regex whose first group is the number to compare, from its output (the median of all matching lines); default: its wall time")
+	fs.BoolVar(&e.metricLower, "metric-lower", false, "the --metric number is a time or a cost: lower is better")
+	fs.Float64Var(&e.ioShare, "io-share", defaultIOShare, "io-pressure's background writer rate, in percent of the device's peak write rate")
+	fs.Var(sizeValue{&e.ioPeak}, "io-peak", "the device's peak write rate per second (e.g. 400MiB), instead of measuring it")
+	fs.StringSliceVar(&e.evict, "evict", nil, "for a command: the files or directories whose page cache cold-cache evicts (default: the whole page cache is dropped)")
+}
+
+func (e *experimentFlags) check(cmd *cobra.Command) error {
+	if e.quick {
+		for _, name := range []string{"repeat", "conditions", "budget", "metric", "metric-lower", "io-share", "io-peak", "evict"} {
+			if cmd.Flags().Changed(name) {
+				return fmt.Errorf("--%s sets up experiments, which --quick does not run: drop one of them", name)
+			}
+		}
+		return nil
+	}
+	if e.repeat < experiment.MinRepeat {
+		return fmt.Errorf("--repeat %d: use %d or more (one run per condition gives no interval)", e.repeat, experiment.MinRepeat)
+	}
+	if e.ioShare <= 0 || e.ioShare > 100 {
+		return fmt.Errorf("--io-share %g: give a percentage above 0 and at most 100", e.ioShare)
+	}
+	if e.budget < 0 {
+		return fmt.Errorf("--budget %s is negative", e.budget)
+	}
+	return experiment.CheckConditions(e.conditions)
+}
+
+func newDiagnoseCmd() *cobra.Command {
+	var e experimentFlags
+	var cmd *cobra.Command
+	cmd = newObserveLike(&cobra.Command{
+		Use:   "diagnose [flags] fileio|sqlite [workload flags] | -- CMD [ARGS...]",
+		Short: "Prove the bottleneck of a workload by experiment",
+		Long: `Run a workload under observation, then again under conditions that each take one
+resource away, and say which resource its result depends on:
+
+  baseline        nothing changed
+  cpu-half        the workload's process tree pinned to half the CPUs
+  cpu-contention  one busy thread on each CPU the workload may use
+  io-pressure     a background O_DIRECT writer at --io-share of the device's
+                  peak write rate (measured once per device and remembered)
+  cold-cache      the workload's page cache evicted before each run
+
+Each condition runs --repeat times, the runs interleaved. The measure is the
+benchmark's throughput, a command's wall time, or a number from its output
+(--metric). A condition is sensitive when the 95% bootstrap interval of its
+change excludes zero and the change is 10% or more and beyond the baseline's
+noise. The verdict sets the experiments against the time accounting.
+--quick observes once (also for -p PID). See docs/experiments.md.`,
+		Example: `  perfsleuth diagnose sqlite --journal delete --sync full
+  perfsleuth diagnose --conditions cpu-half,io-pressure --repeat 5 -- ./my-benchmark
+  perfsleuth diagnose --metric 'score: ([0-9.]+)' -- ./bench.sh
+  perfsleuth diagnose --quick -p 1234 --duration 30s`,
+	}, func() error { return e.check(cmd) }, &e)
+	e.bind(cmd)
+	return cmd
+}
+
+// run runs the experiment on a built-in target t or a command argv.
+func (e *experimentFlags) run(cmd *cobra.Command, t *model.Target, argv []string, f *observeFlags) error {
+	spec := experiment.Spec{
+		Argv:              argv,
+		Conditions:        e.conditions,
+		Repeat:            e.repeat,
+		Budget:            e.budget,
+		MetricLowerBetter: e.metricLower,
+		IOShare:           e.ioShare / 100,
+		IOPeak:            float64(e.ioPeak),
+		Evict:             e.evict,
+		Observe:           f.options(),
+	}
+	if t != nil {
+		if e.metric != "" || len(e.evict) > 0 || e.metricLower {
+			return errors.New("--metric, --metric-lower and --evict are for commands: a built-in benchmark measures its own throughput and evicts its own files")
+		}
+		b, err := runner.Lookup(t.Kind)
+		if err != nil {
+			return err
+		}
+		if err := b.Validate(t); err != nil {
+			return err
+		}
+		spec.Target = t
+	} else if e.metric != "" {
+		re, err := regexp.Compile(e.metric)
+		if err != nil {
+			return fmt.Errorf("--metric %q is not a regular expression: %v", e.metric, err)
+		}
+		if re.NumSubexp() < 1 {
+			return fmt.Errorf("--metric %q has no group: put the number in parentheses, e.g. 'score: ([0-9.]+)'", e.metric)
+		}
+		spec.Metric = re
+	} else if e.metricLower {
+		return errors.New("--metric-lower goes with --metric")
+	}
+	stderr := cmd.ErrOrStderr()
+	bar := newProgressBar(stderr)
+	defer bar.Clear()
+	hooks := experiment.Hooks{
+		Plan: func(lines []string) {
+			bar.Hide()
+			fmt.Fprintln(stderr, strings.Join(lines, "\n"))
+		},
+		Status: func(s experiment.Status) {
+			left := ""
+			if s.Left > 0 {
+				left = ", about " + units.FormatDuration(s.Left.Round(time.Second)) + " left"
+			}
+			bar.SetPrefix(fmt.Sprintf("%s %d/%d (run %d/%d%s) ", s.Condition, s.Repeat, s.Repeats, s.Seq, s.Runs, left))
+			bar.Phase("run")
+		},
+		Phase:    bar.Phase,
+		Progress: bar.Progress,
+	}
+	run, err := experiment.Run(cmd.Context(), spec, hooks)
+	bar.Clear()
+	if err != nil {
+		return err
+	}
+	return f.out.emit(cmd, run)
+}

@@ -1,0 +1,159 @@
+package experiment
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/units"
+)
+
+// condition is one way of taking a resource away from the workload. A
+// condition is a small value with two steps, like fio's ioengine ops:
+// prepare once (check the host, measure what it needs, say what it will do)
+// and apply before each run (start its load, return what to do to the
+// workload's process once it is ready, and how to undo it all).
+type condition struct {
+	name     string
+	resource string
+	// prepare checks that the condition can be applied here and returns
+	// its settings in plain words; an error skips the condition with that reason.
+	prepare func(ctx context.Context, e *env) ([]string, error)
+	// apply runs before each run of the condition. before (may be nil) is
+	// called with the workload's pid before its measured phase; stop undoes
+	// what apply did and is called on every path.
+	apply func(ctx context.Context, e *env) (before func(pid int) error, stop func(), err error)
+}
+
+// env is what the conditions need to know about the host and the workload.
+type env struct {
+	exe  string
+	cpus []int // the CPUs the workload may use at baseline
+	half []int // the CPUs cpu-half leaves it
+	// workDir is where the workload's files are: the background writer
+	// writes there (on the same device) and cold-cache evicts there.
+	workDir string
+	// evict lists what cold-cache evicts; empty: the whole page cache.
+	evict []string
+	// ioRate is the background writer's rate in bytes/s (io-pressure).
+	ioRate  float64
+	ioShare float64
+	ioPeak  float64
+	peakDoc string
+	storage string // the device, for the settings text
+	store   *model.Storage
+	// stateDir is where measured device peaks are remembered.
+	stateDir string
+}
+
+// Names of the conditions, in the order they are listed and run in a round.
+var conditionNames = []string{"baseline", "cpu-half", "cpu-contention", "io-pressure", "cold-cache"}
+
+// DefaultConditions are run when --conditions is not given.
+var DefaultConditions = conditionNames
+
+// conditions is the registry.
+var conditions = map[string]*condition{
+	"baseline": {
+		name:    "baseline",
+		prepare: func(context.Context, *env) ([]string, error) { return []string{"nothing changed"}, nil },
+		apply:   func(context.Context, *env) (func(int) error, func(), error) { return nil, func() {}, nil },
+	},
+	"cpu-half": {
+		name:     "cpu-half",
+		resource: "cpu",
+		prepare: func(_ context.Context, e *env) ([]string, error) {
+			if len(e.cpus) < 2 {
+				return nil, fmt.Errorf("the workload has one CPU (%s): there is no half to take away", cpuList(e.cpus))
+			}
+			var disks []string
+			if e.store != nil {
+				disks = e.store.Disks
+			}
+			irq := irqCPUs(disks)
+			e.half = halfCPUs(e.cpus, irq)
+			s := []string{fmt.Sprintf("every thread of the workload's process tree pinned to CPUs %s of %s (sched_setaffinity; threads and children it starts inherit it)", cpuList(e.half), cpuList(e.cpus))}
+			if len(irq) > 0 {
+				s = append(s, fmt.Sprintf("the CPUs kept are those that take the interrupts of %s (CPUs %s), so that the condition takes cores away, not interrupt locality", strings.Join(disks, ", "), cpuList(irq)))
+			}
+			return s, nil
+		},
+		apply: func(_ context.Context, e *env) (func(int) error, func(), error) {
+			return func(pid int) error { return pinTree(pid, e.half) }, func() {}, nil
+		},
+	},
+	"cpu-contention": {
+		name:     "cpu-contention",
+		resource: "cpu",
+		prepare: func(_ context.Context, e *env) ([]string, error) {
+			return []string{fmt.Sprintf("%d busy threads at nice 0, one pinned to each of CPUs %s, in a helper process", len(e.cpus), cpuList(e.cpus))}, nil
+		},
+		apply: func(ctx context.Context, e *env) (func(int) error, func(), error) {
+			h, err := startHelper(ctx, e.exe, "cpu", cpuList(e.cpus))
+			if err != nil {
+				return nil, func() {}, err
+			}
+			return nil, h.stop, nil
+		},
+	},
+	"io-pressure": {
+		name:     "io-pressure",
+		resource: "io",
+		prepare: func(ctx context.Context, e *env) ([]string, error) {
+			if e.ioPeak == 0 {
+				peak, doc, err := devicePeak(ctx, e.exe, e.workDir, e.stateDir, e.store)
+				if err != nil {
+					return nil, err
+				}
+				e.ioPeak, e.peakDoc = peak, doc
+			}
+			e.ioRate = e.ioShare * e.ioPeak
+			return []string{
+				fmt.Sprintf("a background writer at %s/s, %.0f%% of the device's peak write rate %s/s (%s)", units.FormatSize(int64(e.ioRate)), e.ioShare*100, units.FormatSize(int64(e.ioPeak)), e.peakDoc),
+				fmt.Sprintf("1 MiB O_DIRECT writes, %d in flight, over an unnamed %d MiB file in %s%s", writerDepth, writerSpan>>20, e.workDir, e.storage),
+			}, nil
+		},
+		apply: func(ctx context.Context, e *env) (func(int) error, func(), error) {
+			h, err := startHelper(ctx, e.exe, "io", e.workDir, fmt.Sprintf("%.0f", e.ioRate))
+			if err != nil {
+				return nil, func() {}, err
+			}
+			return nil, h.stop, nil
+		},
+	},
+	"cold-cache": {
+		name:     "cold-cache",
+		resource: "cache",
+		prepare: func(_ context.Context, e *env) ([]string, error) {
+			if len(e.evict) == 0 {
+				return []string{"the whole machine's page cache dropped before each run (sync; vm.drop_caches=1): give --evict PATH to evict only the workload's files"}, nil
+			}
+			return []string{fmt.Sprintf("the page cache of the files under %s evicted before each run (fdatasync, then POSIX_FADV_DONTNEED)", strings.Join(e.evict, ", "))}, nil
+		},
+		apply: func(_ context.Context, e *env) (func(int) error, func(), error) {
+			return func(int) error {
+				if len(e.evict) == 0 {
+					return dropCaches()
+				}
+				_, _, err := evict(e.evict)
+				return err
+			}, func() {}, nil
+		},
+	},
+}
+
+// CheckConditions validates a --conditions list.
+func CheckConditions(names []string) error {
+	seen := map[string]bool{}
+	for _, n := range names {
+		if conditions[n] == nil {
+			return fmt.Errorf("unknown condition %q: use %s", n, strings.Join(conditionNames, ", "))
+		}
+		if seen[n] {
+			return fmt.Errorf("condition %q given twice", n)
+		}
+		seen[n] = true
+	}
+	return nil
+}

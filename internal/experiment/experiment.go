@@ -1,0 +1,383 @@
+// Package experiment proves a bottleneck by experiment: it reruns a workload
+// under conditions that each take one resource away (half the CPUs, CPU
+// contention, IO pressure, a cold page cache), every condition repeated, the
+// runs interleaved so that drift on a shared machine spreads over all
+// conditions alike, and collects each run's measure into the record's
+// experiments. analyze turns them into sensitivity and the verdict.
+//
+// Every setting a condition makes is undone on every exit path: its load
+// helpers are stopped, the directory the experiment made is removed, and the
+// only processes it touches are the workload's and its own helpers.
+package experiment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"time"
+
+	"github.com/perfsleuth/perfsleuth/internal/analyze"
+	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/runner"
+	"github.com/perfsleuth/perfsleuth/internal/stats"
+	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
+)
+
+// Spec is a validated diagnose request.
+type Spec struct {
+	// Target is a built-in benchmark; nil for a command (Argv).
+	Target *model.Target
+	Argv   []string
+	// Conditions to run (baseline is added when missing).
+	Conditions []string
+	Repeat     int
+	// Budget caps the experiment's total time; 0: no cap.
+	Budget time.Duration
+	// Metric, for a command: a regex whose first group is the number to
+	// compare (the median of all matching lines); nil: the wall time.
+	Metric            *regexp.Regexp
+	MetricLowerBetter bool
+	// IOShare is io-pressure's share of the device's peak write rate;
+	// IOPeak (bytes/s) skips measuring it.
+	IOShare float64
+	IOPeak  float64
+	// Evict lists what cold-cache evicts for a command; empty: everything.
+	Evict   []string
+	Observe runner.ObserveOptions
+}
+
+// MinRepeat is the fewest runs per condition that give an interval.
+const MinRepeat = 2
+
+// Hooks let the CLI show the plan and the progress; any may be nil.
+type Hooks struct {
+	// Plan is called once the plan is known (after the first baseline run
+	// has timed the workload), with its lines.
+	Plan func(lines []string)
+	// Status is called before each run.
+	Status func(s Status)
+	// Phase and Progress follow the current run (built-in benchmarks).
+	Phase    func(string)
+	Progress func(float64)
+}
+
+// Status is where the experiment is.
+type Status struct {
+	Condition string
+	Repeat    int // this condition's run number, from 1
+	Repeats   int
+	Seq       int // the run's number overall, from 1
+	Runs      int
+	// Left is the estimated time to the end (0: not yet known).
+	Left time.Duration
+}
+
+// Run runs the experiment and returns the record of the baseline run with
+// the median measure, carrying the experiments. When ctx ends, the runs that
+// finished are kept and the record says the experiment is incomplete.
+func Run(ctx context.Context, spec Spec, hooks Hooks) (*model.Run, error) {
+	names := spec.Conditions
+	if !slices.Contains(names, "baseline") {
+		names = append([]string{"baseline"}, names...)
+	}
+	if err := CheckConditions(names); err != nil {
+		return nil, err
+	}
+	// Keep the registry's order: baseline first in the first round.
+	slices.SortStableFunc(names, func(a, b string) int {
+		return slices.Index(conditionNames, a) - slices.Index(conditionNames, b)
+	})
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find perfsleuth's own executable: %w", err)
+	}
+	cpus, err := allowedCPUs()
+	if err != nil {
+		return nil, err
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	e := &env{exe: exe, cpus: cpus, ioShare: spec.IOShare, ioPeak: spec.IOPeak, stateDir: cwd, workDir: cwd}
+	if spec.IOPeak > 0 {
+		e.peakDoc = "given with --io-peak"
+	}
+
+	// A built-in benchmark works in a directory the experiment makes and
+	// removes, so that its files are laid out once and reused by every run.
+	var target *model.Target
+	if spec.Target != nil {
+		t := cloneTarget(*spec.Target)
+		parent := targetDir(&t)
+		if parent == "" {
+			parent = "."
+		}
+		dir, err := os.MkdirTemp(parent, "perfsleuth-diagnose-")
+		if err != nil {
+			return nil, fmt.Errorf("cannot create a working directory in %s (%w): cd to a writable directory or give --dir", parent, err)
+		}
+		defer os.RemoveAll(dir)
+		abs, _ := filepath.Abs(dir)
+		setTargetDir(&t, abs)
+		target = &t
+		e.workDir, e.evict = abs, []string{abs}
+	} else {
+		for _, p := range spec.Evict {
+			abs, err := filepath.Abs(p)
+			if err != nil {
+				return nil, err
+			}
+			if _, err := os.Stat(abs); err != nil {
+				return nil, fmt.Errorf("--evict %s: %w", p, err)
+			}
+			e.evict = append(e.evict, abs)
+		}
+	}
+	if st, err := sysinfo.StorageOf(e.workDir); err == nil {
+		e.store = st
+		if st.Device != "" {
+			e.storage = " (on " + st.Device + ")"
+		}
+	}
+
+	ex := &model.Experiments{Measure: measureOf(spec), Repeat: spec.Repeat}
+	var conds []*condition
+	for _, n := range names {
+		c := conditions[n]
+		settings, err := c.prepare(ctx, e)
+		if ctx.Err() != nil {
+			return nil, runner.ErrInterrupted
+		}
+		if err != nil {
+			if n == "baseline" {
+				return nil, err
+			}
+			ex.Skipped = append(ex.Skipped, model.SkippedCondition{Name: n, Reason: err.Error()})
+			continue
+		}
+		conds = append(conds, c)
+		ex.Conditions = append(ex.Conditions, model.Condition{Name: n, Resource: c.resource, Settings: settings})
+	}
+	if len(conds) < 2 {
+		return nil, fmt.Errorf("no condition besides baseline can be applied here: %v", ex.Skipped)
+	}
+
+	x := &experimenter{spec: spec, target: target, env: e, hooks: hooks, ex: ex, conds: conds}
+	return x.run(ctx)
+}
+
+type experimenter struct {
+	spec   Spec
+	target *model.Target
+	env    *env
+	hooks  Hooks
+	ex     *model.Experiments
+	conds  []*condition
+	// baselines are the baseline runs' full records, by condition run index.
+	baselines []*model.Run
+	notes     []string
+}
+
+// schedule is the run order for repeats rounds: round r starts r places
+// further into the condition list, so no condition always follows the same
+// one (a cache warmed or a device busied by the run before).
+func schedule(n, repeats int) []int {
+	var order []int
+	for r := 0; r < repeats; r++ {
+		for i := 0; i < n; i++ {
+			order = append(order, (i+r)%n)
+		}
+	}
+	return order
+}
+
+func (x *experimenter) run(ctx context.Context) (*model.Run, error) {
+	repeats := x.spec.Repeat
+	order := schedule(len(x.conds), repeats)
+	start := time.Now()
+	var perRun time.Duration
+	done := map[int]int{}
+	for seq := 0; seq < len(order); seq++ {
+		ci := order[seq]
+		if seq == 1 {
+			// The first baseline run has timed the workload: plan the rest.
+			perRun = time.Since(start)
+			var err error
+			if repeats, order, err = x.plan(perRun, time.Since(start)); err != nil {
+				return nil, err
+			}
+		}
+		if seq > 0 && x.spec.Budget > 0 && time.Since(start)+perRun > x.spec.Budget+x.spec.Budget/10 {
+			x.ex.Incomplete = true
+			x.note(fmt.Sprintf("stopped at the --budget of %s after %d runs", x.spec.Budget, seq))
+			break
+		}
+		if x.hooks.Status != nil {
+			s := Status{Condition: x.conds[ci].name, Repeat: done[ci] + 1, Repeats: repeats, Seq: seq + 1, Runs: len(order)}
+			if seq > 0 {
+				avg := time.Since(start) / time.Duration(seq)
+				s.Left = avg * time.Duration(len(order)-seq)
+			}
+			x.hooks.Status(s)
+		}
+		run, err := x.once(ctx, ci, seq+1)
+		if ctx.Err() != nil || (run != nil && run.Interrupted) {
+			x.ex.Incomplete = true
+			break
+		}
+		if err != nil {
+			if len(x.baselines) == 0 {
+				return nil, err
+			}
+			// Keep what was measured; the error is the record's warning.
+			x.ex.Incomplete = true
+			x.note(fmt.Sprintf("stopped: run %d (%s) failed: %v", seq+1, x.conds[ci].name, err))
+			break
+		}
+		done[ci]++
+	}
+	if len(x.baselines) == 0 {
+		return nil, runner.ErrInterrupted
+	}
+	return x.record(ctx)
+}
+
+// warnings collected for the final record.
+func (x *experimenter) note(s string) { x.notes = append(x.notes, s) }
+
+// plan fixes the repeats to fit the budget and reports the plan.
+func (x *experimenter) plan(perRun, spent time.Duration) (int, []int, error) {
+	n := len(x.conds)
+	repeats := x.spec.Repeat
+	total := func(r int) time.Duration { return spent + time.Duration(n*r-1)*perRun }
+	var lines []string
+	if b := x.spec.Budget; b > 0 && total(repeats) > b {
+		r := repeats
+		for r > MinRepeat && total(r) > b {
+			r--
+		}
+		if total(r) > b {
+			return 0, nil, fmt.Errorf("--budget %s is too short: %d conditions × %d runs of about %s need about %s; raise --budget or pick fewer --conditions",
+				b, n, MinRepeat, perRun.Round(100*time.Millisecond), total(MinRepeat).Round(time.Second))
+		}
+		lines = append(lines, fmt.Sprintf("--repeat lowered from %d to %d to fit the --budget of %s", repeats, r, b))
+		repeats = r
+	}
+	x.ex.Repeat = repeats
+	lines = append([]string{fmt.Sprintf("plan: %d conditions × %d runs = %d runs of about %s each (the first baseline run took that), about %s in all, interleaved",
+		n, repeats, n*repeats, perRun.Round(100*time.Millisecond), total(repeats).Round(time.Second))}, lines...)
+	for i, c := range x.ex.Conditions {
+		for j, s := range c.Settings {
+			head := ""
+			if j == 0 {
+				head = x.conds[i].name
+			}
+			lines = append(lines, fmt.Sprintf("  %-15s %s", head, s))
+		}
+	}
+	for _, s := range x.ex.Skipped {
+		lines = append(lines, fmt.Sprintf("  %-15s skipped: %s", s.Name, s.Reason))
+	}
+	if x.hooks.Plan != nil {
+		x.hooks.Plan(lines)
+	}
+	return repeats, schedule(n, repeats), nil
+}
+
+// once makes one run of condition ci.
+func (x *experimenter) once(ctx context.Context, ci, seq int) (*model.Run, error) {
+	c := x.conds[ci]
+	before, stop, err := c.apply(ctx, x.env)
+	defer stop()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("%s: %w", c.name, err)
+	}
+	opts := x.spec.Observe
+	opts.BeforeRun = before
+	var out *outputTail
+	var run *model.Run
+	if x.target != nil {
+		run, err = runner.ObserveBuiltin(ctx, cloneTarget(*x.target), opts, runner.Hooks{Phase: x.hooks.Phase, Progress: x.hooks.Progress})
+	} else {
+		out = newOutputTail(x.spec.Metric)
+		opts.Output = out
+		run, err = runner.ObserveCommand(ctx, x.spec.Argv, opts)
+	}
+	if err != nil {
+		if errors.Is(err, runner.ErrInterrupted) {
+			return nil, ctx.Err()
+		}
+		return nil, fmt.Errorf("%s: %w", c.name, err)
+	}
+	if run.Interrupted {
+		return run, nil
+	}
+	value, err := x.value(run, out)
+	if err != nil {
+		return nil, fmt.Errorf("%s run %d: %w", c.name, seq, err)
+	}
+	analyze.FromObservation(run)
+	analyze.Analyze(run)
+	r := model.ExperimentRun{Seq: seq, Value: value}
+	if v := run.Verdict; v != nil {
+		r.Primary = v.Primary
+	}
+	if ta := run.TimeAccounting; ta != nil && ta.Source == "ebpf" {
+		r.CPUSec = ta.Total[model.CatCPU]
+		r.CPUWaitSec = ta.Total[model.CatCPUWait]
+		r.StorageSec = ta.Total[model.CatStorageRead] + ta.Total[model.CatStorageWrite] + ta.Total[model.CatStorageSync]
+	}
+	cond := &x.ex.Conditions[ci]
+	cond.Runs = append(cond.Runs, r)
+	x.ex.Order = append(x.ex.Order, fmt.Sprintf("%s#%d", c.name, len(cond.Runs)))
+	if c.name == "baseline" {
+		x.baselines = append(x.baselines, run)
+	}
+	return run, nil
+}
+
+// record assembles the result: the baseline run with the median measure,
+// with the experiments attached.
+func (x *experimenter) record(ctx context.Context) (*model.Run, error) {
+	var base *model.Condition
+	for i := range x.ex.Conditions {
+		if x.ex.Conditions[i].Name == "baseline" {
+			base = &x.ex.Conditions[i]
+		}
+	}
+	med := stats.Median(values(base.Runs))
+	best := 0
+	for i, r := range base.Runs {
+		if abs(r.Value-med) < abs(base.Runs[best].Value-med) {
+			best = i
+		}
+	}
+	run := x.baselines[best]
+	run.Experiments = x.ex
+	run.Warnings = append(run.Warnings, x.notes...)
+	run.Interrupted = ctx.Err() != nil
+	return run, nil
+}
+
+func values(rs []model.ExperimentRun) []float64 {
+	v := make([]float64, len(rs))
+	for i, r := range rs {
+		v[i] = r.Value
+	}
+	return v
+}
+
+func abs(f float64) float64 {
+	if f < 0 {
+		return -f
+	}
+	return f
+}

@@ -1,0 +1,84 @@
+package experiment
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/perfsleuth/perfsleuth/internal/model"
+)
+
+// peakSeconds is how long the device's peak write rate is measured: long
+// enough to pass a virtual disk's burst allowance at its first second, short
+// enough to do once per device without asking.
+const peakSeconds = 3
+
+// peakFile remembers each device's measured peak write rate, in the
+// directory perfsleuth works in (it writes nowhere else).
+const peakFile = ".perfsleuth/device-peaks.json"
+
+// peakRecord is one device's remembered peak.
+type peakRecord struct {
+	BytesPerSec float64   `json:"bytes_per_sec"`
+	MeasuredAt  time.Time `json:"measured_at"`
+	Dir         string    `json:"dir"`
+}
+
+// deviceKey names a device so that a remembered peak is not used for
+// another one: its disks and their sizes (a replaced disk of another size
+// gets measured again).
+func deviceKey(st *model.Storage) string {
+	if st == nil || len(st.Disks) == 0 {
+		return ""
+	}
+	var parts []string
+	for _, d := range st.Disks {
+		size, _ := os.ReadFile(filepath.Join("/sys/block", d, "size"))
+		parts = append(parts, d+":"+strings.TrimSpace(string(size)))
+	}
+	return strings.Join(parts, "+")
+}
+
+// devicePeak returns the peak write rate of the device under dir: the
+// remembered one, or one measured now (and remembered in stateDir).
+func devicePeak(ctx context.Context, exe, dir, stateDir string, st *model.Storage) (rate float64, note string, err error) {
+	key := deviceKey(st)
+	path := filepath.Join(stateDir, peakFile)
+	known := map[string]peakRecord{}
+	if b, err := os.ReadFile(path); err == nil {
+		json.Unmarshal(b, &known) // a damaged file is measured again and rewritten
+	}
+	if r, ok := known[key]; ok && key != "" && r.BytesPerSec > 0 {
+		return r.BytesPerSec, fmt.Sprintf("peak remembered from %s (%s)", r.MeasuredAt.Format("2006-01-02 15:04"), path), nil
+	}
+	h, err := startHelper(ctx, exe, "peak", dir, fmt.Sprint(peakSeconds))
+	if err != nil {
+		return 0, "", fmt.Errorf("measure the peak write rate of %s: %w", dir, err)
+	}
+	defer h.stop()
+	line, err := h.out.ReadString('\n')
+	var res struct {
+		BytesPerSec float64 `json:"bytes_per_sec"`
+	}
+	if err != nil || json.Unmarshal([]byte(line), &res) != nil || res.BytesPerSec <= 0 {
+		if ctx.Err() != nil {
+			return 0, "", ctx.Err()
+		}
+		return 0, "", fmt.Errorf("measure the peak write rate of %s: no result from the writer", dir)
+	}
+	note = fmt.Sprintf("peak measured now: %d s of 1 MiB O_DIRECT writes, %d in flight", peakSeconds, writerDepth)
+	if key != "" {
+		known[key] = peakRecord{BytesPerSec: res.BytesPerSec, MeasuredAt: time.Now(), Dir: dir}
+		b, _ := json.MarshalIndent(known, "", "  ")
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
+			if err := os.WriteFile(path, append(b, '\n'), 0o644); err == nil {
+				note += ", remembered in " + path
+			}
+		}
+	}
+	return res.BytesPerSec, note, nil
+}
