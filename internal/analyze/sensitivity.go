@@ -48,15 +48,17 @@ func experiments(run *model.Run) {
 	bv := values(base)
 	base.Median = stats.Median(bv)
 	base.Change, base.Interval, base.Class, base.Reason = 0, [2]float64{}, "", ""
-	ex.BaselineNoise = 0
-	for _, v := range bv {
-		ex.BaselineNoise = math.Max(ex.BaselineNoise, math.Abs(v/base.Median-1))
-	}
 	change := func(mb, mc float64) float64 {
 		if ex.Measure.HigherIsBetter {
 			return mc/mb - 1
 		}
 		return mb/mc - 1
+	}
+	// The noise is in the same terms as a condition's change: how far a
+	// baseline run alone is from the baseline median.
+	ex.BaselineNoise = 0
+	for _, v := range bv {
+		ex.BaselineNoise = math.Max(ex.BaselineNoise, math.Abs(change(base.Median, v)))
 	}
 	for i := range ex.Conditions {
 		c := &ex.Conditions[i]
@@ -88,26 +90,28 @@ func values(c *model.Condition) []float64 {
 	return v
 }
 
-// classify decides a condition's class: sensitive only when the interval
-// excludes zero, the change is material and larger than the baseline's own
-// noise; insensitive when the change is small and the interval rules out a
-// large one; otherwise inconclusive, with what would settle it.
+// classify decides a condition's class. Conditions take a resource away,
+// so what counts is a slowdown: sensitive only when the whole interval lies
+// below zero, the loss is material and larger than the baseline's own
+// noise; insensitive when the loss is small and the interval rules out a
+// large one (a run that got faster is insensitive too, and says so);
+// otherwise inconclusive, with what would settle it.
 func classify(change float64, iv [2]float64, noise float64, nb, nc int) (class, reason string) {
-	excludesZero := iv[0] > 0 || iv[1] < 0
-	size := math.Abs(change)
 	switch {
 	case nb < 2 || nc < 2:
 		return Inconclusive, "fewer than 2 runs: no interval; use --repeat 3 or more"
-	case excludesZero && size >= materialChange && size > noise:
-		return Sensitive, fmt.Sprintf("changed %s, interval excludes zero, beyond the baseline's noise (±%.0f%%)", pct(change), noise*100)
-	case size >= materialChange && size <= noise:
+	case change <= -materialChange && iv[1] < 0 && -change > noise:
+		return Sensitive, fmt.Sprintf("changed %s, interval below zero, beyond the baseline's noise (±%.0f%%)", pct(change), noise*100)
+	case change <= -materialChange && -change <= noise:
 		return Inconclusive, fmt.Sprintf("changed %s but the baseline alone moves ±%.0f%%: use more --repeat", pct(change), noise*100)
-	case size >= materialChange:
-		return Inconclusive, fmt.Sprintf("changed %s but the interval includes zero: use more --repeat", pct(change))
-	case iv[0] > -insensitiveSpan && iv[1] < insensitiveSpan:
-		return Insensitive, fmt.Sprintf("changed %s, under the %.0f%% that makes a bottleneck", pct(change), materialChange*100)
+	case change <= -materialChange:
+		return Inconclusive, fmt.Sprintf("changed %s but the interval reaches zero: use more --repeat", pct(change))
+	case iv[0] <= -insensitiveSpan:
+		return Inconclusive, fmt.Sprintf("changed %s but the interval [%s, %s] leaves room for a large loss: use more --repeat", pct(change), pct(iv[0]), pct(iv[1]))
+	case change >= materialChange && iv[0] > 0 && change > noise:
+		return Insensitive, fmt.Sprintf("ran faster (%s) with less of it: the resource is not what limits the workload, and sharing it may cost more than it gives", pct(change))
 	default:
-		return Inconclusive, fmt.Sprintf("changed %s but the interval [%s, %s] leaves room for a large effect: use more --repeat", pct(change), pct(iv[0]), pct(iv[1]))
+		return Insensitive, fmt.Sprintf("changed %s, under the %.0f%% loss that makes a bottleneck", pct(change), materialChange*100)
 	}
 }
 

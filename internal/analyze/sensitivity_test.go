@@ -40,6 +40,14 @@ func TestClassify(t *testing.T) {
 			cond("baseline", "", 1.0, 1.02, 0.99),
 			cond("cpu-contention", "cpu", 2.0, 2.1, 1.95),
 		}, map[string]string{"cpu-contention": Sensitive}, false},
+		{"running faster with less is insensitive", []model.Condition{
+			cond("baseline", "", 100, 101, 99),
+			cond("cpu-half", "cpu", 130, 128, 135),
+		}, map[string]string{"cpu-half": Insensitive}, true},
+		{"a small change whose interval reaches a large loss is inconclusive", []model.Condition{
+			cond("baseline", "", 100, 101, 99),
+			cond("io-pressure", "io", 95, 70, 99),
+		}, map[string]string{"io-pressure": Inconclusive}, true},
 		{"one run each gives no interval", []model.Condition{
 			cond("baseline", "", 100),
 			cond("cpu-half", "cpu", 50),

@@ -197,32 +197,34 @@ func schedule(n, repeats int) []int {
 }
 
 func (x *experimenter) run(ctx context.Context) (*model.Run, error) {
-	repeats := x.spec.Repeat
-	order := schedule(len(x.conds), repeats)
 	start := time.Now()
-	var perRun time.Duration
+	// A warm-up run, not counted: it fills the caches the way every later
+	// run finds them (hyperfine's --warmup) and times the workload for the plan.
+	if x.hooks.Status != nil {
+		x.hooks.Status(Status{Condition: "warm-up", Repeat: 1, Repeats: 1})
+	}
+	if run, err := x.once(ctx, 0, 0); ctx.Err() != nil || (run != nil && run.Interrupted) {
+		return nil, runner.ErrInterrupted
+	} else if err != nil {
+		return nil, err
+	}
+	perRun := time.Since(start)
+	repeats, order, err := x.plan(perRun, perRun)
+	if err != nil {
+		return nil, err
+	}
 	done := map[int]int{}
 	for seq := 0; seq < len(order); seq++ {
 		ci := order[seq]
-		if seq == 1 {
-			// The first baseline run has timed the workload: plan the rest.
-			perRun = time.Since(start)
-			var err error
-			if repeats, order, err = x.plan(perRun, time.Since(start)); err != nil {
-				return nil, err
-			}
-		}
-		if seq > 0 && x.spec.Budget > 0 && time.Since(start)+perRun > x.spec.Budget+x.spec.Budget/10 {
+		if x.spec.Budget > 0 && time.Since(start)+perRun > x.spec.Budget+x.spec.Budget/10 {
 			x.ex.Incomplete = true
 			x.note(fmt.Sprintf("stopped at the --budget of %s after %d runs", x.spec.Budget, seq))
 			break
 		}
 		if x.hooks.Status != nil {
 			s := Status{Condition: x.conds[ci].name, Repeat: done[ci] + 1, Repeats: repeats, Seq: seq + 1, Runs: len(order)}
-			if seq > 0 {
-				avg := time.Since(start) / time.Duration(seq)
-				s.Left = avg * time.Duration(len(order)-seq)
-			}
+			avg := time.Since(start) / time.Duration(seq+1)
+			s.Left = avg * time.Duration(len(order)-seq)
 			x.hooks.Status(s)
 		}
 		run, err := x.once(ctx, ci, seq+1)
@@ -254,7 +256,7 @@ func (x *experimenter) note(s string) { x.notes = append(x.notes, s) }
 func (x *experimenter) plan(perRun, spent time.Duration) (int, []int, error) {
 	n := len(x.conds)
 	repeats := x.spec.Repeat
-	total := func(r int) time.Duration { return spent + time.Duration(n*r-1)*perRun }
+	total := func(r int) time.Duration { return spent + time.Duration(n*r)*perRun }
 	var lines []string
 	if b := x.spec.Budget; b > 0 && total(repeats) > b {
 		r := repeats
@@ -269,7 +271,7 @@ func (x *experimenter) plan(perRun, spent time.Duration) (int, []int, error) {
 		repeats = r
 	}
 	x.ex.Repeat = repeats
-	lines = append([]string{fmt.Sprintf("plan: %d conditions × %d runs = %d runs of about %s each (the first baseline run took that), about %s in all, interleaved",
+	lines = append([]string{fmt.Sprintf("plan: %d conditions × %d runs = %d runs of about %s each (the warm-up run took that), about %s in all, interleaved",
 		n, repeats, n*repeats, perRun.Round(100*time.Millisecond), total(repeats).Round(time.Second))}, lines...)
 	for i, c := range x.ex.Conditions {
 		for j, s := range c.Settings {
@@ -289,7 +291,8 @@ func (x *experimenter) plan(perRun, spent time.Duration) (int, []int, error) {
 	return repeats, schedule(n, repeats), nil
 }
 
-// once makes one run of condition ci.
+// once makes one run of condition ci; seq 0 is the warm-up run, whose
+// measure is kept apart.
 func (x *experimenter) once(ctx context.Context, ci, seq int) (*model.Run, error) {
 	c := x.conds[ci]
 	before, stop, err := c.apply(ctx, x.env)
@@ -323,6 +326,10 @@ func (x *experimenter) once(ctx context.Context, ci, seq int) (*model.Run, error
 	value, err := x.value(run, out)
 	if err != nil {
 		return nil, fmt.Errorf("%s run %d: %w", c.name, seq, err)
+	}
+	if seq == 0 {
+		x.ex.Warmup = value
+		return run, nil
 	}
 	analyze.FromObservation(run)
 	analyze.Analyze(run)

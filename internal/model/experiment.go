@@ -8,6 +8,9 @@ type Experiments struct {
 	Measure Measure `json:"measure"`
 	// Repeat is how many runs each condition was planned to get.
 	Repeat int `json:"repeat"`
+	// Warmup is the measure of the warm-up run (a baseline run made first
+	// and not counted: it fills the caches and times the workload).
+	Warmup float64 `json:"warmup"`
 	// Order is the order the runs were made in ("baseline#1", "io-pressure#1", ...).
 	Order []string `json:"order"`
 	// BaselineNoise is the largest relative deviation of a baseline run from

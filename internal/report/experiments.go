@@ -52,6 +52,9 @@ func (d *doc) experiments(run *model.Run) {
 		}
 		d.line("  %-15s %10s %7s  %-16s %s %s", c.Name, value(c.Median), pct(c.Change), iv, class, strings.Join(runs, " "))
 	}
+	if ex.Warmup > 0 {
+		d.line("  %-15s %10s %7s  %-16s %-13s %s", "(warm-up)", value(ex.Warmup), "", "", "", "not counted")
+	}
 	for _, c := range ex.Conditions {
 		for i, s := range c.Settings {
 			head := "    "

@@ -1,0 +1,276 @@
+package scenarios
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/perfsleuth/perfsleuth/internal/model"
+)
+
+// expDir is one working directory for all experiment tests, so that the
+// device's peak write rate is measured once and remembered (as it would be
+// for a user) instead of once per test.
+var (
+	expDirOnce sync.Once
+	expDirPath string
+)
+
+func expDir(t *testing.T) string {
+	expDirOnce.Do(func() {
+		d, err := os.MkdirTemp(bin, "experiments-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		expDirPath = d
+	})
+	return expDirPath
+}
+
+// experiment runs perfsleuth diagnose (with experiments) and returns the record.
+func experiment(t *testing.T, args ...string) *model.Run {
+	t.Helper()
+	work := expDir(t)
+	rec := filepath.Join(t.TempDir(), "run.json")
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	full := append([]string{"diagnose", "--interval", "200ms", "--json", rec}, args...)
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "perfsleuth"), full...)
+	cmd.Dir = work
+	cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("perfsleuth %s: %v\n%s", strings.Join(full, " "), err, out)
+	}
+	run, err := model.Load(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if run.Experiments == nil || run.Verdict == nil {
+		t.Fatalf("no experiments or verdict in the record\n%s", out)
+	}
+	t.Logf("perfsleuth %s:\n%s", strings.Join(full, " "), section(string(out), "experiments", "observation"))
+	return run
+}
+
+// section cuts the report from the line starting with from to the one starting with to.
+func section(out, from, to string) string {
+	if i := strings.Index(out, "\n"+from); i >= 0 {
+		out = out[i+1:]
+	}
+	if i := strings.Index(out, "\n"+to); i >= 0 {
+		out = out[:i]
+	}
+	return out
+}
+
+// class asserts a condition's classification.
+func class(t *testing.T, run *model.Run, cond, want string) {
+	t.Helper()
+	for _, c := range run.Experiments.Conditions {
+		if c.Name == cond {
+			if c.Class != want {
+				t.Errorf("%s: %s (change %+.0f%%, interval [%+.0f%%, %+.0f%%], %s), want %s", cond, c.Class, c.Change*100, c.Interval[0]*100, c.Interval[1]*100, c.Reason, want)
+			}
+			return
+		}
+	}
+	t.Errorf("condition %s not in the record", cond)
+}
+
+// The scenario programs below do a fixed amount of work, so the measure is
+// their wall time.
+
+func TestExperimentCPUBound(t *testing.T) {
+	run := experiment(t, "--conditions", "cpu-contention,io-pressure", "--", scenario(t, "cpu"), "600")
+	class(t, run, "cpu-contention", "sensitive")
+	class(t, run, "io-pressure", "insensitive")
+	if run.Verdict.Bottleneck != "cpu" {
+		t.Errorf("bottleneck %q, want cpu: %s", run.Verdict.Bottleneck, run.Verdict.Conclusion)
+	}
+}
+
+// TestExperimentCPUHalf: a program with as many busy threads as CPUs feels
+// losing half of them (a single thread does not, on 2 CPUs).
+func TestExperimentCPUHalf(t *testing.T) {
+	cpus := runtimeCPUs(t)
+	run := experiment(t, "--conditions", "cpu-half", "--", scenario(t, "cpu"), "300", fmt.Sprint(cpus))
+	class(t, run, "cpu-half", "sensitive")
+}
+
+func TestExperimentSyncBound(t *testing.T) {
+	run := experiment(t, "--conditions", "cpu-half,io-pressure", "--", scenario(t, "storagesync"), "3000")
+	class(t, run, "io-pressure", "sensitive")
+	class(t, run, "cpu-half", "insensitive")
+	if run.Verdict.Bottleneck != "io" {
+		t.Errorf("bottleneck %q, want io: %s", run.Verdict.Bottleneck, run.Verdict.Conclusion)
+	}
+}
+
+func TestExperimentColdRead(t *testing.T) {
+	// 256 MiB read at 20,000 random 4 KiB places: warm, copies from the
+	// page cache; evicted, each read waits for the disk.
+	data := filepath.Join(expDir(t), "coldread-data")
+	f, err := os.Create(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(data)
+	buf := make([]byte, 1<<20)
+	for i := range buf {
+		buf[i] = byte(i * 31)
+	}
+	for i := 0; i < 256; i++ {
+		if _, err := f.Write(buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.Close()
+	run := experiment(t, "--conditions", "cold-cache", "--evict", data, "--", scenario(t, "coldread"), data, "20000")
+	class(t, run, "cold-cache", "sensitive")
+	if run.Verdict.Bottleneck != "cache" {
+		t.Errorf("bottleneck %q, want cache: %s", run.Verdict.Bottleneck, run.Verdict.Conclusion)
+	}
+}
+
+// TestExperimentSQLite: WAL with synchronous=NORMAL commits without a sync
+// and is limited by SQLite's own CPU; DELETE with synchronous=FULL syncs the
+// journal, the database and the directory on every commit and is limited
+// by the device. The record must prove each with its numbers.
+func TestExperimentSQLite(t *testing.T) {
+	wal := experiment(t, "--conditions", "cpu-half,cpu-contention,io-pressure", "sqlite", "--journal", "wal", "--sync", "normal", "--rows", "10000")
+	if wal.Verdict.Bottleneck != "cpu" {
+		t.Errorf("WAL+NORMAL: bottleneck %q, want cpu: %s", wal.Verdict.Bottleneck, wal.Verdict.Conclusion)
+	}
+	del := experiment(t, "--conditions", "cpu-half,io-pressure", "sqlite", "--journal", "delete", "--sync", "full", "--rows", "300")
+	if del.Verdict.Bottleneck != "io" {
+		t.Errorf("DELETE+FULL: bottleneck %q, want io: %s", del.Verdict.Bottleneck, del.Verdict.Conclusion)
+	}
+	class(t, del, "cpu-half", "insensitive")
+	for _, run := range []*model.Run{wal, del} {
+		c := run.Verdict.Conclusion
+		if !strings.Contains(c, "changed the result") || !strings.Contains(c, "%") {
+			t.Errorf("the conclusion does not show its numbers: %q", c)
+		}
+		if run.Experiments.Measure.Unit != "tx/s" {
+			t.Errorf("measure %+v, want the benchmark's tx/s", run.Experiments.Measure)
+		}
+	}
+}
+
+// runtimeCPUs is how many CPUs this process may use (as nproc counts them).
+func runtimeCPUs(t *testing.T) int {
+	n := runtime.NumCPU()
+	if n < 2 {
+		t.Skip("cpu-half needs 2 CPUs or more")
+	}
+	return n
+}
+
+// TestDiagnoseInterruptLeavesNothing interrupts diagnose at random moments
+// (SIGINT to perfsleuth alone, or to its whole process group as a
+// terminal's Ctrl-C does) and checks each time that no process, file or
+// directory of the experiment is left behind.
+func TestDiagnoseInterruptLeavesNothing(t *testing.T) {
+	work := t.TempDir()
+	cpuProg := scenario(t, "cpu")
+	before := listDir(t, work)
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
+	const rounds = 10
+	for i := 0; i < rounds; i++ {
+		args := []string{"diagnose", "--interval", "200ms", "--io-peak", "400MiB", "--conditions", "cpu-contention,io-pressure,cold-cache,cpu-half"}
+		if i%2 == 0 {
+			args = append(args, "--evict", cpuProg, "--", cpuProg, "200")
+		} else {
+			args = append(args, "fileio", "--rw", "randwrite", "--size", "16MiB", "--duration", "300ms")
+		}
+		cmd := exec.Command(filepath.Join(bin, "perfsleuth"), args...)
+		cmd.Dir = work
+		cmd.Env = append(os.Environ(), "NO_COLOR=1")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		var out strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &out
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		delay := time.Duration(rng.Int64N(int64(6 * time.Second)))
+		group := rng.IntN(2) == 0
+		time.Sleep(delay)
+		if group {
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
+		} else {
+			cmd.Process.Signal(syscall.SIGINT)
+		}
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			t.Fatalf("round %d: perfsleuth did not exit within 30 s of SIGINT (after %s)\n%s", i, delay, out.String())
+		}
+		code := cmd.ProcessState.ExitCode()
+		if code != 130 && code != 0 {
+			t.Errorf("round %d (SIGINT after %s, group %v): exit status %d, want 130 (or 0 if it had finished)\n%s", i, delay, group, code, out.String())
+		}
+		// Nothing of perfsleuth's may be running: its helpers, the workload.
+		time.Sleep(100 * time.Millisecond)
+		if left := strays(t, cpuProg); len(left) > 0 {
+			t.Fatalf("round %d (SIGINT after %s, group %v): processes left behind: %v\n%s", i, delay, group, left, out.String())
+		}
+		after := listDir(t, work)
+		for name := range after {
+			if !before[name] && name != ".perfsleuth" && name != ".perfsleuth/device-peaks.json" {
+				t.Fatalf("round %d (SIGINT after %s): left behind in the working directory: %s\n%s", i, delay, name, out.String())
+			}
+		}
+		t.Logf("round %d: SIGINT after %s (group %v): exit %d, nothing left", i, delay.Round(time.Millisecond), group, code)
+	}
+}
+
+// listDir lists every path below dir, relative to it.
+func listDir(t *testing.T, dir string) map[string]bool {
+	t.Helper()
+	names := map[string]bool{}
+	filepath.Walk(dir, func(p string, _ os.FileInfo, err error) error {
+		if err == nil && p != dir {
+			rel, _ := filepath.Rel(dir, p)
+			names[rel] = true
+		}
+		return nil
+	})
+	return names
+}
+
+// strays lists running processes that are perfsleuth's (its binary from
+// this test run) or the workload program.
+func strays(t *testing.T, prog string) []string {
+	t.Helper()
+	self := filepath.Join(bin, "perfsleuth")
+	var left []string
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		exe, err := os.Readlink(filepath.Join("/proc", e.Name(), "exe"))
+		if err != nil {
+			continue
+		}
+		if exe == self || exe == prog {
+			stat, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+			if strings.Contains(string(stat), ") Z ") {
+				continue // a zombie whose parent (this test) has not reaped it
+			}
+			cmdline, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+			left = append(left, e.Name()+": "+strings.ReplaceAll(string(cmdline), "\x00", " "))
+		}
+	}
+	return left
+}
