@@ -274,3 +274,21 @@ func strays(t *testing.T, prog string) []string {
 	}
 	return left
 }
+
+// TestExperimentMetric takes the measure from the command's output (an
+// exit-time score, higher is better) instead of its wall time.
+func TestExperimentMetric(t *testing.T) {
+	script := fmt.Sprintf(`s=$(date +%%s%%N); %s 300; e=$(date +%%s%%N); echo "score: $((1000000000000 / (e - s)))"`, scenario(t, "cpu"))
+	run := experiment(t, "--conditions", "cpu-contention", "--metric", `score: ([0-9]+)`, "--", "sh", "-c", script)
+	if m := run.Experiments.Measure; m.Source != "metric" || !m.HigherIsBetter {
+		t.Errorf("measure %+v, want a metric where higher is better", m)
+	}
+	class(t, run, "cpu-contention", "sensitive")
+	for _, c := range run.Experiments.Conditions {
+		for _, r := range c.Runs {
+			if r.Value < 100 {
+				t.Errorf("%s run %d: score %v, not the printed score", c.Name, r.Seq, r.Value)
+			}
+		}
+	}
+}

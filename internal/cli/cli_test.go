@@ -133,6 +133,17 @@ func TestBadInputGivesOneClearErrorAndExit2(t *testing.T) {
 		{"report missing file", []string{"report", filepath.Join(work, "none.json")}, "none.json"},
 		{"json dir not writable", []string{"bench", "fileio", "--json", "/nonexistent/x.json"}, "--json"},
 		{"syscalls without ebpf", []string{"observe", "--no-ebpf", "--syscalls", "--", "true"}, "--no-ebpf"},
+		{"diagnose one repeat", []string{"diagnose", "--repeat", "1", "--", "true"}, "--repeat"},
+		{"diagnose unknown condition", []string{"diagnose", "--conditions", "cpu-half,moon-phase", "--", "true"}, "moon-phase"},
+		{"diagnose a pid", []string{"diagnose", "-p", "1"}, "--quick"},
+		{"diagnose metric without group", []string{"diagnose", "--metric", "score: [0-9]+", "--", "true"}, "group"},
+		{"diagnose bad metric", []string{"diagnose", "--metric", "(", "--", "true"}, "regular expression"},
+		{"diagnose metric on a builtin", []string{"diagnose", "--metric", "(x)", "fileio"}, "for commands"},
+		{"diagnose quick with repeat", []string{"diagnose", "--quick", "--repeat", "5", "--", "true"}, "--quick"},
+		{"diagnose io share", []string{"diagnose", "--io-share", "150", "--", "true"}, "--io-share"},
+		{"diagnose metric not printed", []string{"diagnose", "--conditions", "cpu-half", "--metric", "rate=([0-9]+)", "--", "echo", "no number"}, "matched no line"},
+		{"diagnose failing command", []string{"diagnose", "--conditions", "cpu-half", "--", "false"}, "status 1"},
+		{"diagnose budget too short", []string{"diagnose", "--conditions", "cpu-half,cpu-contention", "--budget", "1ms", "--", "true"}, "--budget"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
