@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/units"
 )
@@ -127,6 +129,9 @@ var conditions = map[string]*condition{
 		resource: "cache",
 		prepare: func(_ context.Context, e *env) ([]string, error) {
 			if len(e.evict) == 0 {
+				if err := unix.Access("/proc/sys/vm/drop_caches", unix.W_OK); err != nil {
+					return nil, fmt.Errorf("dropping the page cache needs root (%v): give --evict PATH to evict only the workload's files", err)
+				}
 				return []string{"the whole machine's page cache dropped before each run (sync; vm.drop_caches=1): give --evict PATH to evict only the workload's files"}, nil
 			}
 			return []string{fmt.Sprintf("the page cache of the files under %s evicted before each run (fdatasync, then POSIX_FADV_DONTNEED)", strings.Join(e.evict, ", "))}, nil

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/stats"
 )
 
 // experiments shows diagnose's conditions: each one's runs, median, change
@@ -21,40 +22,43 @@ func (d *doc) experiments(run *model.Run) {
 	if !m.HigherIsBetter {
 		better = "lower is better"
 	}
-	d.heading(fmt.Sprintf("experiments (%s, %s; %d runs per condition, interleaved)", m.Name, better, ex.Repeat))
+	d.heading(fmt.Sprintf("experiments: %s, %s, %d runs per condition", m.Name, better, ex.Repeat))
 	value := func(v float64) string {
 		if m.Unit == "s" {
 			return secs(v)
 		}
 		return rate(v)
 	}
-	d.line("  %-15s %10s %7s  %-16s %-13s %s", "condition", "median", "change", "95% interval", "class", "runs")
+	const row = "  %-15s %9s %7s  %-15s %s"
+	d.line(row, "condition", "median", "change", "95% interval", "class")
+	for _, c := range ex.Conditions {
+		switch {
+		case len(c.Runs) == 0:
+			d.line(row, c.Name, "-", "", "", "no run finished")
+		case c.Name == "baseline":
+			d.line(row, c.Name, value(c.Median), "", "", fmt.Sprintf("(its noise: ±%.0f%%)", ex.BaselineNoise*100))
+		default:
+			class := c.Class
+			if class == "sensitive" {
+				class = d.paint(ansiRed, class)
+			}
+			d.line(row, c.Name, value(c.Median), pct(c.Change), fmt.Sprintf("[%s, %s]", pct(c.Interval[0]), pct(c.Interval[1])), class)
+		}
+	}
+	d.line("  every run, in the order of its condition (the runs were interleaved):")
 	for _, c := range ex.Conditions {
 		var runs []string
 		for _, r := range c.Runs {
 			runs = append(runs, value(r.Value))
 		}
-		if len(c.Runs) == 0 {
-			d.line("  %-15s %10s %7s  %-16s %-13s %s", c.Name, "-", "", "", c.Class, "none finished")
-			continue
+		if len(runs) > 0 {
+			d.wrapped(fmt.Sprintf("  %-15s ", c.Name), strings.Repeat(" ", 18), strings.Join(runs, " "))
 		}
-		if c.Name == "baseline" {
-			d.line("  %-15s %10s %7s  %-16s %-13s %s (noise ±%.0f%%)", c.Name, value(c.Median), "", "", "", strings.Join(runs, " "), ex.BaselineNoise*100)
-			continue
-		}
-		iv := fmt.Sprintf("[%s, %s]", pct(c.Interval[0]), pct(c.Interval[1]))
-		class := c.Class
-		switch c.Class {
-		case "sensitive":
-			class = d.paint(ansiRed, fmt.Sprintf("%-13s", class))
-		default:
-			class = fmt.Sprintf("%-13s", class)
-		}
-		d.line("  %-15s %10s %7s  %-16s %s %s", c.Name, value(c.Median), pct(c.Change), iv, class, strings.Join(runs, " "))
 	}
 	if ex.Warmup > 0 {
-		d.line("  %-15s %10s %7s  %-16s %-13s %s", "(warm-up)", value(ex.Warmup), "", "", "", "not counted")
+		d.line("  %-15s %s (not counted)", "warm-up", value(ex.Warmup))
 	}
+	d.runAccounting(ex)
 	for _, c := range ex.Conditions {
 		for i, s := range c.Settings {
 			head := "    "
@@ -99,3 +103,32 @@ func (d *doc) experiments(run *model.Run) {
 }
 
 func pct(x float64) string { return fmt.Sprintf("%+.0f%%", x*100) }
+
+// runAccounting shows, per condition, what the busy threads did in a
+// median run: the mechanism behind a change (under cpu-contention, cpu-wait
+// appears; under io-pressure, the storage time grows).
+func (d *doc) runAccounting(ex *model.Experiments) {
+	seen := false
+	for _, c := range ex.Conditions {
+		for _, r := range c.Runs {
+			if r.CPUSec+r.CPUWaitSec+r.StorageSec > 0 {
+				seen = true
+			}
+		}
+	}
+	if !seen {
+		return
+	}
+	d.line("  what the busy threads did, median of each condition's runs (eBPF accounting):")
+	d.line("  %-15s %10s %10s %10s", "", "cpu", "cpu-wait", "storage")
+	for _, c := range ex.Conditions {
+		if len(c.Runs) == 0 {
+			continue
+		}
+		var cpu, wait, st []float64
+		for _, r := range c.Runs {
+			cpu, wait, st = append(cpu, r.CPUSec), append(wait, r.CPUWaitSec), append(st, r.StorageSec)
+		}
+		d.line("  %-15s %10s %10s %10s", c.Name, secs(stats.Median(cpu)), secs(stats.Median(wait)), secs(stats.Median(st)))
+	}
+}

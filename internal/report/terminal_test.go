@@ -16,9 +16,9 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files from the current renderer")
 
 // The fixtures are real run records (fileio observed, sqlite benched, a
-// command observed, sqlite observed with --syscalls --stacks); the golden
+// command observed, sqlite observed with --syscalls --stacks, sqlite diagnosed with experiments); the golden
 // files are their text views.
-var fixtures = []string{"observe-fileio", "bench-sqlite", "observe-command", "diagnose-lock", "observe-sqlite", "observe-detail"}
+var fixtures = []string{"observe-fileio", "bench-sqlite", "observe-command", "diagnose-lock", "observe-sqlite", "observe-detail", "diagnose-sqlite"}
 
 func TestTerminalGolden(t *testing.T) {
 	for _, name := range fixtures {
