@@ -97,6 +97,11 @@ func (p *progressBar) SetPrefix(s string) {
 func (p *progressBar) Hide() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.erase()
+}
+
+// erase blanks the bar's line; p.mu is held.
+func (p *progressBar) erase() {
 	if p.drawn {
 		fmt.Fprint(p.w, "\r\033[K")
 		p.drawn = false
@@ -107,10 +112,7 @@ func (p *progressBar) Hide() {
 func (p *progressBar) Clear() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.drawn {
-		fmt.Fprint(p.w, "\r\033[K")
-		p.drawn = false
-	}
+	p.erase()
 	if p.on {
 		close(p.stop)
 	}

@@ -91,13 +91,7 @@ var conditions = map[string]*condition{
 		prepare: func(_ context.Context, e *env) ([]string, error) {
 			return []string{fmt.Sprintf("%d busy threads at nice 0, one pinned to each of CPUs %s, in a helper process", len(e.cpus), cpuList(e.cpus))}, nil
 		},
-		apply: func(ctx context.Context, e *env) (func(int) error, func(), error) {
-			h, err := startHelper(ctx, e.exe, "cpu", cpuList(e.cpus))
-			if err != nil {
-				return nil, func() {}, err
-			}
-			return nil, h.stop, nil
-		},
+		apply: withHelper(func(e *env) []string { return []string{"cpu", cpuList(e.cpus)} }),
 	},
 	"io-pressure": {
 		name:     "io-pressure",
@@ -116,13 +110,7 @@ var conditions = map[string]*condition{
 				fmt.Sprintf("1 MiB O_DIRECT writes, %d in flight, over an unnamed %d MiB file in %s%s", writerDepth, writerSpan>>20, e.workDir, e.storage),
 			}, nil
 		},
-		apply: func(ctx context.Context, e *env) (func(int) error, func(), error) {
-			h, err := startHelper(ctx, e.exe, "io", e.workDir, fmt.Sprintf("%.0f", e.ioRate))
-			if err != nil {
-				return nil, func() {}, err
-			}
-			return nil, h.stop, nil
-		},
+		apply: withHelper(func(e *env) []string { return []string{"io", e.workDir, fmt.Sprintf("%.0f", e.ioRate)} }),
 	},
 	"cold-cache": {
 		name:     "cold-cache",
@@ -146,6 +134,18 @@ var conditions = map[string]*condition{
 			}, func() {}, nil
 		},
 	},
+}
+
+// withHelper is the apply step of a condition whose whole effect is a load
+// helper running beside the workload (`perfsleuth __load ARGS`).
+func withHelper(args func(e *env) []string) func(context.Context, *env) (func(int) error, func(), error) {
+	return func(ctx context.Context, e *env) (func(int) error, func(), error) {
+		h, err := startHelper(ctx, e.exe, args(e)...)
+		if err != nil {
+			return nil, func() {}, err
+		}
+		return nil, h.stop, nil
+	}
 }
 
 // CheckConditions validates a --conditions list.

@@ -113,7 +113,7 @@ func Run(ctx context.Context, spec Spec, hooks Hooks) (*model.Run, error) {
 	var target *model.Target
 	if spec.Target != nil {
 		t := cloneTarget(*spec.Target)
-		parent := targetDir(&t)
+		parent := runner.DirOf(&t)
 		if parent == "" {
 			parent = "."
 		}

@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/perfsleuth/perfsleuth/internal/runner"
 )
 
 // The load a condition adds (busy threads, a background writer) runs in a
@@ -93,20 +95,8 @@ func startHelper(ctx context.Context, exe string, args ...string) (*helper, erro
 
 // stop ends the helper (SIGTERM, then SIGKILL) and waits for it.
 func (h *helper) stop() {
-	if h == nil {
-		return
-	}
-	select {
-	case <-h.exited:
-		return
-	default:
-	}
-	h.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-h.exited:
-	case <-time.After(loadStopWait):
-		h.cmd.Process.Kill()
-		<-h.exited
+	if h != nil {
+		runner.StopChild(h.cmd.Process, h.exited, syscall.SIGTERM, loadStopWait)
 	}
 }
 

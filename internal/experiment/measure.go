@@ -174,16 +174,6 @@ func cloneTarget(t model.Target) model.Target {
 	return t
 }
 
-func targetDir(t *model.Target) string {
-	switch {
-	case t.FileIO != nil:
-		return t.FileIO.Dir
-	case t.SQLite != nil:
-		return t.SQLite.Dir
-	}
-	return ""
-}
-
 // setTargetDir points the benchmark at the experiment's directory. fileio
 // keeps its laid-out files between runs (fio reuses its files too); sqlite
 // starts every run from an empty database, as its insert phase needs.

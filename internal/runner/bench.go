@@ -89,15 +89,15 @@ func setupBuiltin(t model.Target) (b *Builtin, run *model.Run, removeDir func(),
 		return nil, nil, nil, err
 	}
 	run = newRun(t)
-	run.Host, run.Warnings = sysinfo.Collect(dirOf(&t))
+	run.Host, run.Warnings = sysinfo.Collect(DirOf(&t))
 	return b, run, removeDir, nil
 }
 
 // ErrInterrupted is returned when the user stopped a run before anything was measured.
 var ErrInterrupted = errors.New("interrupted before the measured phase began: nothing was measured")
 
-// dirOf is the working directory of a built-in target ("" for others).
-func dirOf(t *model.Target) string {
+// DirOf is the working directory of a target ("" when it has none).
+func DirOf(t *model.Target) string {
 	switch {
 	case t.FileIO != nil:
 		return t.FileIO.Dir

@@ -90,7 +90,7 @@ func ObserveBuiltin(ctx context.Context, t model.Target, opts ObserveOptions, ho
 	exited := make(chan struct{})
 	go func() { cmd.Wait(); close(exited) }()
 	// Whatever happens below, the child is gone when we return.
-	defer stopChild(cmd.Process, exited, syscall.SIGINT, childStopGrace)
+	defer StopChild(cmd.Process, exited, syscall.SIGINT, childStopGrace)
 
 	tb, _ := json.Marshal(t)
 	if _, err := ctlW.Write(append(tb, '\n')); err != nil {
@@ -177,9 +177,9 @@ func ObserveBuiltin(ctx context.Context, t model.Target, opts ObserveOptions, ho
 	}
 }
 
-// stopChild makes sure a child process is gone: it sends sig, waits grace,
+// StopChild makes sure a child process is gone: it sends sig, waits grace,
 // then kills it. exited is closed when the child has been reaped.
-func stopChild(p *os.Process, exited <-chan struct{}, sig syscall.Signal, grace time.Duration) {
+func StopChild(p *os.Process, exited <-chan struct{}, sig syscall.Signal, grace time.Duration) {
 	select {
 	case <-exited:
 		return
