@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/perfsleuth/perfsleuth/internal/analyze"
 	"github.com/perfsleuth/perfsleuth/internal/model"
 )
@@ -305,6 +307,21 @@ func TestSamplerRunQueueWait(t *testing.T) {
 	for _, tt := range run.TimeAccounting.Threads {
 		times[tt.TID] = tt
 	}
+	// Regression (this test failed on a VM with steal time): time the
+	// hypervisor gave another guest while a spinner was running is charged
+	// neither as the spinner's CPU ticks nor as a run-queue wait, so the two
+	// fall short of the window by up to the spinners' CPU's steal time.
+	stolen := 0.0
+	var set unix.CPUSet
+	if unix.SchedGetaffinity(0, &set) == nil {
+		for _, c := range obs.Totals.CPUs {
+			if set.IsSet(c.CPU) {
+				stolen = c.Steal / 100 * w // the helper pins to the first CPU it may use
+				break
+			}
+		}
+	}
+	t.Logf("steal on the spinners' CPU: %.3f s", stolen)
 	var waits float64
 	for _, th := range obs.Totals.Threads {
 		if !spinners[th.TID] {
@@ -319,7 +336,7 @@ func TestSamplerRunQueueWait(t *testing.T) {
 		if th.RunDelaySec < minWaitShare*w {
 			t.Errorf("thread %d waited %.3f s for the CPU, want more than %.0f%% of %.3f s", th.TID, th.RunDelaySec, minWaitShare*100, w)
 		}
-		if d := cpu + th.RunDelaySec - w; math.Abs(d) > sumTolerance*w {
+		if d := cpu + th.RunDelaySec - w; d > sumTolerance*w || d < -(sumTolerance*w+stolen) {
 			t.Errorf("thread %d: cpu + run-queue wait is %.3f s off the window (%.3f s)", th.TID, d, w)
 		}
 		waits += th.RunDelaySec
@@ -329,7 +346,7 @@ func TestSamplerRunQueueWait(t *testing.T) {
 		if sum := sec[model.CatCPU] + sec[model.CatCPUWait] + sec[model.CatUnknown]; math.Abs(sum-w) > 1e-9 || len(sec) != 3 {
 			t.Errorf("thread %d accounting %v adds up to %.3f s, window %.3f s", th.TID, sec, sum, w)
 		}
-		if sec[model.CatCPUWait] < minWaitShare*w || sec[model.CatUnknown] > sumTolerance*w {
+		if sec[model.CatCPUWait] < minWaitShare*w || sec[model.CatUnknown] > sumTolerance*w+stolen {
 			t.Errorf("thread %d accounting %v: want cpu-wait over %.0f%% and unknown under %.0f%% of the window", th.TID, sec, minWaitShare*100, sumTolerance*100)
 		}
 	}
