@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/perfsleuth/perfsleuth/internal/proctree"
+	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
 )
 
 // allowedCPUs is the CPUs perfsleuth itself may run on: what the workload
@@ -55,7 +56,7 @@ func pinTree(pid int, cpus []int) error {
 					continue
 				}
 				if err := unix.SchedSetaffinity(tid, &set); err != nil && !errors.Is(err, unix.ESRCH) {
-					return fmt.Errorf("pin thread %d of pid %d to CPUs %v: %w", tid, pid, cpus, err)
+					return fmt.Errorf("pin thread %d of pid %d to CPUs %s: %w", tid, pid, sysinfo.FormatCPUList(cpus), err)
 				}
 				done[tid] = true
 				fresh++
@@ -72,7 +73,7 @@ func pinTree(pid int, cpus []int) error {
 // dirty pages are written first (fdatasync), then POSIX_FADV_DONTNEED lets
 // the kernel drop the clean ones, as fio's invalidate=1 and vmtouch -e do.
 // Only these files lose their cache; the rest of the machine keeps its own.
-func evict(paths []string) (files int, bytes int64, err error) {
+func evict(paths []string) error {
 	for _, root := range paths {
 		werr := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
@@ -92,17 +93,13 @@ func evict(paths []string) (files int, bytes int64, err error) {
 			if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
 				return fmt.Errorf("evict %s from the page cache: %w", p, err)
 			}
-			if st, err := f.Stat(); err == nil {
-				bytes += st.Size()
-			}
-			files++
 			return nil
 		})
 		if werr != nil {
-			return files, bytes, fmt.Errorf("cold-cache: %w", werr)
+			return fmt.Errorf("cold-cache: %w", werr)
 		}
 	}
-	return files, bytes, nil
+	return nil
 }
 
 // dropCaches drops the whole machine's clean page cache (vm.drop_caches=1)
@@ -114,27 +111,6 @@ func dropCaches() error {
 		return fmt.Errorf("cold-cache: drop the page cache: %w (needs root; or give --evict PATH to evict only the workload's files)", err)
 	}
 	return nil
-}
-
-// cpuList formats CPUs as the kernel's list format ("0-3,6").
-func cpuList(cpus []int) string {
-	s := ""
-	for i := 0; i < len(cpus); {
-		j := i
-		for j+1 < len(cpus) && cpus[j+1] == cpus[j]+1 {
-			j++
-		}
-		if s != "" {
-			s += ","
-		}
-		if j == i {
-			s += strconv.Itoa(cpus[i])
-		} else {
-			s += fmt.Sprintf("%d-%d", cpus[i], cpus[j])
-		}
-		i = j + 1
-	}
-	return s
 }
 
 // irqCPUs returns the CPUs that take the interrupts of disks' devices: the
@@ -157,11 +133,7 @@ func irqCPUs(disks []string) []int {
 				if err != nil {
 					continue
 				}
-				cpus, err := parseCPUs(strings.TrimSpace(string(b)))
-				if err != nil {
-					continue
-				}
-				for _, c := range cpus {
+				for _, c := range sysinfo.ParseCPUList(string(b)) {
 					seen[c] = true
 				}
 			}

@@ -8,6 +8,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
 	"github.com/perfsleuth/perfsleuth/internal/units"
 )
 
@@ -43,8 +44,7 @@ type env struct {
 	ioShare float64
 	ioPeak  float64
 	peakDoc string
-	storage string // the device, for the settings text
-	store   *model.Storage
+	store   *model.Storage // the file system behind workDir, if known
 	// stateDir is where measured device peaks are remembered.
 	stateDir string
 }
@@ -67,7 +67,7 @@ var conditions = map[string]*condition{
 		resource: "cpu",
 		prepare: func(_ context.Context, e *env) ([]string, error) {
 			if len(e.cpus) < 2 {
-				return nil, fmt.Errorf("the workload has one CPU (%s): there is no half to take away", cpuList(e.cpus))
+				return nil, fmt.Errorf("the workload has one CPU (%s): there is no half to take away", sysinfo.FormatCPUList(e.cpus))
 			}
 			var disks []string
 			if e.store != nil {
@@ -75,9 +75,9 @@ var conditions = map[string]*condition{
 			}
 			irq := irqCPUs(disks)
 			e.half = halfCPUs(e.cpus, irq)
-			s := []string{fmt.Sprintf("every thread of the workload's process tree pinned to CPUs %s of %s (sched_setaffinity; threads and children it starts inherit it)", cpuList(e.half), cpuList(e.cpus))}
+			s := []string{fmt.Sprintf("every thread of the workload's process tree pinned to CPUs %s of %s (sched_setaffinity; threads and children it starts inherit it)", sysinfo.FormatCPUList(e.half), sysinfo.FormatCPUList(e.cpus))}
 			if len(irq) > 0 {
-				s = append(s, fmt.Sprintf("the CPUs kept are those that take the interrupts of %s (CPUs %s), so that the condition takes cores away, not interrupt locality", strings.Join(disks, ", "), cpuList(irq)))
+				s = append(s, fmt.Sprintf("the CPUs kept are those that take the interrupts of %s (CPUs %s), so that the condition takes cores away, not interrupt locality", strings.Join(disks, ", "), sysinfo.FormatCPUList(irq)))
 			}
 			return s, nil
 		},
@@ -89,9 +89,9 @@ var conditions = map[string]*condition{
 		name:     "cpu-contention",
 		resource: "cpu",
 		prepare: func(_ context.Context, e *env) ([]string, error) {
-			return []string{fmt.Sprintf("%d busy threads at nice 0, one pinned to each of CPUs %s, in a helper process", len(e.cpus), cpuList(e.cpus))}, nil
+			return []string{fmt.Sprintf("%d busy threads at nice 0, one pinned to each of CPUs %s, in a helper process", len(e.cpus), sysinfo.FormatCPUList(e.cpus))}, nil
 		},
-		apply: withHelper(func(e *env) []string { return []string{"cpu", cpuList(e.cpus)} }),
+		apply: withHelper(func(e *env) []string { return []string{"cpu", sysinfo.FormatCPUList(e.cpus)} }),
 	},
 	"io-pressure": {
 		name:     "io-pressure",
@@ -105,9 +105,13 @@ var conditions = map[string]*condition{
 				e.ioPeak, e.peakDoc = peak, doc
 			}
 			e.ioRate = e.ioShare * e.ioPeak
+			on := ""
+			if e.store != nil && e.store.Device != "" {
+				on = " (on " + e.store.Device + ")"
+			}
 			return []string{
 				fmt.Sprintf("a background writer at %s/s, %.0f%% of the device's peak write rate %s/s (%s)", units.FormatSize(int64(e.ioRate)), e.ioShare*100, units.FormatSize(int64(e.ioPeak)), e.peakDoc),
-				fmt.Sprintf("1 MiB O_DIRECT writes, %d in flight, over an unnamed %d MiB file in %s%s", writerDepth, writerSpan>>20, e.workDir, e.storage),
+				fmt.Sprintf("1 MiB O_DIRECT writes, %d in flight, over an unnamed %d MiB file in %s%s", writerDepth, writerSpan>>20, e.workDir, on),
 			}, nil
 		},
 		apply: withHelper(func(e *env) []string { return []string{"io", e.workDir, fmt.Sprintf("%.0f", e.ioRate)} }),
@@ -129,8 +133,7 @@ var conditions = map[string]*condition{
 				if len(e.evict) == 0 {
 					return dropCaches()
 				}
-				_, _, err := evict(e.evict)
-				return err
+				return evict(e.evict)
 			}, func() {}, nil
 		},
 	},

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -55,8 +56,8 @@ const MinRepeat = 2
 
 // Hooks let the CLI show the plan and the progress; any may be nil.
 type Hooks struct {
-	// Plan is called once the plan is known (after the first baseline run
-	// has timed the workload), with its lines.
+	// Plan is called once the plan is known (after the warm-up run has
+	// timed the workload), with its lines.
 	Plan func(lines []string)
 	// Status is called before each run.
 	Status func(s Status)
@@ -80,7 +81,8 @@ type Status struct {
 // the median measure, carrying the experiments. When ctx ends, the runs that
 // finished are kept and the record says the experiment is incomplete.
 func Run(ctx context.Context, spec Spec, hooks Hooks) (*model.Run, error) {
-	names := spec.Conditions
+	// A copy: the caller's list (by default the registry's own) is sorted below.
+	names := slices.Clone(spec.Conditions)
 	if !slices.Contains(names, "baseline") {
 		names = append([]string{"baseline"}, names...)
 	}
@@ -140,9 +142,6 @@ func Run(ctx context.Context, spec Spec, hooks Hooks) (*model.Run, error) {
 	}
 	if st, err := sysinfo.StorageOf(e.workDir); err == nil {
 		e.store = st
-		if st.Device != "" {
-			e.storage = " (on " + st.Device + ")"
-		}
 	}
 
 	ex := &model.Experiments{Measure: measureOf(spec), Repeat: spec.Repeat}
@@ -246,7 +245,7 @@ func (x *experimenter) run(ctx context.Context) (*model.Run, error) {
 	if len(x.baselines) == 0 {
 		return nil, runner.ErrInterrupted
 	}
-	return x.record(ctx)
+	return x.record(ctx), nil
 }
 
 // warnings collected for the final record.
@@ -353,7 +352,7 @@ func (x *experimenter) once(ctx context.Context, ci, seq int) (*model.Run, error
 
 // record assembles the result: the baseline run with the median measure,
 // with the experiments attached.
-func (x *experimenter) record(ctx context.Context) (*model.Run, error) {
+func (x *experimenter) record(ctx context.Context) *model.Run {
 	var base *model.Condition
 	for i := range x.ex.Conditions {
 		if x.ex.Conditions[i].Name == "baseline" {
@@ -363,7 +362,7 @@ func (x *experimenter) record(ctx context.Context) (*model.Run, error) {
 	med := stats.Median(values(base.Runs))
 	best := 0
 	for i, r := range base.Runs {
-		if abs(r.Value-med) < abs(base.Runs[best].Value-med) {
+		if math.Abs(r.Value-med) < math.Abs(base.Runs[best].Value-med) {
 			best = i
 		}
 	}
@@ -371,7 +370,7 @@ func (x *experimenter) record(ctx context.Context) (*model.Run, error) {
 	run.Experiments = x.ex
 	run.Warnings = append(run.Warnings, x.notes...)
 	run.Interrupted = ctx.Err() != nil
-	return run, nil
+	return run
 }
 
 func values(rs []model.ExperimentRun) []float64 {
@@ -380,11 +379,4 @@ func values(rs []model.ExperimentRun) []float64 {
 		v[i] = r.Value
 	}
 	return v
-}
-
-func abs(f float64) float64 {
-	if f < 0 {
-		return -f
-	}
-	return f
 }

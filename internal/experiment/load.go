@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/perfsleuth/perfsleuth/internal/runner"
+	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
 )
 
 // The load a condition adds (busy threads, a background writer) runs in a
@@ -112,9 +113,9 @@ func RunLoad(ctx context.Context, args []string, stdout io.Writer) error {
 	}
 	switch args[0] {
 	case "cpu":
-		cpus, err := parseCPUs(args[1])
-		if err != nil {
-			return fail(err)
+		cpus := sysinfo.ParseCPUList(args[1])
+		if len(cpus) == 0 {
+			return fail(fmt.Errorf("bad CPU list %q", args[1]))
 		}
 		return burn(ctx, cpus, func() { say("ready") })
 	case "io", "peak":
@@ -147,27 +148,6 @@ func RunLoad(ctx context.Context, args []string, stdout io.Writer) error {
 		return w.paced(ctx, n)
 	}
 	return fail(fmt.Errorf("unknown load %q", args[0]))
-}
-
-func parseCPUs(s string) ([]int, error) {
-	var cpus []int
-	for _, part := range strings.Split(s, ",") {
-		lo, hi, isRange := strings.Cut(part, "-")
-		a, err := strconv.Atoi(lo)
-		if err != nil {
-			return nil, fmt.Errorf("bad CPU list %q", s)
-		}
-		b := a
-		if isRange {
-			if b, err = strconv.Atoi(hi); err != nil || b < a {
-				return nil, fmt.Errorf("bad CPU list %q", s)
-			}
-		}
-		for c := a; c <= b; c++ {
-			cpus = append(cpus, c)
-		}
-	}
-	return cpus, nil
 }
 
 // burn keeps one thread busy on each CPU until ctx ends. The threads run at

@@ -9,6 +9,7 @@ import (
 	"sync"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/runner"
 	"github.com/perfsleuth/perfsleuth/internal/stats"
 )
 
@@ -57,7 +58,7 @@ func (x *experimenter) value(run *model.Run, out *outputTail) (float64, error) {
 	case res.Command != nil:
 		c := res.Command
 		if c.ExitCode != 0 {
-			return 0, fmt.Errorf("%s exited with status %d%s: diagnose compares runs that succeed; its last output:\n%s", x.spec.Argv[0], c.ExitCode, sigText(c.Signal), out.tail())
+			return 0, fmt.Errorf("%s exited with status %d%s: diagnose compares runs that succeed; its last output:\n%s", x.spec.Argv[0], c.ExitCode, runner.SignalSuffix(c.Signal), out.tail())
 		}
 		if x.spec.Metric == nil {
 			return c.WallSec, nil
@@ -69,13 +70,6 @@ func (x *experimenter) value(run *model.Run, out *outputTail) (float64, error) {
 		return stats.Median(vals), nil
 	}
 	return 0, fmt.Errorf("the run has no result")
-}
-
-func sigText(s string) string {
-	if s == "" {
-		return ""
-	}
-	return " (" + s + ")"
 }
 
 // outputTail takes a command's output: it keeps the last lines (for error

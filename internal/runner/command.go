@@ -114,14 +114,15 @@ func ObserveCommand(ctx context.Context, argv []string, opts ObserveOptions) (*m
 		res.Signal = unix.SignalName(ws.Signal())
 	}
 	if res.ExitCode != 0 && !run.Interrupted {
-		run.Warnings = append(run.Warnings, fmt.Sprintf("%s exited with status %d%s: its numbers may describe a failed run", argv[0], res.ExitCode, signalSuffix(res.Signal)))
+		run.Warnings = append(run.Warnings, fmt.Sprintf("%s exited with status %d%s: its numbers may describe a failed run", argv[0], res.ExitCode, SignalSuffix(res.Signal)))
 	}
 	run.Result = &model.Result{DurationSec: wall.Seconds(), Command: res}
 	run.EndedAt = time.Now()
 	return run, nil
 }
 
-func signalSuffix(sig string) string {
+// SignalSuffix is " (SIGNAME)" for a process a signal ended, "" otherwise.
+func SignalSuffix(sig string) string {
 	if sig == "" {
 		return ""
 	}

@@ -241,15 +241,16 @@ func intelHybridTypes(sysRoot string) map[int]string {
 		if err != nil {
 			continue
 		}
-		for _, id := range parseCPUList(string(b)) {
+		for _, id := range ParseCPUList(string(b)) {
 			out[id] = name
 		}
 	}
 	return out
 }
 
-// parseCPUList parses the kernel's CPU list format ("0-3,5,7-8").
-func parseCPUList(s string) []int {
+// ParseCPUList parses the kernel's CPU list format ("0-3,5,7-8"); parts
+// that are not numbers or ranges are skipped.
+func ParseCPUList(s string) []int {
 	var ids []int
 	for r := range strings.SplitSeq(strings.TrimSpace(s), ",") {
 		if r == "" {
@@ -271,6 +272,24 @@ func parseCPUList(s string) []int {
 		}
 	}
 	return ids
+}
+
+// FormatCPUList writes ascending CPU ids in the kernel's CPU list format.
+func FormatCPUList(cpus []int) string {
+	var parts []string
+	for i := 0; i < len(cpus); {
+		j := i
+		for j+1 < len(cpus) && cpus[j+1] == cpus[j]+1 {
+			j++
+		}
+		if j == i {
+			parts = append(parts, strconv.Itoa(cpus[i]))
+		} else {
+			parts = append(parts, fmt.Sprintf("%d-%d", cpus[i], cpus[j]))
+		}
+		i = j + 1
+	}
+	return strings.Join(parts, ",")
 }
 
 // fillFrequencies adds cpufreq data from

@@ -54,7 +54,7 @@ func collectFrom(procRoot, sysRoot string) (model.Host, []string) {
 	h.CPUModel = cpuModel
 	h.CPUsOnline = len(cpus)
 	if b, err := os.ReadFile(filepath.Join(sysRoot, "devices/system/cpu/online")); err == nil {
-		if n := len(parseCPUList(string(b))); n > 0 {
+		if n := len(ParseCPUList(string(b))); n > 0 {
 			h.CPUsOnline = n
 		}
 	}

@@ -61,8 +61,11 @@ func TestARMCoreName(t *testing.T) {
 }
 
 func TestParseCPUList(t *testing.T) {
-	if got := parseCPUList("0-3,5,7-8\n"); !reflect.DeepEqual(got, []int{0, 1, 2, 3, 5, 7, 8}) {
-		t.Errorf("parseCPUList = %v", got)
+	if got := ParseCPUList("0-3,5,7-8\n"); !reflect.DeepEqual(got, []int{0, 1, 2, 3, 5, 7, 8}) {
+		t.Errorf("ParseCPUList = %v", got)
+	}
+	if got := FormatCPUList([]int{0, 1, 2, 3, 5, 7, 8}); got != "0-3,5,7-8" {
+		t.Errorf("FormatCPUList = %q", got)
 	}
 }
 
