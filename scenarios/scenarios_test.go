@@ -165,17 +165,32 @@ func TestSQLiteVerdicts(t *testing.T) {
 	sync := diagnose(t, "sqlite", "--journal", "delete", "--sync", "full", "--rows", "300")
 	needEBPF(t, sync)
 	// Every commit syncs the journal and the database. On a slow-flushing
-	// device storage-sync dominates outright; on this project's VM (flushes
-	// of ~0.2 ms) the kernel's flush path costs about as much CPU as the
-	// thread waits, so storage-sync may be the close second: the verdict must
-	// name it either way, and the sync finding must be there.
-	if sync.Verdict.Primary != model.CatStorageSync && sync.Verdict.Secondary != model.CatStorageSync {
-		t.Errorf("DELETE+FULL: verdict %+v, want storage-sync first or a close second", sync.Verdict)
+	// device storage-sync dominates outright; on a fast one (flushes of
+	// ~0.2 ms on this project's VMs) the CPU SQLite and the kernel's flush
+	// path spend between the syncs can come first, as in the field report
+	// where the phone's long fdatasync was not its bottleneck. What must hold
+	// on any device: the verdict names cpu or storage-sync, storage-sync is
+	// the largest off-CPU category and a large share of the busy time.
+	ta := sync.TimeAccounting
+	if p := sync.Verdict.Primary; p != model.CatStorageSync && p != model.CatCPU {
+		t.Errorf("DELETE+FULL: verdict %+v, want storage-sync or cpu", sync.Verdict)
+	}
+	busy := 0.0
+	for _, c := range model.Categories {
+		busy += ta.Total[c]
+	}
+	for _, c := range model.Categories {
+		if c != model.CatCPU && c != model.CatStorageSync && ta.Total[c] > ta.Total[model.CatStorageSync] {
+			t.Errorf("DELETE+FULL: %s (%.3fs) above storage-sync (%.3fs)", c, ta.Total[c], ta.Total[model.CatStorageSync])
+		}
+	}
+	if share := ta.Total[model.CatStorageSync] / busy; share < 0.25 {
+		t.Errorf("DELETE+FULL: storage-sync is %.0f%% of the busy time, want at least 25%%", share*100)
 	}
 	if !hasFinding(sync, "sync.dominant") {
 		t.Errorf("DELETE+FULL: no sync.dominant finding: %+v", sync.Findings)
 	}
-	switch ta := sync.TimeAccounting; {
+	switch {
 	case ta.SyncNote != "":
 		// The sync-call tracepoints need tracefs; the accounting does not.
 		t.Logf("sync calls not timed: %s", ta.SyncNote)

@@ -172,7 +172,14 @@ func conclude(run *model.Run) {
 			tested = append(tested, r)
 		}
 		sort.Strings(tested)
-		v.Conclusion = fmt.Sprintf("no experiment moved the result by %.0f%% or more (tested: %s)", materialChange*100, strings.Join(tested, ", "))
+		v.Conclusion = fmt.Sprintf("no experiment proved a bottleneck (tested: %s)", strings.Join(tested, ", "))
+		// A loss that was large but not conclusive is named with its
+		// numbers: "nothing moved" would hide it.
+		for _, r := range tested {
+			if s := sens[r]; s.Class == Inconclusive && s.Change <= -materialChange {
+				v.Conclusion += fmt.Sprintf("; %s, not conclusively", evidence(r))
+			}
+		}
 		if hasClass(sens, Inconclusive) {
 			v.Conclusion += "; some were inconclusive: rerun with more --repeat"
 		}

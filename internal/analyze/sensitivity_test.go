@@ -131,3 +131,24 @@ func TestConclusionNothingMoved(t *testing.T) {
 		t.Errorf("bottleneck %q, conclusion %q; want none, not confirmed", v.Bottleneck, v.Conclusion)
 	}
 }
+
+// TestConclusionNamesInconclusiveLoss: a large loss that the baseline's own
+// noise keeps from being conclusive is named with its numbers, not hidden
+// behind "nothing moved".
+func TestConclusionNamesInconclusiveLoss(t *testing.T) {
+	run := runWith(2, 10, thread(1, map[string]float64{model.CatStorageSync: 6, model.CatCPU: 4}))
+	run.Experiments = &model.Experiments{Measure: model.Measure{HigherIsBetter: true}, Conditions: []model.Condition{
+		cond("baseline", "", 1000, 1010, 500),
+		cond("io-pressure", "io", 700, 650, 720),
+	}}
+	Analyze(run)
+	v := run.Verdict
+	if v.Bottleneck != "" {
+		t.Fatalf("bottleneck %q from an inconclusive loss", v.Bottleneck)
+	}
+	for _, want := range []string{"no experiment proved a bottleneck", "io-pressure changed the result -30%", "not conclusively", "more --repeat"} {
+		if !strings.Contains(v.Conclusion, want) {
+			t.Errorf("conclusion %q lacks %q", v.Conclusion, want)
+		}
+	}
+}
