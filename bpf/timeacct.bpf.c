@@ -41,6 +41,8 @@
 #include <bpf/bpf_core_read.h>
 #include <bpf/bpf_tracing.h>
 #include "timeacct.h"
+#include "bits.bpf.h"
+#include "path.bpf.h"
 
 #define PF_EXITING 0x00000004
 #define TASK_RUNNING 0x0
@@ -739,27 +741,6 @@ int seed(struct bpf_iter__task *ctx)
 	return 0;
 }
 
-/* log2 of v, rounded down (log2(0) = 0); from libbpf-tools' bits.bpf.h. */
-static __always_inline __u64 log2_u32(__u32 v)
-{
-	__u32 shift, r;
-
-	r = (v > 0xFFFF) << 4; v >>= r;
-	shift = (v > 0xFF) << 3; v >>= shift; r |= shift;
-	shift = (v > 0xF) << 2; v >>= shift; r |= shift;
-	shift = (v > 0x3) << 1; v >>= shift; r |= shift;
-	r |= (v >> 1);
-	return r;
-}
-
-static __always_inline __u64 log2_u64(__u64 v)
-{
-	__u32 hi = v >> 32;
-
-	if (hi)
-		return log2_u32(hi) + 32;
-	return log2_u32(v);
-}
 
 /* sync_kind tells, from the syscall the current thread is in, how it came
  * into the filesystem's fsync. */
@@ -784,20 +765,10 @@ static __always_inline __u32 sync_kind(struct task_struct *task)
 	return TA_SYNC_OTHER;
 }
 
-/* fill_path copies the names of d and its parents, leaf first, up to the
- * root of its filesystem or TA_PATH_DEPTH components. */
+/* fill_path names f after d (path.bpf.h). */
 static __always_inline void fill_path(struct ta_file *f, struct dentry *d)
 {
-	for (int i = 0; i < TA_PATH_DEPTH; i++) {
-		struct dentry *parent = d->d_parent;
-
-		if (!parent || parent == d) /* the filesystem's root: "/" */
-			return;
-		bpf_probe_read_kernel_str(f->names[i], TA_NAME_LEN, d->d_name.name);
-		f->depth = i + 1;
-		d = parent;
-	}
-	f->truncated = 1;
+	fill_names(f->names, &f->depth, &f->truncated, d);
 }
 
 SEC("tp_btf/ext4_sync_file_enter")

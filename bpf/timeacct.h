@@ -122,8 +122,8 @@ struct ta_counters {
 
 /* A synced file: path components leaf first, up to the root of its
  * filesystem (user space prefixes the mount point). */
-#define TA_PATH_DEPTH 8
-#define TA_NAME_LEN 64
+#define TA_PATH_DEPTH 8 /* PATH_DEPTH of path.bpf.h */
+#define TA_NAME_LEN 64 /* PATH_NAME_LEN */
 struct ta_file_key {
 	__u64 ino;
 	__u32 dev; /* the kernel's dev_t: major << 20 | minor */

@@ -29,8 +29,11 @@ type Run struct {
 	Observation *Observation `json:"observation,omitempty"`
 	// TimeAccounting, Verdict and Findings are the analysis of the run.
 	TimeAccounting *TimeAccounting `json:"time_accounting,omitempty"`
-	Verdict        *Verdict        `json:"verdict,omitempty"`
-	Findings       []Finding       `json:"findings,omitempty"`
+	// Storage is the eBPF view of the storage stack: devices, page cache,
+	// files, SQLite pages.
+	Storage  *StorageIO `json:"storage,omitempty"`
+	Verdict  *Verdict   `json:"verdict,omitempty"`
+	Findings []Finding  `json:"findings,omitempty"`
 	// Experiments are diagnose's reruns under changed conditions; the rest
 	// of the record is then the baseline run with the median measure.
 	Experiments *Experiments `json:"experiments,omitempty"`

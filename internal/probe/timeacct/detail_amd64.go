@@ -26,7 +26,7 @@ func (p *Probe) readFiles(res *Result) error {
 		}
 		dev := fmt.Sprintf("%d:%d", k.Dev>>20, k.Dev&0xfffff)
 		res.Files = append(res.Files, SyncedFile{
-			Path: filePath(mounts[dev], dev, &f), Dev: dev, Ino: k.Ino, PID: int(f.Tgid),
+			Path: PathOf(mounts[dev], dev, f.Names, f.Depth, f.Truncated != 0), Dev: dev, Ino: k.Ino, PID: int(f.Tgid),
 			Count: f.Count, DataSync: f.Datasync, TotalNs: f.TotalNs, MaxNs: f.MaxNs,
 		})
 	}
@@ -37,20 +37,21 @@ func (p *Probe) readFiles(res *Result) error {
 	return nil
 }
 
-// filePath joins a synced file's names, kept leaf first by the kernel side,
-// below the mount point of its filesystem ("[dev 8:1]" when none is known).
-func filePath(mount, dev string, f *timeacctTaFile) string {
+// PathOf joins a file's names, kept leaf first by the kernel side
+// (bpf/path.bpf.h), below the mount point of its filesystem ("[dev 8:1]"
+// when none is known).
+func PathOf(mount, dev string, names [8][64]uint8, depth uint32, truncated bool) string {
 	var b strings.Builder
 	if mount == "" {
 		b.WriteString("[dev " + dev + "]")
 	} else if mount != "/" {
 		b.WriteString(mount)
 	}
-	if f.Truncated != 0 {
+	if truncated {
 		b.WriteString("/...")
 	}
-	for i := int(min(f.Depth, uint32(len(f.Names)))) - 1; i >= 0; i-- {
-		b.WriteString("/" + unix.ByteSliceToString(f.Names[i][:]))
+	for i := int(min(depth, uint32(len(names)))) - 1; i >= 0; i-- {
+		b.WriteString("/" + unix.ByteSliceToString(names[i][:]))
 	}
 	if b.Len() == 0 {
 		return "/"

@@ -456,3 +456,10 @@ func monotonicNs() uint64 {
 	}
 	return uint64(ts.Nano())
 }
+
+// SharedMaps are the maps another probe uses to follow the same workload:
+// the tracked processes and each thread's time per category. They live
+// until Stop.
+func (p *Probe) SharedMaps() (tracked, threads *ebpf.Map) {
+	return p.objs.Tracked, p.objs.Threads
+}

@@ -1,0 +1,791 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* storage: block devices, page cache and (want_files) per-file IO of the
+ * workload, counted in the kernel.
+ *
+ * Block layer (always): block_io_start / block_rq_insert start a request,
+ * block_rq_issue hands it to the driver, block_rq_complete ends it; per disk
+ * and op the probe counts requests, bytes, merges, size / queue / service /
+ * depth histograms and the busy time (%util), and attributes each request
+ * to the workload (issued by one of its threads), to writeback on its
+ * behalf (pages of a file it dirtied) or to others. The same requests are
+ * what /proc/diskstats counts.
+ *
+ * Page cache (always, the workload's threads only): pages looked up by
+ * buffered reads (mm_filemap_get_pages) against pages added to the cache in
+ * read calls (mm_filemap_add_to_page_cache), readahead triggers, pages
+ * dirtied (writeback_dirty_folio), dirty throttling (balance_dirty_pages).
+ *
+ * Files (want_files): sys_enter / sys_exit of the read, write and sync calls;
+ * per file (device, inode): calls, bytes, sizes, the time in the calls and
+ * of it the time blocked on storage and on locks (from timeacct's per-thread
+ * totals, whose maps are shared), and whether each call began where the
+ * previous one on the same open file ended. Reads and writes of SQLite files
+ * (told by their magic at offset 0) go to user space one by one. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_tracing.h>
+#include "timeacct.h"
+#include "storage.h"
+#include "bits.bpf.h"
+#include "path.bpf.h"
+
+#define NR_read 0
+#define NR_write 1
+#define NR_pread64 17
+#define NR_pwrite64 18
+#define NR_readv 19
+#define NR_writev 20
+#define NR_fsync 74
+#define NR_fdatasync 75
+#define NR_sync_file_range 277
+#define NR_preadv 295
+#define NR_pwritev 296
+#define NR_preadv2 327
+#define NR_pwritev2 328
+
+#define REQ_OP_MASK 0xff
+#define REQ_OP_READ 0
+#define REQ_OP_WRITE 1
+#define REQ_OP_FLUSH 2
+#define REQ_OP_DISCARD 3
+#define O_APPEND 02000
+#define PAGE_MAPPING_ANON 0x1
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+const volatile bool want_files = false;
+__u32 stopped = 0;
+
+/* Shared with timeacct (user space passes its maps in): the workload's
+ * processes, and each thread's time per category. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, __u8);
+} tracked SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct ta_thread);
+} threads SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct st_dev_key);
+	__type(value, struct st_dev_stats);
+} devs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u32);
+	__type(value, struct st_disk);
+} disks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u64);
+	__type(value, struct st_rq);
+} rqs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct st_cache);
+} cache SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct st_counters);
+} counters SEC(".maps");
+
+/* Inodes the workload dirtied or wrote: their pages' writeback is on its
+ * behalf. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, struct st_file_key);
+	__type(value, __u8);
+} written SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct st_file_key);
+	__type(value, struct st_file);
+} files SEC(".maps");
+
+/* Where the next call on an open file (struct file *) would begin if it
+ * were sequential. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 8192);
+	__type(key, __u64);
+	__type(value, __s64);
+} positions SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4 << 20);
+} events SEC(".maps");
+
+/* A read, write or sync call in progress. */
+struct st_call {
+	__u64 ts;
+	__u64 file;   /* struct file * */
+	__u64 buf;    /* the user buffer (the first iovec's for vectored calls) */
+	__s64 off;
+	__u64 blocked0;
+	__u64 lock0;
+	struct st_file_key key;
+	__u32 nr;
+	__u32 op;     /* ST_EV_* */
+	__u32 vectored;
+	__u32 has_thread;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, int);
+	__type(value, struct st_call);
+} calls SEC(".maps");
+
+const struct st_dev_stats zero_dev = {};
+/* Names st_event in the BTF for bpf2go: the ring buffer does not. */
+const struct st_event *unused_event __attribute__((unused));
+const struct st_file zero_file = {};
+
+static __always_inline struct st_counters *count_run(__u32 prog)
+{
+	__u32 zero = 0;
+	struct st_counters *c = bpf_map_lookup_elem(&counters, &zero);
+
+	if (c)
+		c->runs[prog % ST_NUM_PROGS]++;
+	return c;
+}
+
+static __always_inline bool is_tracked(__u32 tgid)
+{
+	return tgid != 0 && bpf_map_lookup_elem(&tracked, &tgid) != NULL;
+}
+
+static __always_inline bool current_tracked(void)
+{
+	return is_tracked(bpf_get_current_pid_tgid() >> 32);
+}
+
+/* ---- block layer ---- */
+
+static __always_inline __u32 rq_dev(struct request *rq)
+{
+	struct gendisk *disk = BPF_CORE_READ(rq, q, disk);
+
+	if (!disk)
+		return 0;
+	return ((__u32)BPF_CORE_READ(disk, major) << 20) | (__u32)BPF_CORE_READ(disk, first_minor);
+}
+
+static __always_inline __u32 op_of(__u32 opf)
+{
+	switch (opf & REQ_OP_MASK) {
+	case REQ_OP_READ:
+		return ST_OP_READ;
+	case REQ_OP_WRITE:
+		return ST_OP_WRITE;
+	case REQ_OP_FLUSH:
+		return ST_OP_FLUSH;
+	case REQ_OP_DISCARD:
+		return ST_OP_DISCARD;
+	}
+	return ST_OP_OTHER;
+}
+
+static __always_inline struct st_dev_stats *dev_stats(__u32 dev, __u32 op)
+{
+	struct st_dev_key k = {.dev = dev, .op = op};
+	struct st_dev_stats *s = bpf_map_lookup_elem(&devs, &k);
+
+	if (s)
+		return s;
+	bpf_map_update_elem(&devs, &k, &zero_dev, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&devs, &k);
+}
+
+static __always_inline struct st_disk *disk_of(__u32 dev)
+{
+	struct st_disk zero = {};
+	struct st_disk *d = bpf_map_lookup_elem(&disks, &dev);
+
+	if (d)
+		return d;
+	bpf_map_update_elem(&disks, &dev, &zero, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&disks, &dev);
+}
+
+/* owner_of tells for whom a request is: the submitting thread's process,
+ * else the file its first page belongs to. */
+static __always_inline __u32 owner_of(struct request *rq)
+{
+	struct address_space *mapping;
+	struct st_file_key k = {};
+	struct inode *host;
+	struct page *pg;
+
+	if (current_tracked())
+		return ST_OWNER_WORKLOAD;
+	pg = BPF_CORE_READ(rq, bio, bi_io_vec, bv_page);
+	if (!pg)
+		return ST_OWNER_OTHER;
+	mapping = BPF_CORE_READ(pg, mapping);
+	if (!mapping || ((__u64)mapping & PAGE_MAPPING_ANON))
+		return ST_OWNER_OTHER;
+	host = BPF_CORE_READ(mapping, host);
+	if (!host)
+		return ST_OWNER_OTHER;
+	k.ino = BPF_CORE_READ(host, i_ino);
+	k.dev = BPF_CORE_READ(host, i_sb, s_dev);
+	if (bpf_map_lookup_elem(&written, &k))
+		return ST_OWNER_WRITEBACK;
+	return ST_OWNER_OTHER;
+}
+
+/* rq_start records a request's start once, and counts it in flight. */
+static __always_inline void rq_start(struct request *rq, __u32 prog)
+{
+	struct st_counters *c = count_run(prog);
+	__u64 key = (__u64)rq;
+	struct st_rq r = {};
+	struct st_disk *d;
+
+	if (stopped || bpf_map_lookup_elem(&rqs, &key))
+		return;
+	r.start_ns = bpf_ktime_get_ns();
+	r.owner = owner_of(rq);
+	d = disk_of(rq_dev(rq));
+	if (d) {
+		r.counted = 1;
+		if (__sync_fetch_and_add(&d->inflight, 1) == 0)
+			d->busy_since = r.start_ns;
+	}
+	if (bpf_map_update_elem(&rqs, &key, &r, BPF_ANY) != 0) {
+		if (d && __sync_fetch_and_add(&d->inflight, -1) == 1)
+			__sync_fetch_and_add(&d->busy_ns, r.start_ns - d->busy_since);
+		if (c)
+			c->rq_dropped++;
+	}
+}
+
+SEC("tp_btf/block_io_start")
+int BPF_PROG(block_io_start, struct request *rq)
+{
+	rq_start(rq, ST_PROG_IO_START);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_insert")
+int BPF_PROG(block_rq_insert, struct request *rq)
+{
+	rq_start(rq, ST_PROG_INSERT);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(block_rq_issue, struct request *rq)
+{
+	__u64 key = (__u64)rq, now = bpf_ktime_get_ns();
+	struct st_dev_stats *s;
+	struct st_disk *d;
+	struct st_rq *r;
+	__s64 depth;
+
+	count_run(ST_PROG_ISSUE);
+	if (stopped)
+		return 0;
+	r = bpf_map_lookup_elem(&rqs, &key);
+	if (!r) {
+		/* Issued without a start event (flush requests of the flush
+		 * machinery): it starts here. */
+		rq_start(rq, ST_PROG_ISSUE);
+		r = bpf_map_lookup_elem(&rqs, &key);
+		if (!r)
+			return 0;
+	}
+	if (r->issue_ns) /* requeued and issued again: keep the first */
+		return 0;
+	r->issue_ns = now;
+	d = disk_of(rq_dev(rq));
+	if (!d)
+		return 0;
+	depth = __sync_fetch_and_add(&d->issued, 1) + 1;
+	s = dev_stats(rq_dev(rq), op_of(BPF_CORE_READ(rq, cmd_flags)));
+	if (s && depth > 0)
+		__sync_fetch_and_add(&s->depth_slots[slot_of(depth, ST_SLOTS)], 1);
+	return 0;
+}
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
+{
+	__u64 key = (__u64)rq, now = bpf_ktime_get_ns();
+	struct st_counters *c = count_run(ST_PROG_COMPLETE);
+	__u32 dev = rq_dev(rq), done = 0;
+	struct st_dev_stats *s;
+	struct st_disk *d;
+	struct st_rq *r;
+
+	if (stopped)
+		return 0;
+	/* A partial completion leaves bytes to do: the request goes on. */
+	done = BPF_CORE_READ(rq, __data_len) <= nr_bytes;
+	s = dev_stats(dev, op_of(BPF_CORE_READ(rq, cmd_flags)));
+	if (!s)
+		return 0;
+	__sync_fetch_and_add(&s->bytes, nr_bytes);
+	r = bpf_map_lookup_elem(&rqs, &key);
+	if (r) {
+		if (r->owner == ST_OWNER_WORKLOAD)
+			__sync_fetch_and_add(&s->own_bytes, nr_bytes);
+		else if (r->owner == ST_OWNER_WRITEBACK)
+			__sync_fetch_and_add(&s->wb_bytes, nr_bytes);
+	}
+	if (!done)
+		return 0;
+	__sync_fetch_and_add(&s->requests, 1);
+	__sync_fetch_and_add(&s->size_slots[slot_of(BPF_CORE_READ(rq, stats_sectors) << 9, ST_SLOTS)], 1);
+	if (!r) {
+		if (c)
+			c->unseen++;
+		return 0;
+	}
+	if (r->owner == ST_OWNER_WORKLOAD)
+		__sync_fetch_and_add(&s->own_requests, 1);
+	else if (r->owner == ST_OWNER_WRITEBACK)
+		__sync_fetch_and_add(&s->wb_requests, 1);
+	if (r->issue_ns) {
+		__u64 q = r->issue_ns - r->start_ns, sv = now - r->issue_ns;
+
+		__sync_fetch_and_add(&s->queue_ns, q);
+		__sync_fetch_and_add(&s->service_ns, sv);
+		__sync_fetch_and_add(&s->timed, 1);
+		__sync_fetch_and_add(&s->queue_slots[slot_of(q / 1000, ST_SLOTS)], 1);
+		__sync_fetch_and_add(&s->service_slots[slot_of(sv / 1000, ST_SLOTS)], 1);
+	}
+	d = bpf_map_lookup_elem(&disks, &dev);
+	if (d) {
+		if (r->issue_ns)
+			__sync_fetch_and_add(&d->issued, -1);
+		if (r->counted && __sync_fetch_and_add(&d->inflight, -1) == 1)
+			__sync_fetch_and_add(&d->busy_ns, now - d->busy_since);
+	}
+	bpf_map_delete_elem(&rqs, &key);
+	return 0;
+}
+
+static __always_inline void bio_merge(struct bio *bio)
+{
+	struct gendisk *disk = BPF_CORE_READ(bio, bi_bdev, bd_disk);
+	struct st_dev_stats *s;
+	__u32 dev;
+
+	count_run(ST_PROG_MERGE);
+	if (stopped || !disk)
+		return;
+	dev = ((__u32)BPF_CORE_READ(disk, major) << 20) | (__u32)BPF_CORE_READ(disk, first_minor);
+	s = dev_stats(dev, op_of(BPF_CORE_READ(bio, bi_opf)));
+	if (s)
+		__sync_fetch_and_add(&s->merges, 1);
+}
+
+SEC("tp_btf/block_bio_backmerge")
+int BPF_PROG(block_bio_backmerge, struct bio *bio)
+{
+	bio_merge(bio);
+	return 0;
+}
+
+SEC("tp_btf/block_bio_frontmerge")
+int BPF_PROG(block_bio_frontmerge, struct bio *bio)
+{
+	bio_merge(bio);
+	return 0;
+}
+
+/* ---- page cache ---- */
+
+static __always_inline struct st_cache *cache_run(void)
+{
+	__u32 zero = 0;
+	struct st_cache *c = bpf_map_lookup_elem(&cache, &zero);
+
+	if (c)
+		c->runs++;
+	if (stopped || !current_tracked())
+		return NULL;
+	return c;
+}
+
+/* folio_pages is folio_nr_pages(): 1 unless the folio is large. */
+static __always_inline __u64 folio_pages(struct folio *f)
+{
+	unsigned long flags = 0;
+
+	bpf_core_read(&flags, sizeof(flags), &f->flags);
+	if (!(flags & (1UL << bpf_core_enum_value(enum pageflags, PG_head))))
+		return 1;
+	if (bpf_core_field_exists(f->_nr_pages))
+		return BPF_CORE_READ(f, _nr_pages);
+	return 1UL << (BPF_CORE_READ(f, _flags_1) & 0xff);
+}
+
+/* in_read tells whether the current thread is in a read call: its pages
+ * added to the cache are read misses (or their readahead). */
+static __always_inline bool in_read(void)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+
+	switch ((long)regs->orig_ax) {
+	case NR_read:
+	case NR_pread64:
+	case NR_readv:
+	case NR_preadv:
+	case NR_preadv2:
+		return true;
+	}
+	return false;
+}
+
+SEC("tp_btf/mm_filemap_get_pages")
+int BPF_PROG(filemap_get_pages, struct address_space *mapping, unsigned long index, unsigned long last)
+{
+	struct st_cache *c = cache_run();
+
+	if (c && last >= index)
+		c->lookups += last - index + 1;
+	return 0;
+}
+
+SEC("tp_btf/mm_filemap_add_to_page_cache")
+int BPF_PROG(filemap_add, struct folio *folio)
+{
+	struct st_cache *c = cache_run();
+
+	if (!c)
+		return 0;
+	if (in_read())
+		c->read_added += folio_pages(folio);
+	else
+		c->other_added += folio_pages(folio);
+	return 0;
+}
+
+SEC("tp_btf/mm_filemap_fault")
+int BPF_PROG(filemap_fault, struct address_space *mapping, unsigned long index)
+{
+	struct st_cache *c = cache_run();
+
+	if (c)
+		c->fault_lookups++;
+	return 0;
+}
+
+SEC("tp_btf/page_cache_sync_ra")
+int BPF_PROG(sync_ra, struct inode *inode, unsigned long index)
+{
+	struct st_cache *c = cache_run();
+
+	if (c)
+		c->ra_sync++;
+	return 0;
+}
+
+SEC("tp_btf/page_cache_async_ra")
+int BPF_PROG(async_ra, struct inode *inode, unsigned long index)
+{
+	struct st_cache *c = cache_run();
+
+	if (c)
+		c->ra_async++;
+	return 0;
+}
+
+SEC("tp_btf/writeback_dirty_folio")
+int BPF_PROG(dirty_folio, struct folio *folio, struct address_space *mapping)
+{
+	struct st_cache *c = cache_run();
+	struct st_file_key k = {};
+	struct inode *host;
+	__u8 one = 1;
+
+	if (!c)
+		return 0;
+	c->dirtied += folio_pages(folio);
+	if (!mapping)
+		return 0;
+	host = BPF_CORE_READ(mapping, host);
+	if (!host)
+		return 0;
+	k.ino = BPF_CORE_READ(host, i_ino);
+	k.dev = BPF_CORE_READ(host, i_sb, s_dev);
+	if (!bpf_map_lookup_elem(&written, &k))
+		bpf_map_update_elem(&written, &k, &one, BPF_ANY);
+	return 0;
+}
+
+SEC("tp_btf/balance_dirty_pages")
+int BPF_PROG(balance_dirty_pages, struct bdi_writeback *wb, struct dirty_throttle_control *dtc,
+	     unsigned long dirty_ratelimit, unsigned long task_ratelimit, unsigned long dirtied,
+	     unsigned long period, long pause, unsigned long start_time)
+{
+	struct st_cache *c = cache_run();
+
+	if (!c)
+		return 0;
+	c->throttled++;
+	if (pause > 0)
+		c->pause_jiffies += pause;
+	return 0;
+}
+
+/* ---- files (want_files) ---- */
+
+static __always_inline struct file *fd_file(struct task_struct *task, int fd)
+{
+	struct fdtable *fdt = BPF_CORE_READ(task, files, fdt);
+	struct file **arr;
+	struct file *f = NULL;
+
+	if (!fdt || fd < 0 || fd >= BPF_CORE_READ(fdt, max_fds))
+		return NULL;
+	arr = BPF_CORE_READ(fdt, fd);
+	bpf_probe_read_kernel(&f, sizeof(f), &arr[fd]);
+	return f;
+}
+
+static __always_inline __u64 blocked_ns(struct ta_thread *t)
+{
+	return t->ns[TA_CAT_STORAGE_READ] + t->ns[TA_CAT_STORAGE_WRITE] + t->ns[TA_CAT_STORAGE_SYNC];
+}
+
+static __always_inline struct st_file *file_entry(struct st_file_key *k, struct file *file, __u32 tgid, struct st_counters *c)
+{
+	struct st_file *f = bpf_map_lookup_elem(&files, k);
+	struct dentry *d;
+
+	if (f)
+		return f;
+	bpf_map_update_elem(&files, k, &zero_file, BPF_NOEXIST);
+	f = bpf_map_lookup_elem(&files, k);
+	if (!f) {
+		if (c)
+			c->file_dropped++;
+		return NULL;
+	}
+	f->tgid = tgid;
+	d = BPF_CORE_READ(file, f_path.dentry);
+	if (d) {
+		fill_names(f->names, &f->depth, &f->truncated, d);
+		f->unlinked = BPF_CORE_READ(file, f_inode, i_nlink) == 0;
+	}
+	return f;
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
+{
+	struct task_struct *task;
+	struct st_counters *c;
+	struct st_call *st;
+	struct ta_thread *t;
+	struct file *file;
+	__u32 op, tid;
+	__s64 off = -1;
+
+	c = count_run(ST_PROG_SYS_ENTER);
+	switch (id) {
+	case NR_read: case NR_pread64: case NR_readv: case NR_preadv: case NR_preadv2:
+		op = ST_EV_READ;
+		break;
+	case NR_write: case NR_pwrite64: case NR_writev: case NR_pwritev: case NR_pwritev2:
+		op = ST_EV_WRITE;
+		break;
+	case NR_fsync: case NR_fdatasync: case NR_sync_file_range:
+		op = ST_EV_SYNC;
+		break;
+	default:
+		return 0;
+	}
+	if (stopped)
+		return 0;
+	task = bpf_get_current_task_btf();
+	if (!is_tracked(task->tgid))
+		return 0;
+	file = fd_file(task, (int)regs->di);
+	if (!file)
+		return 0;
+	/* Regular files only: pipes, sockets and devices are not storage. */
+	if ((BPF_CORE_READ(file, f_inode, i_mode) & 0170000) != 0100000)
+		return 0;
+	st = bpf_task_storage_get(&calls, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!st)
+		return 0;
+	st->nr = id;
+	st->op = op;
+	st->file = (__u64)file;
+	st->key.ino = BPF_CORE_READ(file, f_inode, i_ino);
+	st->key.dev = BPF_CORE_READ(file, f_inode, i_sb, s_dev);
+	st->vectored = 0;
+	st->buf = regs->si;
+	switch (id) {
+	case NR_pread64: case NR_pwrite64: case NR_preadv: case NR_pwritev:
+		off = regs->r10;
+		break;
+	case NR_preadv2: case NR_pwritev2:
+		off = regs->r10; /* -1: the file position */
+		break;
+	}
+	if (id == NR_readv || id == NR_writev || id == NR_preadv || id == NR_pwritev || id == NR_preadv2 || id == NR_pwritev2) {
+		struct iovec iov = {};
+
+		bpf_probe_read_user(&iov, sizeof(iov), (void *)regs->si);
+		st->buf = (__u64)iov.iov_base;
+		st->vectored = 1;
+	}
+	if (off < 0 && op != ST_EV_SYNC) {
+		if (op == ST_EV_WRITE && (BPF_CORE_READ(file, f_flags) & O_APPEND))
+			off = BPF_CORE_READ(file, f_inode, i_size);
+		else
+			off = BPF_CORE_READ(file, f_pos);
+	}
+	st->off = off;
+	if (!file_entry(&st->key, file, task->tgid, c))
+		return 0;
+	tid = task->pid;
+	t = bpf_map_lookup_elem(&threads, &tid);
+	st->has_thread = t != NULL;
+	if (t) {
+		st->blocked0 = blocked_ns(t);
+		st->lock0 = t->ns[TA_CAT_LOCK];
+	}
+	st->ts = bpf_ktime_get_ns();
+	return 0;
+}
+
+/* sniff tells a SQLite file from the first bytes at offset 0. */
+static __always_inline __u32 sniff(__u8 *h)
+{
+	if (h[0] == 'S' && h[1] == 'Q' && h[2] == 'L' && h[3] == 'i' && h[4] == 't' && h[5] == 'e' &&
+	    h[6] == ' ' && h[7] == 'f' && h[8] == 'o' && h[9] == 'r' && h[10] == 'm' && h[11] == 'a' &&
+	    h[12] == 't' && h[13] == ' ' && h[14] == '3' && h[15] == 0)
+		return ST_KIND_DB;
+	if (h[0] == 0x37 && h[1] == 0x7f && h[2] == 0x06 && (h[3] == 0x82 || h[3] == 0x83))
+		return ST_KIND_WAL;
+	if (h[0] == 0xd9 && h[1] == 0xd5 && h[2] == 0x05 && h[3] == 0xf9 && h[4] == 0x20 && h[5] == 0xa1 &&
+	    h[6] == 0x63 && h[7] == 0xd7)
+		return ST_KIND_JOURNAL;
+	return ST_KIND_NONE;
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct st_counters *c;
+	struct st_event *ev;
+	struct st_call *st;
+	struct ta_thread *t;
+	struct st_file *f;
+	__u8 head[ST_HEAD] = {};
+	__u64 delta, file, now;
+	__s64 *pos;
+	__u32 op, tid;
+
+	c = count_run(ST_PROG_SYS_EXIT);
+	st = bpf_task_storage_get(&calls, task, 0, 0);
+	if (!st || !st->ts)
+		return 0;
+	now = bpf_ktime_get_ns();
+	delta = now - st->ts;
+	st->ts = 0;
+	f = bpf_map_lookup_elem(&files, &st->key);
+	if (!f)
+		return 0;
+	op = st->op;
+	tid = task->pid;
+	t = bpf_map_lookup_elem(&threads, &tid);
+	if (t && st->has_thread) {
+		__sync_fetch_and_add(&f->blocked_ns, blocked_ns(t) - st->blocked0);
+		__sync_fetch_and_add(&f->lock_ns, t->ns[TA_CAT_LOCK] - st->lock0);
+	}
+	if (ret < 0) {
+		__sync_fetch_and_add(&f->errors, 1);
+		return 0;
+	}
+	if (op == ST_EV_SYNC) {
+		__sync_fetch_and_add(&f->syncs, 1);
+		__sync_fetch_and_add(&f->sync_ns, delta);
+	} else {
+		__u32 i = op == ST_EV_WRITE;
+
+		__sync_fetch_and_add(&f->ops[i], 1);
+		__sync_fetch_and_add(&f->bytes[i], ret);
+		__sync_fetch_and_add(&f->call_ns[i], delta);
+		__sync_fetch_and_add(&f->size_slots[i][slot_of(ret, ST_SLOTS)], 1);
+		file = st->file;
+		pos = bpf_map_lookup_elem(&positions, &file);
+		if (pos) {
+			if (*pos == st->off)
+				__sync_fetch_and_add(&f->seq[i], 1);
+			else
+				__sync_fetch_and_add(&f->random[i], 1);
+			*pos = st->off + ret;
+		} else {
+			__s64 next = st->off + ret;
+
+			bpf_map_update_elem(&positions, &file, &next, BPF_ANY);
+		}
+		if (i == 1) {
+			__u8 one = 1;
+
+			if (!bpf_map_lookup_elem(&written, &st->key))
+				bpf_map_update_elem(&written, &st->key, &one, BPF_ANY);
+		}
+		if (ret > 0)
+			bpf_probe_read_user(head, ret < ST_HEAD ? (ret & (ST_HEAD - 1)) : ST_HEAD, (void *)st->buf);
+		if (st->off == 0 && ret >= ST_HEAD && f->kind == ST_KIND_NONE)
+			f->kind = sniff(head);
+	}
+	if (f->kind == ST_KIND_NONE)
+		return 0;
+	ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
+	if (!ev) {
+		if (c)
+			c->ev_dropped++;
+		return 0;
+	}
+	ev->ts = now;
+	ev->ino = st->key.ino;
+	ev->dev = st->key.dev;
+	ev->off = st->off;
+	ev->len = ret;
+	ev->tid = tid;
+	ev->op = op;
+	ev->kind = f->kind;
+	__builtin_memcpy(ev->head, head, ST_HEAD);
+	ev->b100 = 0;
+	ev->has100 = 0;
+	if (op != ST_EV_SYNC && !st->vectored && ret > 100)
+		ev->has100 = bpf_probe_read_user(&ev->b100, 1, (void *)(st->buf + 100)) == 0;
+	bpf_ringbuf_submit(ev, 0);
+	return 0;
+}

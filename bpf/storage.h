@@ -1,0 +1,148 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Types shared between bpf/storage.bpf.c and internal/probe/storage (via
+ * bpf2go). Fixed-width fields only, laid out without padding holes. */
+#ifndef __STORAGE_H
+#define __STORAGE_H
+
+#define ST_SLOTS 32
+
+/* Block request operations; the order is the Go package's Ops array. */
+#define ST_OP_READ 0
+#define ST_OP_WRITE 1
+#define ST_OP_FLUSH 2
+#define ST_OP_DISCARD 3
+#define ST_OP_OTHER 4
+
+/* Who a block request is for. */
+#define ST_OWNER_OTHER 0
+#define ST_OWNER_WORKLOAD 1  /* issued by a thread of the workload */
+#define ST_OWNER_WRITEBACK 2 /* issued by another task for pages of a file the workload dirtied */
+
+struct st_dev_key {
+	__u32 dev; /* the whole disk's dev_t, major << 20 | minor */
+	__u32 op;  /* ST_OP_* */
+};
+
+struct st_dev_stats {
+	__u64 requests;     /* completed */
+	__u64 bytes;        /* completed */
+	__u64 merges;       /* bios merged into a request already queued */
+	__u64 queue_ns;     /* summed start -> issue */
+	__u64 service_ns;   /* summed issue -> complete */
+	__u64 timed;        /* completions whose start and issue were seen */
+	__u64 own_requests; /* ST_OWNER_WORKLOAD */
+	__u64 own_bytes;
+	__u64 wb_requests;  /* ST_OWNER_WRITEBACK */
+	__u64 wb_bytes;
+	__u64 size_slots[ST_SLOTS];    /* log2 of the request's bytes */
+	__u64 queue_slots[ST_SLOTS];   /* log2 of microseconds, slot 0 from 0 */
+	__u64 service_slots[ST_SLOTS];
+	__u64 depth_slots[ST_SLOTS];   /* requests issued to the driver and not completed, this one included, at issue */
+};
+
+/* Per disk: what is in flight, for %util and the depth. */
+struct st_disk {
+	__s64 inflight;   /* started (accounted) and not completed */
+	__s64 issued;     /* issued to the driver and not completed */
+	__u64 busy_since; /* when inflight went from 0 to 1 */
+	__u64 busy_ns;    /* closed busy periods */
+};
+
+/* A request in flight, keyed by its address. */
+struct st_rq {
+	__u64 start_ns;  /* block_io_start or block_rq_insert, whichever came first */
+	__u64 issue_ns;
+	__u32 owner;     /* ST_OWNER_* */
+	__u32 counted;   /* counted in st_disk.inflight */
+};
+
+/* Page cache, per-CPU counters for the workload. */
+struct st_cache {
+	__u64 lookups;        /* pages looked up by buffered reads (filemap_get_pages) */
+	__u64 read_added;     /* pages added to the cache during the workload's read calls */
+	__u64 other_added;    /* pages added outside read calls (writes, faults) */
+	__u64 fault_lookups;  /* pages looked up by mmap faults */
+	__u64 ra_sync;        /* readahead started by a miss */
+	__u64 ra_async;       /* readahead started by a hit on the marker */
+	__u64 dirtied;        /* pages dirtied */
+	__u64 throttled;      /* balance_dirty_pages pauses */
+	__u64 pause_jiffies;  /* their summed pause */
+	__u64 runs;           /* program runs, machine-wide */
+};
+
+struct st_file_key {
+	__u64 ino;
+	__u32 dev; /* the kernel's dev_t: major << 20 | minor */
+	__u32 _pad;
+};
+
+/* SQLite file kinds, told from the bytes at offset 0. */
+#define ST_KIND_NONE 0
+#define ST_KIND_DB 1
+#define ST_KIND_WAL 2
+#define ST_KIND_JOURNAL 3
+
+#define ST_PATH_DEPTH 8 /* PATH_DEPTH of path.bpf.h */
+#define ST_NAME_LEN 64 /* PATH_NAME_LEN */
+
+/* Per file the workload read, wrote or synced ([0] reads, [1] writes). */
+struct st_file {
+	__u64 ops[2];
+	__u64 bytes[2];
+	__u64 seq[2];      /* operations that began where the previous one on the same open file ended */
+	__u64 random[2];   /* operations that began elsewhere (the first on an open file is neither) */
+	__u64 call_ns[2];  /* time in the calls */
+	__u64 blocked_ns;  /* of which blocked on storage (read, write, sync) */
+	__u64 lock_ns;     /* of which waiting on locks */
+	__u64 syncs;       /* fsync, fdatasync, sync_file_range */
+	__u64 sync_ns;
+	__u64 errors;
+	__u64 size_slots[2][ST_SLOTS]; /* log2 of the bytes moved */
+	__u32 tgid;        /* the first process that touched it */
+	__u32 kind;        /* ST_KIND_* */
+	__u32 depth;       /* path components filled */
+	__u32 truncated;   /* the path is deeper than ST_PATH_DEPTH */
+	__u32 unlinked;    /* no name left when it was first seen */
+	__u32 _pad;
+	__u8 names[ST_PATH_DEPTH][ST_NAME_LEN]; /* leaf first */
+};
+
+/* One read, write or sync of a SQLite file, for user space. */
+#define ST_EV_READ 0
+#define ST_EV_WRITE 1
+#define ST_EV_SYNC 2
+#define ST_HEAD 16
+struct st_event {
+	__u64 ts;
+	__u64 ino;
+	__s64 off;
+	__s64 len;   /* the call's return value */
+	__u32 dev;
+	__u32 tid;
+	__u32 op;    /* ST_EV_* */
+	__u32 kind;  /* ST_KIND_* */
+	__u8 head[ST_HEAD]; /* the first bytes moved */
+	__u8 b100;   /* the byte at 100 (a b-tree page 1's type flag) */
+	__u8 has100;
+	__u8 _pad[6];
+};
+
+/* Counters of the probe as a whole. */
+#define ST_PROG_INSERT 0
+#define ST_PROG_IO_START 1
+#define ST_PROG_ISSUE 2
+#define ST_PROG_COMPLETE 3
+#define ST_PROG_MERGE 4
+#define ST_PROG_CACHE 5
+#define ST_PROG_SYS_ENTER 6
+#define ST_PROG_SYS_EXIT 7
+#define ST_NUM_PROGS 8
+struct st_counters {
+	__u64 runs[ST_NUM_PROGS];
+	__u64 rq_dropped;    /* requests not timed: rqs full */
+	__u64 file_dropped;  /* file operations not counted: files full */
+	__u64 ev_dropped;    /* SQLite events lost: ring buffer full */
+	__u64 unseen;        /* completions of requests started before attach */
+};
+
+#endif /* __STORAGE_H */

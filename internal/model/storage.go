@@ -1,0 +1,195 @@
+package model
+
+// StorageIO is what the storage probe saw: block devices, the page cache and
+// (with --storage) the workload's files and SQLite pages.
+type StorageIO struct {
+	// Devices are the block devices that completed requests in the window.
+	Devices []BlockDevice `json:"devices"`
+	// Cache is the workload's page-cache use; nil when the kernel lacks
+	// the tracepoints (Notes say so).
+	Cache *PageCache `json:"page_cache,omitempty"`
+	// Files are the regular files the workload read, wrote or synced, most
+	// time first; nil without --storage.
+	Files []FileIO `json:"files,omitempty"`
+	// SQLite maps the reads and writes of SQLite files to pages; nil when
+	// no SQLite file was touched or without --storage.
+	SQLite *SQLiteIO `json:"sqlite,omitempty"`
+	// Notes say, in plain words, what was not measured and why.
+	Notes []string `json:"notes,omitempty"`
+	// ProbeRuns counts the storage programs' runs, machine-wide.
+	ProbeRuns int64 `json:"probe_runs"`
+	// Dropped counts what the probe could not record (map or buffer full).
+	Dropped StorageDropped `json:"dropped"`
+}
+
+// StorageDropped counts what the storage probe lost.
+type StorageDropped struct {
+	Requests     int64 `json:"requests"`
+	FileOps      int64 `json:"file_ops"`
+	SQLiteEvents int64 `json:"sqlite_events"`
+	// Unseen counts completions of requests started before the probe.
+	Unseen int64 `json:"unseen_completions"`
+}
+
+// BlockDevice is one whole disk over the window, as iostat -x and
+// biolatency -Q see it.
+type BlockDevice struct {
+	Name string `json:"name"`
+	// Dev is "major:minor".
+	Dev string `json:"dev"`
+	// BusySec is the time with at least one request in flight; UtilPct is
+	// its share of the window (iostat's %util).
+	BusySec float64   `json:"busy_sec"`
+	UtilPct float64   `json:"util_pct"`
+	Ops     []BlockOp `json:"ops"`
+}
+
+// BlockOp is one kind of request (read, write, flush, discard, other) on a
+// device.
+type BlockOp struct {
+	Op       string `json:"op"`
+	Requests int64  `json:"requests"`
+	Bytes    int64  `json:"bytes"`
+	Merges   int64  `json:"merges"`
+	// Workload*: requests issued by the workload's threads; Writeback*:
+	// issued by another task (the flusher) for pages of files the workload
+	// wrote.
+	WorkloadRequests  int64 `json:"workload_requests"`
+	WorkloadBytes     int64 `json:"workload_bytes"`
+	WritebackRequests int64 `json:"writeback_requests"`
+	WritebackBytes    int64 `json:"writeback_bytes"`
+	// Queue is start (accounting or scheduler insert) to issue to the
+	// driver; service is issue to completion. Means over the timed requests.
+	QueueMeanSec   float64 `json:"queue_mean_sec"`
+	ServiceMeanSec float64 `json:"service_mean_sec"`
+	// Histograms: Size in bytes, Queue and Service in ns, Depth in requests
+	// issued and not completed at issue (this one included).
+	Size    []Range `json:"size_hist"`
+	Queue   []Range `json:"queue_hist"`
+	Service []Range `json:"service_hist"`
+	Depth   []Range `json:"depth_hist"`
+}
+
+// Range is a histogram bucket: Count values in [Low, High].
+type Range struct {
+	Low   int64 `json:"low"`
+	High  int64 `json:"high"`
+	Count int64 `json:"count"`
+}
+
+// PageCache is the workload's page-cache use over the window.
+type PageCache struct {
+	// Lookups are pages looked up by its buffered reads; ReadAdded the pages
+	// added to the cache during its read calls (misses and their
+	// readahead). HitRatio is 1 - ReadAdded/Lookups, floored at 0; -1 when
+	// there was no buffered read.
+	Lookups   int64   `json:"lookups"`
+	ReadAdded int64   `json:"read_added"`
+	HitRatio  float64 `json:"hit_ratio"`
+	// OtherAdded are pages added outside read calls (writes to new pages,
+	// mmap faults).
+	OtherAdded   int64 `json:"other_added"`
+	FaultLookups int64 `json:"fault_lookups"`
+	// Readahead windows started by a miss (sync) or by reaching the marker
+	// of the previous window (async).
+	ReadaheadSync  int64 `json:"readahead_sync"`
+	ReadaheadAsync int64 `json:"readahead_async"`
+	Dirtied        int64 `json:"dirtied"`
+	// WrittenBack is the bytes of block write requests for the workload's
+	// files, whoever issued them (the flusher, or its own fsync).
+	WrittenBackBytes int64 `json:"written_back_bytes"`
+	// Throttled counts the dirty-page balancing pauses, ThrottledSec their
+	// summed length as the kernel planned it.
+	Throttled    int64   `json:"throttled"`
+	ThrottledSec float64 `json:"throttled_sec"`
+}
+
+// FileIO is one regular file the workload read, wrote or synced.
+type FileIO struct {
+	Path string `json:"path"`
+	Dev  string `json:"dev"`
+	Ino  uint64 `json:"ino"`
+	// Deleted: it had no name left when first seen.
+	Deleted bool `json:"deleted,omitempty"`
+	PID     int  `json:"pid"`
+	// SQLite is "db", "wal" or "journal" for SQLite files.
+	SQLite string  `json:"sqlite,omitempty"`
+	Reads  FileOps `json:"reads"`
+	Writes FileOps `json:"writes"`
+	Syncs  int64   `json:"syncs"`
+	// SyncSec is the time in sync calls on it.
+	SyncSec float64 `json:"sync_sec"`
+	// BlockedSec is the time its calls were blocked on storage, LockSec
+	// waiting on locks (an inode lock shared by writers, for one).
+	BlockedSec float64 `json:"blocked_sec"`
+	LockSec    float64 `json:"lock_sec"`
+	Errors     int64   `json:"errors"`
+}
+
+// FileOps are the reads or the writes of a file.
+type FileOps struct {
+	Count int64 `json:"count"`
+	Bytes int64 `json:"bytes"`
+	// Sequential and Random count calls that began where the previous call
+	// on the same open file ended, or elsewhere; Pattern sums them up:
+	// "sequential" (80% or more), "random" (20% or less), "mixed", or ""
+	// with fewer than 2 calls.
+	Sequential int64   `json:"sequential"`
+	Random     int64   `json:"random"`
+	Pattern    string  `json:"pattern,omitempty"`
+	CallSec    float64 `json:"call_sec"`
+	Sizes      []Range `json:"size_hist,omitempty"`
+}
+
+// SQLiteIO maps the workload's reads and writes of SQLite files to pages.
+type SQLiteIO struct {
+	Files []SQLiteFile `json:"files"`
+	// ByType sums the operations per file kind and page type (b-tree
+	// pages, overflow, freelist, ptrmap; WAL header and frames; journal
+	// header and records).
+	ByType []SQLitePages `json:"by_type"`
+	// ByObject sums the database and WAL page operations per table or index.
+	ByObject []SQLitePages `json:"by_object"`
+	// Transactions are the first transactions seen, each as the sequence of
+	// writes and syncs it made; Patterns count how often each sequence
+	// (without page numbers) occurred.
+	Transactions []SQLiteTx  `json:"transactions"`
+	Patterns     []TxPattern `json:"patterns"`
+	Events       int64       `json:"events"`
+	Notes        []string    `json:"notes,omitempty"`
+}
+
+// SQLiteFile is one SQLite file and what its parse found.
+type SQLiteFile struct {
+	Path     string `json:"path"`
+	Kind     string `json:"kind"`
+	PageSize int    `json:"page_size,omitempty"`
+	Pages    int    `json:"pages,omitempty"`
+}
+
+// SQLitePages counts operations on one kind of page (ByType: Kind and Type
+// set; ByObject: Object set).
+type SQLitePages struct {
+	Kind       string `json:"kind,omitempty"`
+	Type       string `json:"type,omitempty"`
+	Object     string `json:"object,omitempty"`
+	Reads      int64  `json:"reads"`
+	Writes     int64  `json:"writes"`
+	ReadBytes  int64  `json:"read_bytes"`
+	WriteBytes int64  `json:"write_bytes"`
+	Sequential int64  `json:"sequential"`
+	Random     int64  `json:"random"`
+}
+
+// SQLiteTx is one transaction's writes and syncs, in order.
+type SQLiteTx struct {
+	TID   int      `json:"tid"`
+	Steps []string `json:"steps"`
+}
+
+// TxPattern is a sequence of steps without page numbers, and how many
+// transactions made it.
+type TxPattern struct {
+	Steps []string `json:"steps"`
+	Count int64    `json:"count"`
+}

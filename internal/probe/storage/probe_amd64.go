@@ -1,0 +1,448 @@
+//go:build amd64
+
+package storage
+
+import (
+	"bytes"
+	"compress/gzip"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
+
+	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/probe/timeacct"
+	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
+)
+
+// Probe is an attached storage probe. Stop it to read the result.
+type Probe struct {
+	cfg  Config
+	coll *ebpf.Collection
+	objs struct {
+		storageMaps
+		storageVariables
+	}
+	links  []link.Link
+	notes  []string
+	reader *ringbuf.Reader
+	done   chan struct{}
+	start  time.Time
+	// cacheRuns sums the page-cache programs' runs.
+	cacheRuns uint64
+}
+
+// hooks groups the programs by what they measure; a group whose
+// tracepoints the kernel lacks is left out with a note.
+var hooks = []struct {
+	what  string
+	progs []string
+	files bool // only with Config.Files
+}{
+	{"block devices", []string{"block_rq_issue", "block_rq_complete", "block_rq_insert", "block_io_start", "block_bio_backmerge", "block_bio_frontmerge"}, false},
+	{"page-cache hit ratio", []string{"filemap_get_pages", "filemap_add"}, false},
+	{"mmap faults", []string{"filemap_fault"}, false},
+	{"readahead", []string{"sync_ra", "async_ra"}, false},
+	{"pages dirtied", []string{"dirty_folio"}, false},
+	{"dirty throttling", []string{"balance_dirty_pages"}, false},
+	{"files", []string{"sys_enter", "sys_exit"}, true},
+}
+
+// Start loads the probe and attaches it to the processes in tracked, the
+// timeacct probe's map (threads is its per-thread accounting).
+func Start(cfg Config, tracked, threads *ebpf.Map) (_ *Probe, err error) {
+	if tracked == nil || threads == nil {
+		return nil, errors.New("storage: needs the time-accounting probe's maps")
+	}
+	p := &Probe{cfg: cfg, done: make(chan struct{})}
+	defer func() {
+		if err != nil {
+			p.close()
+		}
+	}()
+	spec, err := loadStorage()
+	if err != nil {
+		return nil, fmt.Errorf("storage: %w", err)
+	}
+	if err := spec.Variables["want_files"].Set(cfg.Files); err != nil {
+		return nil, fmt.Errorf("storage: %w", err)
+	}
+	kernel, kerr := btf.LoadKernelSpec()
+	for _, g := range hooks {
+		if g.files && !cfg.Files {
+			for _, n := range g.progs {
+				delete(spec.Programs, n)
+			}
+			continue
+		}
+		var missing []string
+		for _, n := range g.progs {
+			if kerr != nil || !hasTracepoint(kernel, spec.Programs[n].AttachTo) {
+				missing = append(missing, spec.Programs[n].AttachTo)
+			}
+		}
+		// block_rq_insert and block_io_start may each be missing: a
+		// request starts at whichever the kernel has, or at issue.
+		if g.what == "block devices" {
+			for _, n := range []string{"block_rq_insert", "block_io_start", "block_bio_backmerge", "block_bio_frontmerge"} {
+				if i := slices.Index(missing, n); i >= 0 {
+					missing = slices.Delete(missing, i, i+1)
+					delete(spec.Programs, n)
+					p.notes = append(p.notes, "this kernel has no "+n+" tracepoint: "+map[bool]string{true: "merges are not counted", false: "queue times start later"}[n != "block_rq_insert" && n != "block_io_start"])
+				}
+			}
+		}
+		if len(missing) == 0 {
+			continue
+		}
+		for _, n := range g.progs {
+			delete(spec.Programs, n)
+		}
+		p.notes = append(p.notes, fmt.Sprintf("%s not measured: this kernel has no %v tracepoint", g.what, missing))
+	}
+	if !cfg.Files {
+		spec.Maps["files"].MaxEntries = 1
+		spec.Maps["positions"].MaxEntries = 1
+		spec.Maps["events"].MaxEntries = uint32(os.Getpagesize())
+	}
+	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{
+		MapReplacements: map[string]*ebpf.Map{"tracked": tracked, "threads": threads},
+	})
+	if err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return nil, fmt.Errorf("load storage: %w\n%+v", err, ve)
+		}
+		return nil, fmt.Errorf("load storage: %w", err)
+	}
+	p.coll = coll
+	if err := coll.Assign(&p.objs); err != nil {
+		return nil, fmt.Errorf("load storage: %w", err)
+	}
+	if cfg.Files {
+		if p.reader, err = ringbuf.NewReader(p.objs.Events); err != nil {
+			return nil, fmt.Errorf("storage: ring buffer: %w", err)
+		}
+		go p.readEvents()
+	} else {
+		close(p.done)
+	}
+	p.start = time.Now()
+	// Completions first, so that no request is counted in flight forever.
+	order := []string{"block_rq_complete", "block_rq_issue", "block_rq_insert", "block_io_start", "block_bio_backmerge", "block_bio_frontmerge",
+		"filemap_get_pages", "filemap_add", "filemap_fault", "sync_ra", "async_ra", "dirty_folio", "balance_dirty_pages", "sys_exit", "sys_enter"}
+	for _, n := range order {
+		prog := coll.Programs[n]
+		if prog == nil {
+			continue
+		}
+		l, err := link.AttachTracing(link.TracingOptions{Program: prog})
+		if err != nil {
+			return nil, fmt.Errorf("attach %s: %w", n, err)
+		}
+		p.links = append(p.links, l)
+	}
+	return p, nil
+}
+
+func hasTracepoint(spec *btf.Spec, name string) bool {
+	var fn *btf.Typedef
+	return spec.TypeByName("btf_trace_"+name, &fn) == nil
+}
+
+// readEvents passes the SQLite events to cfg.OnEvent until the reader is
+// drained and closed.
+func (p *Probe) readEvents() {
+	defer close(p.done)
+	var raw storageStEvent
+	for {
+		rec, err := p.reader.Read()
+		if err != nil {
+			return // closed, or drained after Stop flushed it
+		}
+		if err := binary.Read(bytes.NewReader(rec.RawSample), binary.LittleEndian, &raw); err != nil {
+			continue
+		}
+		if p.cfg.OnEvent == nil {
+			continue
+		}
+		n := int(min(max(raw.Len, 0), int64(len(raw.Head))))
+		p.cfg.OnEvent(Event{TsNs: raw.Ts, Dev: DevString(raw.Dev), Ino: raw.Ino, TID: int(raw.Tid), Op: int(raw.Op), Kind: int(raw.Kind),
+			Off: raw.Off, Len: raw.Len, Head: slices.Clone(raw.Head[:n]), B100: raw.B100, Has100: raw.Has100 != 0})
+	}
+}
+
+// Stop ends the window, detaches the probe and reads what it counted.
+func (p *Probe) Stop() (*model.StorageIO, error) {
+	if p == nil || p.coll == nil {
+		return nil, errors.New("storage: probe not started")
+	}
+	defer p.close()
+	if err := p.objs.Stopped.Set(uint32(1)); err != nil {
+		return nil, fmt.Errorf("storage: %w", err)
+	}
+	window := time.Since(p.start)
+	for _, l := range p.links {
+		l.Close()
+	}
+	p.links = nil
+	if p.reader != nil {
+		// Flush makes the reader return what is left, then ErrFlushed.
+		p.reader.Flush()
+		<-p.done
+	}
+	return p.read(window)
+}
+
+func (p *Probe) close() {
+	for _, l := range p.links {
+		l.Close()
+	}
+	p.links = nil
+	if p.reader != nil {
+		p.reader.Close()
+		<-p.done
+		p.reader = nil
+	}
+	if p.coll != nil {
+		p.coll.Close()
+		p.coll = nil
+	}
+}
+
+func (p *Probe) read(window time.Duration) (*model.StorageIO, error) {
+	st := &model.StorageIO{Notes: slices.Clone(p.notes)}
+	var errs []error
+	c, err := p.counters()
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, r := range c.Runs {
+		st.ProbeRuns += int64(r)
+	}
+	st.Dropped = model.StorageDropped{Requests: int64(c.RqDropped), FileOps: int64(c.FileDropped), SQLiteEvents: int64(c.EvDropped), Unseen: int64(c.Unseen)}
+	if st.Devices, err = p.readDevices(window); err != nil {
+		errs = append(errs, err)
+	}
+	if st.Cache, err = p.readCache(); err != nil {
+		errs = append(errs, err)
+	}
+	st.ProbeRuns += int64(p.cacheRuns)
+	if p.cfg.Files {
+		if st.Files, err = p.readFiles(); err != nil {
+			errs = append(errs, err)
+		}
+	} else {
+		st.Notes = append(st.Notes, "per-file IO and SQLite pages not collected: run with --storage (it hooks the read, write and sync calls; docs/probes.md gives its cost)")
+	}
+	if st.Cache != nil {
+		for _, d := range st.Devices {
+			for _, o := range d.Ops {
+				if o.Op == "write" {
+					st.Cache.WrittenBackBytes += o.WorkloadBytes + o.WritebackBytes
+				}
+			}
+		}
+	}
+	return st, errors.Join(errs...)
+}
+
+func (p *Probe) counters() (storageStCounters, error) {
+	var sum storageStCounters
+	var per []storageStCounters
+	if err := p.objs.Counters.Lookup(uint32(0), &per); err != nil {
+		return sum, fmt.Errorf("map counters: %w", err)
+	}
+	for _, c := range per {
+		for i := range sum.Runs {
+			sum.Runs[i] += c.Runs[i]
+		}
+		sum.RqDropped += c.RqDropped
+		sum.FileDropped += c.FileDropped
+		sum.EvDropped += c.EvDropped
+		sum.Unseen += c.Unseen
+	}
+	return sum, nil
+}
+
+func (p *Probe) readDevices(window time.Duration) ([]model.BlockDevice, error) {
+	byDev := map[uint32]*model.BlockDevice{}
+	var k storageStDevKey
+	var v storageStDevStats
+	it := p.objs.Devs.Iterate()
+	for it.Next(&k, &v) {
+		if v.Requests == 0 && v.Merges == 0 {
+			continue
+		}
+		d := byDev[k.Dev]
+		if d == nil {
+			d = &model.BlockDevice{Dev: DevString(k.Dev), Name: devName(DevString(k.Dev))}
+			byDev[k.Dev] = d
+		}
+		op := model.BlockOp{Op: Ops[min(int(k.Op), len(Ops)-1)], Requests: int64(v.Requests), Bytes: int64(v.Bytes), Merges: int64(v.Merges),
+			WorkloadRequests: int64(v.OwnRequests), WorkloadBytes: int64(v.OwnBytes), WritebackRequests: int64(v.WbRequests), WritebackBytes: int64(v.WbBytes),
+			Size: ranges(v.SizeSlots[:], 1), Queue: ranges(v.QueueSlots[:], 1000), Service: ranges(v.ServiceSlots[:], 1000), Depth: ranges(v.DepthSlots[:], 1)}
+		if v.Timed > 0 {
+			op.QueueMeanSec = float64(v.QueueNs) / float64(v.Timed) / 1e9
+			op.ServiceMeanSec = float64(v.ServiceNs) / float64(v.Timed) / 1e9
+		}
+		d.Ops = append(d.Ops, op)
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("map devs: %w", err)
+	}
+	var out []model.BlockDevice
+	for dev, d := range byDev {
+		var disk storageStDisk
+		if err := p.objs.Disks.Lookup(dev, &disk); err == nil {
+			busy := disk.BusyNs
+			// A period still open at the end counts up to the end.
+			if disk.Inflight > 0 && disk.BusySince > 0 {
+				if now := monotonicNs(); now > disk.BusySince {
+					busy += now - disk.BusySince
+				}
+			}
+			d.BusySec = float64(busy) / 1e9
+			if window > 0 {
+				d.UtilPct = min(100, d.BusySec/window.Seconds()*100)
+			}
+		}
+		slices.SortFunc(d.Ops, func(a, b model.BlockOp) int { return slices.Index(Ops[:], a.Op) - slices.Index(Ops[:], b.Op) })
+		out = append(out, *d)
+	}
+	slices.SortFunc(out, func(a, b model.BlockDevice) int { return cmpStr(a.Name, b.Name) })
+	return out, nil
+}
+
+func cmpStr(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// devName is the kernel's name of a block device ("vda"), or "" if unknown.
+func devName(dev string) string {
+	target, err := os.Readlink("/sys/dev/block/" + dev)
+	if err != nil {
+		return ""
+	}
+	return filepath.Base(target)
+}
+
+func (p *Probe) readCache() (*model.PageCache, error) {
+	if p.coll.Programs["filemap_get_pages"] == nil {
+		return nil, nil
+	}
+	var per []storageStCache
+	if err := p.objs.Cache.Lookup(uint32(0), &per); err != nil {
+		return nil, fmt.Errorf("map cache: %w", err)
+	}
+	var s storageStCache
+	for _, c := range per {
+		s.Lookups += c.Lookups
+		s.ReadAdded += c.ReadAdded
+		s.OtherAdded += c.OtherAdded
+		s.FaultLookups += c.FaultLookups
+		s.RaSync += c.RaSync
+		s.RaAsync += c.RaAsync
+		s.Dirtied += c.Dirtied
+		s.Throttled += c.Throttled
+		s.PauseJiffies += c.PauseJiffies
+		p.cacheRuns += c.Runs
+	}
+	pc := &model.PageCache{Lookups: int64(s.Lookups), ReadAdded: int64(s.ReadAdded), HitRatio: hitRatio(int64(s.Lookups), int64(s.ReadAdded)),
+		OtherAdded: int64(s.OtherAdded), FaultLookups: int64(s.FaultLookups), ReadaheadSync: int64(s.RaSync), ReadaheadAsync: int64(s.RaAsync),
+		Dirtied: int64(s.Dirtied), Throttled: int64(s.Throttled)}
+	if hz := kernelHZ(); hz > 0 {
+		pc.ThrottledSec = float64(s.PauseJiffies) / float64(hz)
+	} else if s.PauseJiffies > 0 {
+		pc.ThrottledSec = -1
+	}
+	return pc, nil
+}
+
+var hzRe = regexp.MustCompile(`(?m)^CONFIG_HZ=(\d+)$`)
+
+// kernelHZ reads CONFIG_HZ from the kernel's config (/proc/config.gz or
+// /boot/config-RELEASE); 0 when neither is there.
+func kernelHZ() int {
+	var text []byte
+	if f, err := os.Open("/proc/config.gz"); err == nil {
+		defer f.Close()
+		if z, err := gzip.NewReader(f); err == nil {
+			text, _ = io.ReadAll(z)
+		}
+	}
+	if text == nil {
+		var u unix.Utsname
+		if unix.Uname(&u) == nil {
+			text, _ = os.ReadFile("/boot/config-" + unix.ByteSliceToString(u.Release[:]))
+		}
+	}
+	if m := hzRe.FindSubmatch(text); m != nil {
+		hz, _ := strconv.Atoi(string(m[1]))
+		return hz
+	}
+	return 0
+}
+
+func (p *Probe) readFiles() ([]model.FileIO, error) {
+	mounts := sysinfo.DeviceMounts()
+	var k storageStFileKey
+	var f storageStFile
+	var out []model.FileIO
+	it := p.objs.Files.Iterate()
+	for it.Next(&k, &f) {
+		if f.Ops[0]+f.Ops[1]+f.Syncs+f.Errors == 0 {
+			continue
+		}
+		dev := DevString(k.Dev)
+		fi := model.FileIO{Path: timeacct.PathOf(mounts[dev], dev, f.Names, f.Depth, f.Truncated != 0), Dev: dev, Ino: k.Ino,
+			Deleted: f.Unlinked != 0, PID: int(f.Tgid), SQLite: KindNames[int(f.Kind)], Syncs: int64(f.Syncs), SyncSec: float64(f.SyncNs) / 1e9,
+			BlockedSec: float64(f.BlockedNs) / 1e9, LockSec: float64(f.LockNs) / 1e9, Errors: int64(f.Errors)}
+		for i, ops := range []*model.FileOps{&fi.Reads, &fi.Writes} {
+			*ops = model.FileOps{Count: int64(f.Ops[i]), Bytes: int64(f.Bytes[i]), Sequential: int64(f.Seq[i]), Random: int64(f.Random[i]),
+				Pattern: pattern(int64(f.Seq[i]), int64(f.Random[i])), CallSec: float64(f.CallNs[i]) / 1e9, Sizes: ranges(f.SizeSlots[i][:], 1)}
+		}
+		out = append(out, fi)
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("map files: %w", err)
+	}
+	slices.SortFunc(out, func(a, b model.FileIO) int {
+		ta, tb := a.Reads.CallSec+a.Writes.CallSec+a.SyncSec, b.Reads.CallSec+b.Writes.CallSec+b.SyncSec
+		switch {
+		case ta > tb:
+			return -1
+		case ta < tb:
+			return 1
+		}
+		return cmpStr(a.Path, b.Path)
+	})
+	return out, nil
+}
+
+// monotonicNs reads CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns.
+func monotonicNs() uint64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return 0
+	}
+	return uint64(ts.Nano())
+}

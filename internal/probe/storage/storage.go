@@ -1,0 +1,116 @@
+// Package storage is the eBPF storage probe: block devices (what iostat -x
+// and biolatency -Q show, per device and op), the workload's page-cache use,
+// and with Config.Files the workload's files, per file, and the reads and
+// writes of SQLite files one by one. It follows the processes of a running
+// timeacct probe, whose maps it shares. bpf/storage.bpf.c has the kernel
+// side; docs/probes.md lists the hooks and their cost.
+package storage
+
+import (
+	"fmt"
+
+	"github.com/perfsleuth/perfsleuth/internal/model"
+)
+
+// Ops names the block request operations, indexed as ST_OP_*.
+var Ops = [...]string{"read", "write", "flush", "discard", "other"}
+
+// Event is one read, write or sync of a SQLite file, as the kernel saw it.
+type Event struct {
+	TsNs uint64
+	Dev  string // "major:minor"
+	Ino  uint64
+	TID  int
+	Op   int   // EvRead, EvWrite, EvSync
+	Kind int   // KindDB, KindWAL, KindJournal
+	Off  int64 // -1 for a sync
+	Len  int64 // bytes moved
+	// Head holds the first bytes moved (up to 16, fewer if Len is smaller);
+	// B100 the byte at offset 100 of the buffer when Has100.
+	Head   []byte
+	B100   byte
+	Has100 bool
+}
+
+// Event operations and SQLite kinds, as in bpf/storage.h.
+const (
+	EvRead  = 0
+	EvWrite = 1
+	EvSync  = 2
+
+	KindDB      = 1
+	KindWAL     = 2
+	KindJournal = 3
+)
+
+// KindNames names the SQLite kinds.
+var KindNames = map[int]string{KindDB: "db", KindWAL: "wal", KindJournal: "journal"}
+
+// Config says what to follow and what to collect.
+type Config struct {
+	// Files adds the per-file view and the SQLite events: it hooks the
+	// read, write and sync system calls, which costs every syscall of the
+	// machine some time (docs/probes.md).
+	Files bool
+	// OnEvent receives the SQLite events, in order, from one goroutine.
+	OnEvent func(Event)
+}
+
+// DevString formats a kernel dev_t (major << 20 | minor).
+func DevString(dev uint32) string {
+	return fmt.Sprintf("%d:%d", dev>>20, dev&0xfffff)
+}
+
+// ranges turns log2 slots into buckets: slot i holds values in
+// [2^i, 2^(i+1)-1] times unit, slot 0 from 0. Empty slots at both ends are
+// left out.
+func ranges(slots []uint64, unit int64) []model.Range {
+	first, last := -1, -1
+	for i, c := range slots {
+		if c != 0 {
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
+	if first < 0 {
+		return nil
+	}
+	out := make([]model.Range, 0, last-first+1)
+	for i := first; i <= last; i++ {
+		low := int64(1) << i
+		if i == 0 {
+			low = 0
+		}
+		out = append(out, model.Range{Low: low * unit, High: (int64(1)<<(i+1))*unit - 1, Count: int64(slots[i])})
+	}
+	return out
+}
+
+// pattern sums up a file's sequential and random calls.
+func pattern(seq, random int64) string {
+	n := seq + random
+	switch {
+	case n < 1:
+		return ""
+	case float64(seq) >= 0.8*float64(n):
+		return "sequential"
+	case float64(seq) <= 0.2*float64(n):
+		return "random"
+	}
+	return "mixed"
+}
+
+// hitRatio is 1 - added/lookups, floored at 0 (readahead can add more pages
+// than were looked up); -1 without lookups.
+func hitRatio(lookups, added int64) float64 {
+	if lookups <= 0 {
+		return -1
+	}
+	r := 1 - float64(added)/float64(lookups)
+	if r < 0 {
+		return 0
+	}
+	return r
+}

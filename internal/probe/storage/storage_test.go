@@ -1,0 +1,259 @@
+//go:build amd64
+
+package storage
+
+import (
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+	"unsafe"
+
+	"github.com/prometheus/procfs/blockdevice"
+	"golang.org/x/sys/unix"
+
+	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/probe/timeacct"
+	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
+)
+
+// start attaches timeacct and the storage probe to the test process itself.
+func start(t *testing.T, cfg Config) (stop func() *model.StorageIO) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("not root: the storage eBPF probe needs root, run the tests with sudo")
+	}
+	ta, err := timeacct.Start(timeacct.Config{RootPID: os.Getpid()})
+	if err != nil {
+		t.Skipf("eBPF time accounting unavailable here: %v", err)
+	}
+	tracked, threads := ta.SharedMaps()
+	p, err := Start(cfg, tracked, threads)
+	if err != nil {
+		ta.Stop()
+		t.Fatal(err)
+	}
+	stopped := false
+	t.Cleanup(func() {
+		if !stopped {
+			p.Stop()
+			ta.Stop()
+		}
+	})
+	return func() *model.StorageIO {
+		stopped = true
+		st, err := p.Stop()
+		ta.Stop()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+}
+
+// directFile opens a file in dir for O_DIRECT IO, preallocated to size.
+func directFile(t *testing.T, dir string, size int64) int {
+	t.Helper()
+	fd, err := unix.Open(filepath.Join(dir, "direct"), unix.O_RDWR|unix.O_CREAT|unix.O_DIRECT, 0o600)
+	if err != nil {
+		t.Skipf("O_DIRECT not supported here: %v", err)
+	}
+	t.Cleanup(func() { unix.Close(fd) })
+	if err := unix.Fallocate(fd, 0, 0, size); err != nil {
+		t.Fatal(err)
+	}
+	return fd
+}
+
+// alignedBuf is a 4 KiB buffer aligned for O_DIRECT.
+func alignedBuf(n int) []byte {
+	b := make([]byte, n+4096)
+	off := 4096 - int(uintptr(unsafe.Pointer(&b[0]))&4095)
+	return b[off : off+n]
+}
+
+func diskstats(t *testing.T, disk string) blockdevice.IOStats {
+	t.Helper()
+	fs, err := blockdevice.NewFS("/proc", "/sys")
+	if err != nil {
+		t.Fatal(err)
+	}
+	all, err := fs.ProcDiskstats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range all {
+		if d.DeviceName == disk {
+			return d.IOStats
+		}
+	}
+	t.Fatalf("disk %s not in /proc/diskstats", disk)
+	return blockdevice.IOStats{}
+}
+
+// TestBlockMatchesDiskstats: the probe's request counts and bytes agree
+// with /proc/diskstats over the same window within 5%.
+func TestBlockMatchesDiskstats(t *testing.T) {
+	dir := t.TempDir()
+	s, err := sysinfo.StorageOf(dir)
+	if err != nil || len(s.Disks) == 0 {
+		t.Skipf("no block device under %s: %v", dir, err)
+	}
+	disk := s.Disks[0]
+	const size = 64 << 20
+	fd := directFile(t, dir, size)
+	buf := alignedBuf(4096)
+	rng := rand.New(rand.NewPCG(1, 2))
+	for i := 0; i < size/4096; i += 16 { // written once, so that reads hit allocated blocks
+		if _, err := unix.Pwrite(fd, buf, int64(i)*4096); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unix.Fdatasync(fd)
+	stop := start(t, Config{})
+	before := diskstats(t, disk)
+	for i := 0; i < 2000; i++ {
+		if _, err := unix.Pwrite(fd, buf, rng.Int64N(size/4096)*4096); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := unix.Pread(fd, buf, rng.Int64N(size/4096)*4096); err != nil {
+			t.Fatal(err)
+		}
+	}
+	unix.Fdatasync(fd)
+	after := diskstats(t, disk)
+	st := stop()
+	var dev *model.BlockDevice
+	for i := range st.Devices {
+		if st.Devices[i].Name == disk {
+			dev = &st.Devices[i]
+		}
+	}
+	if dev == nil {
+		t.Fatalf("disk %s not in the probe's devices: %+v", disk, st.Devices)
+	}
+	ops := map[string]model.BlockOp{}
+	for _, o := range dev.Ops {
+		ops[o.Op] = o
+	}
+	check := func(what string, probe int64, proc uint64) {
+		t.Helper()
+		d := float64(probe) - float64(proc)
+		if proc == 0 || d/float64(proc) > 0.05 || d/float64(proc) < -0.05 {
+			t.Errorf("%s: probe %d, /proc/diskstats %d: more than 5%% apart", what, probe, proc)
+		} else {
+			t.Logf("%s: probe %d, /proc/diskstats %d", what, probe, proc)
+		}
+	}
+	check("reads", ops["read"].Requests, after.ReadIOs-before.ReadIOs)
+	check("read bytes", ops["read"].Bytes, (after.ReadSectors-before.ReadSectors)*512)
+	check("writes", ops["write"].Requests, after.WriteIOs-before.WriteIOs)
+	check("write bytes", ops["write"].Bytes, (after.WriteSectors-before.WriteSectors)*512)
+	if w := ops["write"]; w.WorkloadRequests < 2000 || w.WorkloadBytes < 2000*4096 {
+		t.Errorf("writes attributed to the workload: %d requests, %d bytes; want at least the 2000 it made", w.WorkloadRequests, w.WorkloadBytes)
+	}
+	if r := ops["read"]; len(r.Service) == 0 || r.ServiceMeanSec <= 0 || len(r.Size) == 0 {
+		t.Errorf("reads without service times or sizes: %+v", r)
+	}
+	if dev.UtilPct <= 0 || dev.UtilPct > 100 {
+		t.Errorf("util %.1f%%, want in (0, 100]", dev.UtilPct)
+	}
+}
+
+// TestPageCacheHitRatio: a warm re-read hits (ratio near 1), a read after
+// dropping the file's pages misses (near 0).
+func TestPageCacheHitRatio(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "cached")
+	const size = 32 << 20
+	if err := os.WriteFile(path, make([]byte, size), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 64<<10)
+	readAll := func() {
+		for off := int64(0); off < size; off += int64(len(buf)) {
+			if _, err := f.ReadAt(buf, off); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	readAll() // now cached
+	stop := start(t, Config{})
+	readAll()
+	warm := stop()
+	if warm.Cache == nil {
+		t.Skipf("no page-cache tracepoints: %v", warm.Notes)
+	}
+	if warm.Cache.Lookups < size/4096 || warm.Cache.HitRatio < 0.95 {
+		t.Errorf("warm re-read: %+v, want >= %d lookups and a hit ratio near 1", warm.Cache, size/4096)
+	}
+	unix.Fdatasync(int(f.Fd()))
+	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
+		t.Fatal(err)
+	}
+	stop = start(t, Config{})
+	readAll()
+	cold := stop()
+	if cold.Cache.Lookups < size/4096 || cold.Cache.HitRatio > 0.1 {
+		t.Errorf("cold read: %+v, want >= %d lookups and a hit ratio near 0", cold.Cache, size/4096)
+	}
+	if cold.Cache.ReadaheadSync+cold.Cache.ReadaheadAsync == 0 {
+		t.Errorf("a cold sequential read started no readahead: %+v", cold.Cache)
+	}
+	t.Logf("warm %+v\ncold %+v", *warm.Cache, *cold.Cache)
+}
+
+// TestFilePattern: a sequential writer and a random writer are told apart
+// per file, with their exact counts and bytes.
+func TestFilePattern(t *testing.T) {
+	dir := t.TempDir()
+	seqPath, rndPath := filepath.Join(dir, "seq"), filepath.Join(dir, "rnd")
+	seq, err := os.Create(seqPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer seq.Close()
+	rnd, err := os.Create(rndPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rnd.Close()
+	if err := rnd.Truncate(64 << 20); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4096)
+	rng := rand.New(rand.NewPCG(3, 4))
+	stop := start(t, Config{Files: true})
+	for i := 0; i < 1000; i++ {
+		if _, err := seq.Write(buf); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rnd.WriteAt(buf, rng.Int64N(16384)*4096); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := seq.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	st := stop()
+	byPath := map[string]model.FileIO{}
+	for _, f := range st.Files {
+		byPath[f.Path] = f
+	}
+	for path, want := range map[string]string{seqPath: "sequential", rndPath: "random"} {
+		f, ok := byPath[path]
+		if !ok {
+			t.Fatalf("%s not among the files: %+v", path, st.Files)
+		}
+		if f.Writes.Count != 1000 || f.Writes.Bytes != 1000*4096 || f.Writes.Pattern != want {
+			t.Errorf("%s: writes %+v, want 1000 calls, %d bytes, %s", path, f.Writes, 1000*4096, want)
+		}
+	}
+	if f := byPath[seqPath]; f.Syncs != 1 {
+		t.Errorf("%s: %d syncs, want 1", seqPath, f.Syncs)
+	}
+}

@@ -1,0 +1,25 @@
+//go:build !amd64
+
+package storage
+
+import (
+	"errors"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/perfsleuth/perfsleuth/internal/model"
+)
+
+// Probe is not available on this architecture: the BPF program reads x86-64
+// syscall registers and numbers.
+type Probe struct{}
+
+// Start fails: the probe has only been built for amd64.
+func Start(cfg Config, tracked, threads *ebpf.Map) (*Probe, error) {
+	return nil, errors.New("storage: not supported on this architecture yet")
+}
+
+// Stop does nothing.
+func (p *Probe) Stop() (*model.StorageIO, error) {
+	return nil, errors.New("storage: not supported on this architecture yet")
+}
