@@ -577,6 +577,34 @@ static __always_inline __u64 blocked_ns(struct ta_thread *t)
 	return t->ns[TA_CAT_STORAGE_READ] + t->ns[TA_CAT_STORAGE_WRITE] + t->ns[TA_CAT_STORAGE_SYNC];
 }
 
+/* kind_by_name tells a SQLite journal or WAL by its name's suffix: a
+ * journal's header holds no magic until SQLite syncs it, and in DELETE
+ * mode every transaction writes a new journal file. */
+static __always_inline __u32 kind_by_name(__u8 *name)
+{
+	int n = 0;
+
+	for (int i = 0; i < ST_NAME_LEN; i++) {
+		if (name[i] == 0)
+			break;
+		n = i + 1;
+	}
+	if (n >= 8 && n <= ST_NAME_LEN) {
+		__u8 *e = name + ((n - 8) & (ST_NAME_LEN - 1));
+
+		if ((n - 8) <= ST_NAME_LEN - 8 && e[0] == '-' && e[1] == 'j' && e[2] == 'o' && e[3] == 'u' && e[4] == 'r' &&
+		    e[5] == 'n' && e[6] == 'a' && e[7] == 'l')
+			return ST_KIND_JOURNAL;
+	}
+	if (n >= 4 && n <= ST_NAME_LEN) {
+		__u8 *e = name + ((n - 4) & (ST_NAME_LEN - 1));
+
+		if ((n - 4) <= ST_NAME_LEN - 4 && e[0] == '-' && e[1] == 'w' && e[2] == 'a' && e[3] == 'l')
+			return ST_KIND_WAL;
+	}
+	return ST_KIND_NONE;
+}
+
 static __always_inline struct st_file *file_entry(struct st_file_key *k, struct file *file, __u32 tgid, struct st_counters *c)
 {
 	struct st_file *f = bpf_map_lookup_elem(&files, k);
@@ -596,6 +624,8 @@ static __always_inline struct st_file *file_entry(struct st_file_key *k, struct 
 	if (d) {
 		fill_names(f->names, &f->depth, &f->truncated, d);
 		f->unlinked = BPF_CORE_READ(file, f_inode, i_nlink) == 0;
+		if (f->depth > 0)
+			f->kind = kind_by_name(f->names[0]);
 	}
 	return f;
 }
@@ -762,7 +792,7 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 		}
 		if (ret > 0)
 			bpf_probe_read_user(head, ret < ST_HEAD ? (ret & (ST_HEAD - 1)) : ST_HEAD, (void *)st->buf);
-		if (st->off == 0 && ret >= ST_HEAD && f->kind == ST_KIND_NONE)
+		if (st->off == 0 && ret >= 16 && f->kind == ST_KIND_NONE)
 			f->kind = sniff(head);
 	}
 	if (f->kind == ST_KIND_NONE)

@@ -111,7 +111,7 @@ struct st_file {
 #define ST_EV_READ 0
 #define ST_EV_WRITE 1
 #define ST_EV_SYNC 2
-#define ST_HEAD 16
+#define ST_HEAD 32
 struct st_event {
 	__u64 ts;
 	__u64 ino;
@@ -121,7 +121,7 @@ struct st_event {
 	__u32 tid;
 	__u32 op;    /* ST_EV_* */
 	__u32 kind;  /* ST_KIND_* */
-	__u8 head[ST_HEAD]; /* the first bytes moved */
+	__u8 head[ST_HEAD]; /* the first bytes moved (a WAL or journal header, a frame header, a db header up to the page size) */
 	__u8 b100;   /* the byte at 100 (a b-tree page 1's type flag) */
 	__u8 has100;
 	__u8 _pad[6];

@@ -15,6 +15,7 @@ type observeFlags struct {
 	interval time.Duration
 	noEBPF   bool
 	syscalls bool
+	storage  bool
 	stacks   bool
 	pid      int
 	duration time.Duration
@@ -31,6 +32,7 @@ func (f *observeFlags) bind(cmd *cobra.Command) {
 	fs.DurationVar(&f.interval, "interval", defaultInterval, "sampling interval of /proc and /sys")
 	fs.BoolVar(&f.noEBPF, "no-ebpf", false, "observe from /proc only, without eBPF probes")
 	fs.BoolVar(&f.syscalls, "syscalls", false, "count and time every syscall per thread (like strace -c -w; every syscall on the machine then costs more)")
+	fs.BoolVar(&f.storage, "storage", false, "per file: reads, writes, syncs, sizes, sequential or random, time blocked; and SQLite pages by type (hooks the read, write and sync calls: every syscall on the machine then costs more)")
 	fs.BoolVar(&f.stacks, "stacks", false, "take the kernel and user stack of every sleep: off-CPU stacks per category (costs ~1 µs per sleep)")
 	cmd.Flags().IntVarP(&f.pid, "pid", "p", 0, "observe this running process and its descendants")
 	cmd.Flags().DurationVar(&f.duration, "duration", 0, "with --pid: how long to observe (0: until it exits or Ctrl-C)")
@@ -40,14 +42,14 @@ func (f *observeFlags) check() error {
 	if f.interval < 10*time.Millisecond {
 		return fmt.Errorf("--interval %s is too short: use 10ms or more", f.interval)
 	}
-	if f.noEBPF && (f.syscalls || f.stacks) {
-		return errors.New("--syscalls and --stacks need the eBPF probes: drop --no-ebpf")
+	if f.noEBPF && (f.syscalls || f.stacks || f.storage) {
+		return errors.New("--syscalls, --stacks and --storage need the eBPF probes: drop --no-ebpf")
 	}
 	return f.out.check()
 }
 
 func (f *observeFlags) options() runner.ObserveOptions {
-	return runner.ObserveOptions{Interval: f.interval, NoEBPF: f.noEBPF, Syscalls: f.syscalls, Stacks: f.stacks}
+	return runner.ObserveOptions{Interval: f.interval, NoEBPF: f.noEBPF, Syscalls: f.syscalls, Stacks: f.stacks, Storage: f.storage}
 }
 
 func newObserveCmd() *cobra.Command {

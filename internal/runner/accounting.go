@@ -7,7 +7,9 @@ import (
 	"sync"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/probe/storage"
 	"github.com/perfsleuth/perfsleuth/internal/probe/timeacct"
+	"github.com/perfsleuth/perfsleuth/internal/sqlitetrace"
 	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
 )
 
@@ -20,6 +22,11 @@ type accountant struct {
 	// maps keeps the last snapshot of each process's mappings, taken while
 	// it ran, to symbolise user stacks after it exits (Stacks only).
 	maps *mapsKeeper
+	// storage is the storage probe, nil if it could not start (storeNote
+	// says why); sqlite maps its SQLite events to pages (with Storage).
+	storage   *storage.Probe
+	storeNote string
+	sqlite    *sqlitetrace.Tracer
 }
 
 // calibrations caches the probe's calibrated costs per probe setting: they
@@ -84,6 +91,7 @@ func startAccounting(pid int, opts ObserveOptions) (*accountant, string) {
 	if opts.Stacks {
 		a.maps = keepMaps(pid)
 	}
+	a.startStorage(pid, opts)
 	return a, ""
 }
 
@@ -93,6 +101,7 @@ func (a *accountant) finish(run *model.Run) {
 		return
 	}
 	a.maps.stop()
+	a.finishStorage(run)
 	res, err := a.probe.Stop()
 	a.probe = nil
 	if err != nil {
@@ -112,8 +121,52 @@ func (a *accountant) finish(run *model.Run) {
 func (a *accountant) close() {
 	if a != nil && a.probe != nil {
 		a.maps.stop()
+		if a.storage != nil {
+			a.storage.Stop()
+			a.storage = nil
+		}
 		a.probe.Stop()
 	}
+}
+
+// startStorage attaches the storage probe to the processes the
+// time-accounting probe follows. A failure leaves a note in the record.
+func (a *accountant) startStorage(pid int, opts ObserveOptions) {
+	cfg := storage.Config{Files: opts.Storage}
+	if opts.Storage {
+		a.sqlite = sqlitetrace.New(pid)
+		cfg.OnEvent = a.sqlite.Add
+	}
+	tracked, threads := a.probe.SharedMaps()
+	p, err := storage.Start(cfg, tracked, threads)
+	if err != nil {
+		a.storeNote = "the storage probe is off (" + err.Error() + "): no block-device, page-cache or file view from eBPF"
+		a.sqlite = nil
+		return
+	}
+	a.storage = p
+}
+
+// finishStorage detaches the storage probe and puts what it saw in run.
+func (a *accountant) finishStorage(run *model.Run) {
+	if a.storeNote != "" {
+		run.Warnings = append(run.Warnings, a.storeNote)
+	}
+	if a.storage == nil {
+		return
+	}
+	st, err := a.storage.Stop()
+	a.storage = nil
+	if err != nil {
+		run.Warnings = append(run.Warnings, "the storage probe failed: "+err.Error())
+		if st == nil {
+			return
+		}
+	}
+	if a.sqlite != nil {
+		st.SQLite = a.sqlite.Finish(st.Files)
+	}
+	run.Storage = st
 }
 
 // fromProbe converts the probe's counts into the run record's accounting.

@@ -23,6 +23,9 @@ type ObserveOptions struct {
 	NoEBPF bool
 	// Syscalls counts and times every syscall per thread (costs more).
 	Syscalls bool
+	// Storage adds the per-file view and SQLite pages to the storage probe
+	// (it hooks the read, write and sync calls: costs more).
+	Storage bool
 	// Stacks takes the kernel and user stack of every sleep (costs more).
 	Stacks bool
 	// BeforeRun, when set, is called with the workload's pid once it is

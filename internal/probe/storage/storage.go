@@ -25,7 +25,7 @@ type Event struct {
 	Kind int   // KindDB, KindWAL, KindJournal
 	Off  int64 // -1 for a sync
 	Len  int64 // bytes moved
-	// Head holds the first bytes moved (up to 16, fewer if Len is smaller);
+	// Head holds the first bytes moved (up to 32, fewer if Len is smaller);
 	// B100 the byte at offset 100 of the buffer when Has100.
 	Head   []byte
 	B100   byte

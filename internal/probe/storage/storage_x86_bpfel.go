@@ -93,7 +93,7 @@ type storageStEvent struct {
 	Tid    uint32
 	Op     uint32
 	Kind   uint32
-	Head   [16]uint8
+	Head   [32]uint8
 	B100   uint8
 	Has100 uint8
 	Pad    [6]uint8
