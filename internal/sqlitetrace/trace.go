@@ -13,6 +13,7 @@ package sqlitetrace
 
 import (
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -95,11 +96,11 @@ type txState struct {
 // Tracer collects the events of one run. Add may be called from one
 // goroutine while another calls Finish once at the end.
 type Tracer struct {
-	mu       sync.Mutex
-	pid      int // the workload's root process, to find files by inode
-	files    map[fileKey]*fileState
-	tx       map[int]*txState
-	txs      []txRecord
+	mu    sync.Mutex
+	pid   int // the workload's root process, to find files by inode
+	files map[fileKey]*fileState
+	tx    map[int]*txState
+	txs   []txRecord
 	// patterns counts the transactions per sequence of steps, pages
 	// included; Finish names the pages and merges what reads the same.
 	patterns map[string]*pattern
@@ -439,8 +440,23 @@ func (t *Tracer) Finish(files []model.FileIO) *model.SQLiteIO {
 		m.Sequential += s.seq
 		m.Random += s.random
 	}
-	// The databases first: the WAL's frames carry their pages.
+	// The databases first: the WAL's frames carry their pages. A database
+	// the window saw only through its WAL is opened by name to be parsed.
 	var db *sqlitefile.DB
+	var extra []*fileState
+	for _, fs := range t.files {
+		if fs.kind == storage.KindWAL && fs.path != "" && !t.hasDB(strings.TrimSuffix(fs.path, "-wal")) {
+			if f, err := os.Open(strings.TrimSuffix(fs.path, "-wal")); err == nil {
+				extra = append(extra, &fileState{kind: storage.KindDB, f: f, path: f.Name()})
+			}
+		}
+	}
+	for _, fs := range extra {
+		if parsed, _ := parse(fs, t.walOf(fs)); parsed != nil {
+			db = parsed
+		}
+		fs.f.Close()
+	}
 	keys := slices.SortedFunc(maps.Keys(t.files), func(a, b fileKey) int { return t.files[a].kind - t.files[b].kind })
 	for _, k := range keys {
 		fs := t.files[k]
@@ -450,7 +466,7 @@ func (t *Tracer) Finish(files []model.FileIO) *model.SQLiteIO {
 		}
 		sf := model.SQLiteFile{Path: path, Kind: kindName(fs.kind)}
 		if fs.kind == storage.KindDB {
-			if parsed, note := parse(fs); parsed != nil {
+			if parsed, note := parse(fs, t.walOf(fs)); parsed != nil {
 				db = parsed
 				sf.PageSize, sf.Pages = db.PageSize, len(db.Pages)
 			} else {
@@ -530,8 +546,30 @@ func (t *Tracer) Finish(files []model.FileIO) *model.SQLiteIO {
 	return out
 }
 
-// parse maps the database kept open since its first event.
-func parse(fs *fileState) (*sqlitefile.DB, string) {
+// hasDB tells whether the database at path had events of its own.
+func (t *Tracer) hasDB(path string) bool {
+	for _, fs := range t.files {
+		if fs.kind == storage.KindDB && fs.path == path {
+			return true
+		}
+	}
+	return false
+}
+
+// walOf is the WAL file kept open beside the database, if any: the one in
+// the same directory named after it.
+func (t *Tracer) walOf(db *fileState) *os.File {
+	for _, fs := range t.files {
+		if fs.kind == storage.KindWAL && fs.f != nil && db.path != "" && fs.path == db.path+"-wal" {
+			return fs.f
+		}
+	}
+	return nil
+}
+
+// parse maps the database kept open since its first event, with the
+// committed frames of its WAL (if wal is not nil) applied.
+func parse(fs *fileState, wal *os.File) (*sqlitefile.DB, string) {
 	if fs.f == nil {
 		return nil, "not parsed: the file could not be opened while the workload had it open; page types other than b-tree pages and the owners are unknown"
 	}
@@ -539,7 +577,14 @@ func parse(fs *fileState) (*sqlitefile.DB, string) {
 	if err != nil {
 		return nil, "not parsed: " + err.Error()
 	}
-	db, err := sqlitefile.ParseDB(fs.f, st.Size())
+	var r io.ReaderAt = fs.f
+	size := st.Size()
+	if wal != nil {
+		if o := overlay(fs.f, wal); o != nil {
+			r, size = o, o.size
+		}
+	}
+	db, err := sqlitefile.ParseDB(r, size)
 	if err != nil {
 		return nil, "not parsed: " + err.Error()
 	}
@@ -566,4 +611,77 @@ func pageType(db *sqlitefile.DB, pgno uint32, flag string) (typ, owner string) {
 		typ = "header+" + typ
 	}
 	return typ, owner
+}
+
+// walOverlay is a database as SQLite sees it with its WAL: the file, with
+// the pages of the WAL's committed frames on top. Pages written in WAL
+// mode and not yet checkpointed exist only in the WAL.
+type walOverlay struct {
+	db       io.ReaderAt
+	pages    map[uint32]int64 // page -> offset of its latest committed frame's content
+	wal      io.ReaderAt
+	pageSize int
+	size     int64
+}
+
+// overlay reads the WAL's valid frames (salts of its header, up to the last
+// commit frame); nil when there is nothing to overlay.
+func overlay(db *os.File, wal *os.File) *walOverlay {
+	st, err := db.Stat()
+	if err != nil {
+		return nil
+	}
+	hb := make([]byte, sqlitefile.WALHeaderSize)
+	if _, err := wal.ReadAt(hb, 0); err != nil {
+		return nil
+	}
+	h, err := sqlitefile.ParseWALHeader(hb)
+	if err != nil {
+		return nil
+	}
+	o := &walOverlay{db: db, wal: wal, pageSize: h.PageSize, size: st.Size(), pages: map[uint32]int64{}}
+	pending := map[uint32]int64{}
+	fb := make([]byte, sqlitefile.WALFrameHeaderSize)
+	frameLen := int64(sqlitefile.WALFrameHeaderSize + h.PageSize)
+	for off := int64(sqlitefile.WALHeaderSize); ; off += frameLen {
+		if _, err := wal.ReadAt(fb, off); err != nil {
+			break
+		}
+		fh, err := sqlitefile.ParseFrameHeader(fb)
+		if err != nil || fh.Salt1 != h.Salt1 || fh.Salt2 != h.Salt2 {
+			break
+		}
+		pending[fh.Page] = off + sqlitefile.WALFrameHeaderSize
+		if fh.IsCommit() {
+			maps.Copy(o.pages, pending)
+			clear(pending)
+			o.size = int64(fh.CommitSize) * int64(h.PageSize)
+		}
+	}
+	if len(o.pages) == 0 {
+		return nil
+	}
+	return o
+}
+
+func (o *walOverlay) ReadAt(b []byte, off int64) (int, error) {
+	n := 0
+	for n < len(b) {
+		pos := off + int64(n)
+		pgno := uint32(pos/int64(o.pageSize)) + 1
+		within := pos % int64(o.pageSize)
+		chunk := min(int64(len(b)-n), int64(o.pageSize)-within)
+		var m int
+		var err error
+		if fo, ok := o.pages[pgno]; ok {
+			m, err = o.wal.ReadAt(b[n:n+int(chunk)], fo+within)
+		} else {
+			m, err = o.db.ReadAt(b[n:n+int(chunk)], pos)
+		}
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }
