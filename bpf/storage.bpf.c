@@ -323,6 +323,8 @@ int BPF_PROG(block_rq_issue, struct request *rq)
 	}
 	if (r->issue_ns) /* requeued and issued again: keep the first */
 		return 0;
+	if (r->start_ns > now) /* started just now, by rq_start above */
+		now = r->start_ns;
 	r->issue_ns = now;
 	d = disk_of(rq_dev(rq));
 	if (!d)

@@ -111,6 +111,10 @@ type FileIO struct {
 	Ino  uint64 `json:"ino"`
 	// Deleted: it had no name left when first seen.
 	Deleted bool `json:"deleted,omitempty"`
+	// Instances counts the files that had this path in the window (a
+	// rollback journal is a new file in every transaction); the figures
+	// are their sums, Dev and Ino the first one's.
+	Instances int `json:"instances"`
 	PID     int  `json:"pid"`
 	// SQLite is "db", "wal" or "journal" for SQLite files.
 	SQLite string  `json:"sqlite,omitempty"`

@@ -26,6 +26,7 @@ func Terminal(run *model.Run, o Options) []byte {
 	d.result(run)
 	d.accounting(run)
 	d.experiments(run)
+	d.storage(run)
 	if run.Observation != nil {
 		d.observation(run, run.Observation)
 	}

@@ -107,6 +107,10 @@ type Tracer struct {
 	lost     int64 // transactions beyond maxPatterns distinct sequences
 	events   int64
 	notes    []string
+	// states are the distinct files (files maps every inode seen to one);
+	// skipped counts the events of files beyond maxFileState.
+	states  []*fileState
+	skipped int64
 }
 
 // New returns a tracer for the workload rooted at pid.
@@ -122,12 +126,34 @@ func (t *Tracer) Add(ev storage.Event) {
 	k := fileKey{ev.Dev, ev.Ino}
 	fs := t.files[k]
 	if fs == nil {
-		if len(t.files) >= maxFileState {
-			return
+		f, path := openByInode(ev.TID, k)
+		// A rollback journal is a new file in every transaction, often
+		// under a new inode: the same path is the same state.
+		for _, old := range t.states {
+			if path != "" && old.path == path && old.kind == ev.Kind {
+				fs = old
+				break
+			}
 		}
-		fs = &fileState{key: k, kind: ev.Kind, ops: map[opKey]*opStats{}, frames: map[int64]uint32{}}
-		fs.f, fs.path = openByInode(ev.TID, k)
-		fs.readHeader()
+		switch {
+		case fs != nil:
+			if f != nil {
+				if fs.f != nil {
+					fs.f.Close()
+				}
+				fs.f = f
+			}
+		case len(t.states) >= maxFileState:
+			if f != nil {
+				f.Close()
+			}
+			t.skipped++
+			return
+		default:
+			fs = &fileState{key: k, kind: ev.Kind, ops: map[opKey]*opStats{}, frames: map[int64]uint32{}, f: f, path: path}
+			fs.readHeader()
+			t.states = append(t.states, fs)
+		}
 		t.files[k] = fs
 	}
 	if ev.Op == storage.EvSync {
@@ -422,7 +448,7 @@ func (t *Tracer) Finish(files []model.FileIO) *model.SQLiteIO {
 	for tid := range t.tx {
 		t.endTx(tid)
 	}
-	if len(t.files) == 0 {
+	if len(t.states) == 0 {
 		return nil
 	}
 	out := &model.SQLiteIO{Events: t.events, Notes: slices.Clone(t.notes)}
@@ -444,7 +470,7 @@ func (t *Tracer) Finish(files []model.FileIO) *model.SQLiteIO {
 	// the window saw only through its WAL is opened by name to be parsed.
 	var db *sqlitefile.DB
 	var extra []*fileState
-	for _, fs := range t.files {
+	for _, fs := range t.states {
 		if fs.kind == storage.KindWAL && fs.path != "" && !t.hasDB(strings.TrimSuffix(fs.path, "-wal")) {
 			if f, err := os.Open(strings.TrimSuffix(fs.path, "-wal")); err == nil {
 				extra = append(extra, &fileState{kind: storage.KindDB, f: f, path: f.Name()})
@@ -457,10 +483,13 @@ func (t *Tracer) Finish(files []model.FileIO) *model.SQLiteIO {
 		}
 		fs.f.Close()
 	}
-	keys := slices.SortedFunc(maps.Keys(t.files), func(a, b fileKey) int { return t.files[a].kind - t.files[b].kind })
-	for _, k := range keys {
-		fs := t.files[k]
-		path := names[k]
+	states := slices.Clone(t.states)
+	slices.SortStableFunc(states, func(a, b *fileState) int { return a.kind - b.kind })
+	if t.skipped > 0 {
+		out.Notes = append(out.Notes, fmt.Sprintf("%d events of files beyond the first %d SQLite files were not mapped", t.skipped, maxFileState))
+	}
+	for _, fs := range states {
+		path := names[fs.key]
 		if path == "" {
 			path = fs.path
 		}
@@ -476,7 +505,9 @@ func (t *Tracer) Finish(files []model.FileIO) *model.SQLiteIO {
 		if fs.kind == storage.KindWAL {
 			sf.PageSize = fs.walPageSize
 		}
-		out.Files = append(out.Files, sf)
+		if i := slices.IndexFunc(out.Files, func(f model.SQLiteFile) bool { return f.Path == sf.Path && f.Kind == sf.Kind }); i < 0 || path == "" {
+			out.Files = append(out.Files, sf)
+		}
 		for ok, s := range fs.ops {
 			typ, owner := ok.part, ""
 			if fs.kind == storage.KindDB || ok.part == string(sqlitefile.WALPartFramePage) {
@@ -548,7 +579,7 @@ func (t *Tracer) Finish(files []model.FileIO) *model.SQLiteIO {
 
 // hasDB tells whether the database at path had events of its own.
 func (t *Tracer) hasDB(path string) bool {
-	for _, fs := range t.files {
+	for _, fs := range t.states {
 		if fs.kind == storage.KindDB && fs.path == path {
 			return true
 		}
@@ -559,7 +590,7 @@ func (t *Tracer) hasDB(path string) bool {
 // walOf is the WAL file kept open beside the database, if any: the one in
 // the same directory named after it.
 func (t *Tracer) walOf(db *fileState) *os.File {
-	for _, fs := range t.files {
+	for _, fs := range t.states {
 		if fs.kind == storage.KindWAL && fs.f != nil && db.path != "" && fs.path == db.path+"-wal" {
 			return fs.f
 		}

@@ -420,11 +420,13 @@ func (p *Probe) readFiles() ([]model.FileIO, error) {
 			*ops = model.FileOps{Count: int64(f.Ops[i]), Bytes: int64(f.Bytes[i]), Sequential: int64(f.Seq[i]), Random: int64(f.Random[i]),
 				Pattern: pattern(int64(f.Seq[i]), int64(f.Random[i])), CallSec: float64(f.CallNs[i]) / 1e9, Sizes: ranges(f.SizeSlots[i][:], 1)}
 		}
+		fi.Instances = 1
 		out = append(out, fi)
 	}
 	if err := it.Err(); err != nil {
 		return nil, fmt.Errorf("map files: %w", err)
 	}
+	out = mergeByPath(out)
 	slices.SortFunc(out, func(a, b model.FileIO) int {
 		ta, tb := a.Reads.CallSec+a.Writes.CallSec+a.SyncSec, b.Reads.CallSec+b.Writes.CallSec+b.SyncSec
 		switch {

@@ -7,7 +7,10 @@
 package storage
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
 )
@@ -113,4 +116,56 @@ func hitRatio(lookups, added int64) float64 {
 		return 0
 	}
 	return r
+}
+
+// mergeByPath sums the files that had the same path (a rollback journal is
+// created and deleted in every transaction, often under a new inode);
+// deleted files stay apart.
+func mergeByPath(fs []model.FileIO) []model.FileIO {
+	at := map[string]int{}
+	var out []model.FileIO
+	for _, f := range fs {
+		i, ok := at[f.Path]
+		if !ok || f.Deleted {
+			if !f.Deleted {
+				at[f.Path] = len(out)
+			}
+			out = append(out, f)
+			continue
+		}
+		m := &out[i]
+		m.Instances += f.Instances
+		m.Syncs += f.Syncs
+		m.SyncSec += f.SyncSec
+		m.BlockedSec += f.BlockedSec
+		m.LockSec += f.LockSec
+		m.Errors += f.Errors
+		if m.SQLite == "" {
+			m.SQLite = f.SQLite
+		}
+		for _, p := range [][2]*model.FileOps{{&m.Reads, &f.Reads}, {&m.Writes, &f.Writes}} {
+			a, b := p[0], p[1]
+			a.Count += b.Count
+			a.Bytes += b.Bytes
+			a.Sequential += b.Sequential
+			a.Random += b.Random
+			a.CallSec += b.CallSec
+			a.Pattern = pattern(a.Sequential, a.Random)
+			a.Sizes = mergeRanges(a.Sizes, b.Sizes)
+		}
+	}
+	return out
+}
+
+// mergeRanges adds two histograms of the same log2 buckets.
+func mergeRanges(a, b []model.Range) []model.Range {
+	sum := map[int64]model.Range{}
+	for _, r := range append(slices.Clone(a), b...) {
+		s := sum[r.Low]
+		s.Low, s.High, s.Count = r.Low, r.High, s.Count+r.Count
+		sum[r.Low] = s
+	}
+	out := slices.Collect(maps.Values(sum))
+	slices.SortFunc(out, func(x, y model.Range) int { return cmp.Compare(x.Low, y.Low) })
+	return out
 }

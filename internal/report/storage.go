@@ -1,0 +1,184 @@
+package report
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/units"
+)
+
+// maxIOFiles bounds the files listed; the JSON record keeps all.
+const maxIOFiles = 8
+
+// storage renders the storage probe's view: devices, page cache, files,
+// SQLite pages.
+func (d *doc) storage(run *model.Run) {
+	st := run.Storage
+	if st == nil {
+		return
+	}
+	window := 0.0
+	if run.TimeAccounting != nil {
+		window = run.TimeAccounting.WindowSec
+	}
+	d.blockDevices(st.Devices, window)
+	d.pageCache(st.Cache)
+	d.files(st.Files, window)
+	d.sqlitePages(st.SQLite)
+	if len(st.Notes) > 0 || st.Dropped != (model.StorageDropped{}) {
+		d.blank()
+		for _, n := range st.Notes {
+			d.wrapped("  - ", "    ", n)
+		}
+		if x := st.Dropped; x.Requests+x.FileOps+x.SQLiteEvents > 0 {
+			d.wrapped("  ! ", "    ", fmt.Sprintf("lost: %d requests, %d file calls, %d SQLite events (maps or ring buffer full): the counts above are short by that much",
+				x.Requests, x.FileOps, x.SQLiteEvents))
+		}
+	}
+}
+
+func (d *doc) blockDevices(devs []model.BlockDevice, window float64) {
+	if len(devs) == 0 {
+		return
+	}
+	d.heading("block devices (eBPF, every request in the window)")
+	d.line("  %-7s %-7s %8s %7s %7s %6s %7s %8s %8s %5s", "device", "op", "requests", "req/s", "MiB", "KiB/rq", "merges", "queue", "service", "wl%")
+	for _, dev := range devs {
+		name := dev.Name
+		if name == "" {
+			name = dev.Dev
+		}
+		for _, o := range dev.Ops {
+			rate, kib, wl := "", "", ""
+			if window > 0 {
+				rate = num(float64(o.Requests)/window, 7)
+			}
+			if o.Requests > 0 {
+				kib = num(float64(o.Bytes)/float64(o.Requests)/1024, 6)
+				wl = num(float64(o.WorkloadRequests+o.WritebackRequests)/float64(o.Requests)*100, 5)
+			}
+			d.line("  %-7s %-7s %8s %7s %7s %6s %7s %8s %8s %5s", fit(name, 7), o.Op, units.FormatCount(o.Requests), rate,
+				num(float64(o.Bytes)/(1<<20), 7), kib, units.FormatCount(o.Merges), units.FormatNs(o.QueueMeanSec*1e9), units.FormatNs(o.ServiceMeanSec*1e9), wl)
+			name = ""
+		}
+		d.line("  %-7s busy %s, %%util %.1f", "", secs(dev.BusySec), dev.UtilPct)
+	}
+	d.line("  queue: start to issue to the driver; service: issue to completion (means);")
+	d.line("  wl%%: requests issued by the workload or written back for its files")
+}
+
+func (d *doc) pageCache(c *model.PageCache) {
+	if c == nil {
+		return
+	}
+	d.heading("page cache (the workload's)")
+	hit := "no buffered read"
+	if c.HitRatio >= 0 {
+		hit = fmt.Sprintf("%.1f%% (%s pages looked up by reads, %s added to the cache during them)", c.HitRatio*100,
+			units.FormatCount(c.Lookups), units.FormatCount(c.ReadAdded))
+	}
+	d.field("  read hits", hit)
+	d.field("  readahead", fmt.Sprintf("%s windows started by a miss, %s by the previous window", units.FormatCount(c.ReadaheadSync), units.FormatCount(c.ReadaheadAsync)))
+	d.field("  writes", fmt.Sprintf("%s pages dirtied; %s written to disk for its files", units.FormatCount(c.Dirtied), units.FormatSize(c.WrittenBackBytes)))
+	throttle := "none"
+	switch {
+	case c.Throttled > 0 && c.ThrottledSec >= 0:
+		throttle = fmt.Sprintf("%s pauses, %s in all", units.FormatCount(c.Throttled), secs(c.ThrottledSec))
+	case c.Throttled > 0:
+		throttle = fmt.Sprintf("%s pauses (their length is unknown: no CONFIG_HZ found)", units.FormatCount(c.Throttled))
+	}
+	d.field("  throttled", throttle)
+}
+
+func (d *doc) files(fs []model.FileIO, window float64) {
+	if len(fs) == 0 {
+		return
+	}
+	title := "files, by time in calls"
+	list := fs
+	if len(list) > maxIOFiles {
+		title = fmt.Sprintf("files, top %d of %d by time in calls", maxIOFiles, len(fs))
+		list = list[:maxIOFiles]
+	}
+	d.heading(title)
+	d.line("  %-30s %7s %6s %-6s %7s %6s %-6s %5s %7s %7s", "file", "reads", "KiB", "", "writes", "KiB", "", "syncs", "blocked", "locked")
+	for _, f := range list {
+		path := f.Path
+		if f.Deleted {
+			path += " (deleted)"
+		}
+		d.line("  %-30s %7s %6s %-6s %7s %6s %-6s %5s %7s %7s", fitLeft(path, 30),
+			units.FormatCount(f.Reads.Count), avgKiB(f.Reads), short(f.Reads.Pattern),
+			units.FormatCount(f.Writes.Count), avgKiB(f.Writes), short(f.Writes.Pattern),
+			units.FormatCount(f.Syncs), secs(f.BlockedSec), secs(f.LockSec))
+	}
+	d.line("  KiB: average per call; seq/rand/mixed: where each call began against the")
+	d.line("  previous one on the same open file")
+}
+
+func avgKiB(o model.FileOps) string {
+	if o.Count == 0 {
+		return ""
+	}
+	return num(float64(o.Bytes)/float64(o.Count)/1024, 6)
+}
+
+func short(pattern string) string {
+	switch pattern {
+	case "sequential":
+		return "seq"
+	case "random":
+		return "rand"
+	}
+	return pattern
+}
+
+func (d *doc) sqlitePages(s *model.SQLiteIO) {
+	if s == nil {
+		return
+	}
+	d.heading(fmt.Sprintf("sqlite pages (%s reads and writes of SQLite files)", units.FormatCount(s.Events)))
+	for _, f := range s.Files {
+		extra := ""
+		if f.PageSize > 0 {
+			extra = fmt.Sprintf(", %d-byte pages", f.PageSize)
+		}
+		if f.Pages > 0 {
+			extra += fmt.Sprintf(", %d pages", f.Pages)
+		}
+		d.wrapped("  ", "    ", fmt.Sprintf("%s: %s%s", f.Kind, f.Path, extra))
+	}
+	d.line("  %-8s %-32s %8s %8s %9s %8s", "file", "what", "reads", "writes", "written", "random%")
+	for _, p := range s.ByType {
+		d.line("  %-8s %-32s %8s %8s %9s %8s", p.Kind, fit(p.Type, 32), units.FormatCount(p.Reads), units.FormatCount(p.Writes),
+			units.FormatSize(p.WriteBytes), randomPct(p))
+	}
+	if len(s.ByObject) > 0 {
+		d.line("  %-41s %8s %8s %9s", "table or index", "reads", "writes", "written")
+		for _, p := range s.ByObject {
+			d.line("  %-41s %8s %8s %9s", fit(p.Object, 41), units.FormatCount(p.Reads), units.FormatCount(p.Writes), units.FormatSize(p.WriteBytes))
+		}
+	}
+	for i, p := range s.Patterns {
+		if i == 3 {
+			break
+		}
+		d.wrapped("  ", "      ", fmt.Sprintf("%s transactions wrote: %s", units.FormatCount(p.Count), strings.Join(p.Steps, " → ")))
+	}
+	if len(s.Transactions) > 0 {
+		tx := s.Transactions[len(s.Transactions)-1]
+		d.wrapped("  ", "      ", fmt.Sprintf("e.g. (thread %d): %s", tx.TID, strings.Join(tx.Steps, " → ")))
+	}
+	for _, n := range s.Notes {
+		d.wrapped("  - ", "    ", n)
+	}
+}
+
+func randomPct(p model.SQLitePages) string {
+	n := p.Sequential + p.Random
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.0f", float64(p.Random)/float64(n)*100)
+}
