@@ -206,3 +206,61 @@ func TestSQLiteVerdicts(t *testing.T) {
 		t.Errorf("WAL+OFF: sync.dominant reported for a run that never syncs")
 	}
 }
+
+// TestSQLiteStorage: observe --storage on the sqlite benchmark shows, per
+// transaction, the files and page types SQLite's commit writes: in DELETE
+// mode the journal's header and records, its syncs, then the table's and
+// the index's leaves and the database's sync; in WAL mode the frames
+// carrying those leaves, the commit frame and the WAL's sync.
+func TestSQLiteStorage(t *testing.T) {
+	cases := []struct {
+		journal string
+		want    []string // steps the most common insert transaction holds
+		files   []string
+	}{
+		{"delete", []string{"journal header", "sync journal", "table-leaf", "index-leaf contacts_name", "sync db"}, []string{"db", "journal"}},
+		{"wal", []string{"wal frame-header", "wal commit-frame-header", "table-leaf", "index-leaf contacts_name", "sync wal"}, []string{"wal"}},
+	}
+	for _, c := range cases {
+		t.Run(c.journal, func(t *testing.T) {
+			work := t.TempDir()
+			rec := filepath.Join(work, "run.json")
+			cmd := exec.Command(filepath.Join(bin, "perfsleuth"), "observe", "--storage", "--json", rec, "sqlite",
+				"--journal", c.journal, "--sync", "full", "--rows", "200", "--phases", "insert")
+			cmd.Dir = work
+			cmd.Env = append(os.Environ(), "NO_COLOR=1")
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+			run, err := model.Load(rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if run.TimeAccounting == nil || run.TimeAccounting.Source != "ebpf" {
+				t.Skip("needs eBPF")
+			}
+			if run.Storage == nil || run.Storage.SQLite == nil {
+				t.Fatalf("no SQLite pages in the record: %+v", run.Storage)
+			}
+			s := run.Storage.SQLite
+			if len(s.Patterns) == 0 || s.Patterns[0].Count < 100 {
+				t.Fatalf("patterns %+v, want the 200 inserts' transactions", s.Patterns)
+			}
+			steps := strings.Join(s.Patterns[0].Steps, " | ")
+			for _, w := range c.want {
+				if !strings.Contains(steps, w) {
+					t.Errorf("most common transaction (%d): %s; lacks %q", s.Patterns[0].Count, steps, w)
+				}
+			}
+			kinds := map[string]bool{}
+			for _, f := range run.Storage.Files {
+				kinds[f.SQLite] = true
+			}
+			for _, k := range c.files {
+				if !kinds[k] {
+					t.Errorf("no %s file among the files: %+v", k, run.Storage.Files)
+				}
+			}
+		})
+	}
+}
