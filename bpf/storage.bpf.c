@@ -124,6 +124,30 @@ struct {
 	__type(value, struct st_file);
 } files SEC(".maps");
 
+/* The last inode marked or found in written, per CPU: a writer dirties
+ * page after page of the same file, and the LRU lookup costs ~100 ns. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct st_file_key);
+} last_written SEC(".maps");
+
+/* mark_written remembers that the workload dirtied or wrote inode k. */
+static __always_inline void mark_written(struct st_file_key *k)
+{
+	__u32 zero = 0;
+	struct st_file_key *last = bpf_map_lookup_elem(&last_written, &zero);
+	__u8 one = 1;
+
+	if (last && last->ino == k->ino && last->dev == k->dev)
+		return;
+	if (!bpf_map_lookup_elem(&written, k))
+		bpf_map_update_elem(&written, k, &one, BPF_ANY);
+	if (last)
+		*last = *k;
+}
+
 /* Where the next call on an open file (struct file *) would begin if it
  * were sequential. */
 struct {
@@ -244,6 +268,9 @@ static __always_inline __u32 owner_of(struct request *rq)
 
 	if (current_tracked())
 		return ST_OWNER_WORKLOAD;
+	/* Only writes are done on the workload's behalf by other tasks. */
+	if ((BPF_CORE_READ(rq, cmd_flags) & REQ_OP_MASK) != REQ_OP_WRITE)
+		return ST_OWNER_OTHER;
 	pg = BPF_CORE_READ(rq, bio, bi_io_vec, bv_page);
 	if (!pg)
 		return ST_OWNER_OTHER;
@@ -527,7 +554,6 @@ int BPF_PROG(dirty_folio, struct folio *folio, struct address_space *mapping)
 	struct st_cache *c = cache_run();
 	struct st_file_key k = {};
 	struct inode *host;
-	__u8 one = 1;
 
 	if (!c)
 		return 0;
@@ -539,8 +565,7 @@ int BPF_PROG(dirty_folio, struct folio *folio, struct address_space *mapping)
 		return 0;
 	k.ino = BPF_CORE_READ(host, i_ino);
 	k.dev = BPF_CORE_READ(host, i_sb, s_dev);
-	if (!bpf_map_lookup_elem(&written, &k))
-		bpf_map_update_elem(&written, &k, &one, BPF_ANY);
+	mark_written(&k);
 	return 0;
 }
 
@@ -786,13 +811,11 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 
 			bpf_map_update_elem(&positions, &file, &next, BPF_ANY);
 		}
-		if (i == 1) {
-			__u8 one = 1;
-
-			if (!bpf_map_lookup_elem(&written, &st->key))
-				bpf_map_update_elem(&written, &st->key, &one, BPF_ANY);
-		}
-		if (ret > 0)
+		if (i == 1)
+			mark_written(&st->key);
+		/* The bytes moved matter only for SQLite files, and for a
+		 * call at offset 0 that may show one. */
+		if (ret > 0 && (f->kind != ST_KIND_NONE || st->off == 0))
 			bpf_probe_read_user(head, ret < ST_HEAD ? (ret & (ST_HEAD - 1)) : ST_HEAD, (void *)st->buf);
 		if (st->off == 0 && ret >= 16 && f->kind == ST_KIND_NONE)
 			f->kind = sniff(head);

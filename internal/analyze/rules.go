@@ -16,5 +16,12 @@ var rules = []rule{
 	{"cpu.saturated", cpuSaturated},
 	{"threads.churn", threadsChurn},
 	{"syscall.tiny_io", tinyIO},
+	{"io.random_small", ioRandomSmall},
+	{"cache.miss_heavy", cacheMissHeavy},
+	{"writeback.throttled", writebackThrottled},
+	{"device.saturated", deviceSaturated},
+	{"device.queue_shallow", deviceQueueShallow},
+	{"sqlite.journal_overhead", sqliteJournalOverhead},
+	{"sqlite.index_write_amplification", sqliteIndexWriteAmplification},
 	{"observer.overhead_high", overheadHigh},
 }

@@ -115,7 +115,7 @@ type FileIO struct {
 	// rollback journal is a new file in every transaction); the figures
 	// are their sums, Dev and Ino the first one's.
 	Instances int `json:"instances"`
-	PID     int  `json:"pid"`
+	PID       int `json:"pid"`
 	// SQLite is "db", "wal" or "journal" for SQLite files.
 	SQLite string  `json:"sqlite,omitempty"`
 	Reads  FileOps `json:"reads"`

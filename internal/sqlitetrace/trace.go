@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -111,6 +112,7 @@ type Tracer struct {
 	// skipped counts the events of files beyond maxFileState.
 	states  []*fileState
 	skipped int64
+	keyBuf  []byte
 }
 
 // New returns a tracer for the workload rooted at pid.
@@ -361,11 +363,19 @@ func (t *Tracer) endTx(tid int) {
 	if len(t.txs) < keepTx {
 		t.txs = append(t.txs, txRecord{tid, tx.steps})
 	}
-	var b strings.Builder
+	// Built by hand: this runs once per transaction, tens of thousands of
+	// times a second, on the CPUs the workload uses.
+	b := t.keyBuf[:0]
 	for _, s := range tx.steps {
-		fmt.Fprintf(&b, "%s/%d/%s;", s.label, s.pgno, s.flag)
+		b = append(b, s.label...)
+		b = append(b, '/')
+		b = strconv.AppendUint(b, uint64(s.pgno), 10)
+		b = append(b, '/')
+		b = append(b, s.flag...)
+		b = append(b, ';')
 	}
-	key := b.String()
+	t.keyBuf = b
+	key := string(b)
 	switch p := t.patterns[key]; {
 	case p != nil:
 		p.count++

@@ -171,6 +171,7 @@ const (
 	storageMapDisks               = "disks"
 	storageMapEvents              = "events"
 	storageMapFiles               = "files"
+	storageMapLastWritten         = "last_written"
 	storageMapPositions           = "positions"
 	storageMapRqs                 = "rqs"
 	storageMapThreads             = "threads"
@@ -261,18 +262,19 @@ type storageProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type storageMapSpecs struct {
-	Cache     *ebpf.MapSpec `ebpf:"cache"`
-	Calls     *ebpf.MapSpec `ebpf:"calls"`
-	Counters  *ebpf.MapSpec `ebpf:"counters"`
-	Devs      *ebpf.MapSpec `ebpf:"devs"`
-	Disks     *ebpf.MapSpec `ebpf:"disks"`
-	Events    *ebpf.MapSpec `ebpf:"events"`
-	Files     *ebpf.MapSpec `ebpf:"files"`
-	Positions *ebpf.MapSpec `ebpf:"positions"`
-	Rqs       *ebpf.MapSpec `ebpf:"rqs"`
-	Threads   *ebpf.MapSpec `ebpf:"threads"`
-	Tracked   *ebpf.MapSpec `ebpf:"tracked"`
-	Written   *ebpf.MapSpec `ebpf:"written"`
+	Cache       *ebpf.MapSpec `ebpf:"cache"`
+	Calls       *ebpf.MapSpec `ebpf:"calls"`
+	Counters    *ebpf.MapSpec `ebpf:"counters"`
+	Devs        *ebpf.MapSpec `ebpf:"devs"`
+	Disks       *ebpf.MapSpec `ebpf:"disks"`
+	Events      *ebpf.MapSpec `ebpf:"events"`
+	Files       *ebpf.MapSpec `ebpf:"files"`
+	LastWritten *ebpf.MapSpec `ebpf:"last_written"`
+	Positions   *ebpf.MapSpec `ebpf:"positions"`
+	Rqs         *ebpf.MapSpec `ebpf:"rqs"`
+	Threads     *ebpf.MapSpec `ebpf:"threads"`
+	Tracked     *ebpf.MapSpec `ebpf:"tracked"`
+	Written     *ebpf.MapSpec `ebpf:"written"`
 }
 
 // storageVariableSpecs contains global variables before they are loaded into the kernel.
@@ -306,18 +308,19 @@ func (o *storageObjects) Close() error {
 //
 // It can be passed to loadStorageObjects or ebpf.CollectionSpec.LoadAndAssign.
 type storageMaps struct {
-	Cache     *ebpf.Map `ebpf:"cache"`
-	Calls     *ebpf.Map `ebpf:"calls"`
-	Counters  *ebpf.Map `ebpf:"counters"`
-	Devs      *ebpf.Map `ebpf:"devs"`
-	Disks     *ebpf.Map `ebpf:"disks"`
-	Events    *ebpf.Map `ebpf:"events"`
-	Files     *ebpf.Map `ebpf:"files"`
-	Positions *ebpf.Map `ebpf:"positions"`
-	Rqs       *ebpf.Map `ebpf:"rqs"`
-	Threads   *ebpf.Map `ebpf:"threads"`
-	Tracked   *ebpf.Map `ebpf:"tracked"`
-	Written   *ebpf.Map `ebpf:"written"`
+	Cache       *ebpf.Map `ebpf:"cache"`
+	Calls       *ebpf.Map `ebpf:"calls"`
+	Counters    *ebpf.Map `ebpf:"counters"`
+	Devs        *ebpf.Map `ebpf:"devs"`
+	Disks       *ebpf.Map `ebpf:"disks"`
+	Events      *ebpf.Map `ebpf:"events"`
+	Files       *ebpf.Map `ebpf:"files"`
+	LastWritten *ebpf.Map `ebpf:"last_written"`
+	Positions   *ebpf.Map `ebpf:"positions"`
+	Rqs         *ebpf.Map `ebpf:"rqs"`
+	Threads     *ebpf.Map `ebpf:"threads"`
+	Tracked     *ebpf.Map `ebpf:"tracked"`
+	Written     *ebpf.Map `ebpf:"written"`
 }
 
 func (m *storageMaps) Close() error {
@@ -329,6 +332,7 @@ func (m *storageMaps) Close() error {
 		m.Disks,
 		m.Events,
 		m.Files,
+		m.LastWritten,
 		m.Positions,
 		m.Rqs,
 		m.Threads,
