@@ -14,6 +14,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -310,7 +311,7 @@ func (p *Probe) readDevices(window time.Duration) ([]model.BlockDevice, error) {
 			busy := disk.BusyNs
 			// A period still open at the end counts up to the end.
 			if disk.Inflight > 0 && disk.BusySince > 0 {
-				if now := monotonicNs(); now > disk.BusySince {
+				if now := timeacct.MonotonicNs(); now > disk.BusySince {
 					busy += now - disk.BusySince
 				}
 			}
@@ -322,18 +323,8 @@ func (p *Probe) readDevices(window time.Duration) ([]model.BlockDevice, error) {
 		slices.SortFunc(d.Ops, func(a, b model.BlockOp) int { return slices.Index(Ops[:], a.Op) - slices.Index(Ops[:], b.Op) })
 		out = append(out, *d)
 	}
-	slices.SortFunc(out, func(a, b model.BlockDevice) int { return cmpStr(a.Name, b.Name) })
+	slices.SortFunc(out, func(a, b model.BlockDevice) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
-}
-
-func cmpStr(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // devName is the kernel's name of a block device ("vda"), or "" if unknown.
@@ -435,16 +426,7 @@ func (p *Probe) readFiles() ([]model.FileIO, error) {
 		case ta < tb:
 			return 1
 		}
-		return cmpStr(a.Path, b.Path)
+		return strings.Compare(a.Path, b.Path)
 	})
 	return out, nil
-}
-
-// monotonicNs reads CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns.
-func monotonicNs() uint64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		return 0
-	}
-	return uint64(ts.Nano())
 }

@@ -125,7 +125,7 @@ func start(cfg Config) (_ *Probe, err error) {
 		}
 	}
 
-	p.startNs = monotonicNs()
+	p.startNs = MonotonicNs()
 	// Fork first, so no process created while the others attach escapes.
 	for _, i := range []int{ProgFork, ProgExit, ProgWakeupNew, ProgWakeup, ProgSwitch, ProgSyncEnter, ProgSyncExit, ProgSysEnter, ProgSysExit} {
 		if p.progs[i] == nil {
@@ -256,7 +256,7 @@ func (p *Probe) read() (*Result, error) {
 	if err := p.objs.Stopped.Set(uint32(1)); err != nil {
 		errs = append(errs, fmt.Errorf("variable stopped: %w", err))
 	}
-	end := monotonicNs()
+	end := MonotonicNs()
 	if err := closeLinks(p.links); err != nil {
 		errs = append(errs, fmt.Errorf("detach: %w", err))
 	}
@@ -448,8 +448,8 @@ func (p *Probe) close() {
 	}
 }
 
-// monotonicNs reads CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns.
-func monotonicNs() uint64 {
+// MonotonicNs reads CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns.
+func MonotonicNs() uint64 {
 	var ts unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
 		return 0
