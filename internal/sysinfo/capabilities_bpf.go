@@ -357,12 +357,19 @@ func tracepointInBTF(spec *btf.Spec, tp tracepoint) bool {
 		names = writebackBTFNames
 	}
 	for _, n := range names {
-		var td *btf.Typedef
-		if spec.TypeByName("btf_trace_"+n, &td) == nil {
+		if HasBTFTracepoint(spec, n) {
 			return true
 		}
 	}
 	return false
+}
+
+// HasBTFTracepoint tells whether the kernel's BTF has tracepoint name (the
+// btf_trace_<name> typedef that tp_btf and raw_tp programs attach by): a
+// tp_btf program loads only against a tracepoint the kernel has.
+func HasBTFTracepoint(spec *btf.Spec, name string) bool {
+	var td *btf.Typedef
+	return spec.TypeByName("btf_trace_"+name, &td) == nil
 }
 
 // memlockProbeMax caps the over-limit map the memlock check creates: a soft

@@ -174,11 +174,11 @@ func mountOptions(m *procfs.MountInfo) string {
 // fillDevice names the block device major:minor and the whole disks under it,
 // with their scheduler and rotational flag.
 func fillDevice(s *model.Storage, procRoot, sysRoot string, major, minor uint32) error {
-	devDir, err := filepath.EvalSymlinks(filepath.Join(sysRoot, "dev/block", fmt.Sprintf("%d:%d", major, minor)))
+	name, err := blockName(sysRoot, fmt.Sprintf("%d:%d", major, minor))
 	if err != nil {
-		return fmt.Errorf("block device %d:%d: %w", major, minor, err)
+		return err
 	}
-	s.Device = filepath.Base(devDir)
+	s.Device = name
 	bd, err := blockdevice.NewFS(procRoot, sysRoot)
 	if err != nil {
 		return fmt.Errorf("block device %s: %w", s.Device, err)
@@ -293,4 +293,25 @@ func DeviceMounts() map[string]string {
 		}
 	}
 	return out
+}
+
+// DevString formats a kernel dev_t as the kernel keeps it inside
+// (major << 20 | minor, not the user-space encoding) as "major:minor".
+func DevString(dev uint32) string {
+	return fmt.Sprintf("%d:%d", dev>>20, dev&0xfffff)
+}
+
+// BlockName is the kernel's name ("vda", "nvme0n1p2") of the block device
+// dev ("major:minor"), or "" if /sys does not know it.
+func BlockName(dev string) string {
+	name, _ := blockName("/sys", dev)
+	return name
+}
+
+func blockName(sysRoot, dev string) (string, error) {
+	devDir, err := filepath.EvalSymlinks(filepath.Join(sysRoot, "dev/block", dev))
+	if err != nil {
+		return "", fmt.Errorf("block device %s: %w", dev, err)
+	}
+	return filepath.Base(devDir), nil
 }

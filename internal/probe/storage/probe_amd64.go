@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -90,7 +89,7 @@ func Start(cfg Config, tracked, threads *ebpf.Map) (_ *Probe, err error) {
 		}
 		var missing []string
 		for _, n := range g.progs {
-			if kerr != nil || !hasTracepoint(kernel, spec.Programs[n].AttachTo) {
+			if kerr != nil || !sysinfo.HasBTFTracepoint(kernel, spec.Programs[n].AttachTo) {
 				missing = append(missing, spec.Programs[n].AttachTo)
 			}
 		}
@@ -158,11 +157,6 @@ func Start(cfg Config, tracked, threads *ebpf.Map) (_ *Probe, err error) {
 	return p, nil
 }
 
-func hasTracepoint(spec *btf.Spec, name string) bool {
-	var fn *btf.Typedef
-	return spec.TypeByName("btf_trace_"+name, &fn) == nil
-}
-
 // readEvents passes the SQLite events to cfg.OnEvent until the reader is
 // drained and closed.
 func (p *Probe) readEvents() {
@@ -180,7 +174,7 @@ func (p *Probe) readEvents() {
 			continue
 		}
 		n := int(min(max(raw.Len, 0), int64(len(raw.Head))))
-		p.cfg.OnEvent(Event{TsNs: raw.Ts, Dev: DevString(raw.Dev), Ino: raw.Ino, TID: int(raw.Tid), Op: int(raw.Op), Kind: int(raw.Kind),
+		p.cfg.OnEvent(Event{TsNs: raw.Ts, Dev: sysinfo.DevString(raw.Dev), Ino: raw.Ino, TID: int(raw.Tid), Op: int(raw.Op), Kind: int(raw.Kind),
 			Off: raw.Off, Len: raw.Len, Head: slices.Clone(raw.Head[:n]), B100: raw.B100, Has100: raw.Has100 != 0})
 	}
 }
@@ -289,7 +283,7 @@ func (p *Probe) readDevices(window time.Duration) ([]model.BlockDevice, error) {
 		}
 		d := byDev[k.Dev]
 		if d == nil {
-			d = &model.BlockDevice{Dev: DevString(k.Dev), Name: devName(DevString(k.Dev))}
+			d = &model.BlockDevice{Dev: sysinfo.DevString(k.Dev), Name: sysinfo.BlockName(sysinfo.DevString(k.Dev))}
 			byDev[k.Dev] = d
 		}
 		op := model.BlockOp{Op: Ops[min(int(k.Op), len(Ops)-1)], Requests: int64(v.Requests), Bytes: int64(v.Bytes), Merges: int64(v.Merges),
@@ -325,15 +319,6 @@ func (p *Probe) readDevices(window time.Duration) ([]model.BlockDevice, error) {
 	}
 	slices.SortFunc(out, func(a, b model.BlockDevice) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
-}
-
-// devName is the kernel's name of a block device ("vda"), or "" if unknown.
-func devName(dev string) string {
-	target, err := os.Readlink("/sys/dev/block/" + dev)
-	if err != nil {
-		return ""
-	}
-	return filepath.Base(target)
 }
 
 func (p *Probe) readCache() (*model.PageCache, error) {
@@ -403,7 +388,7 @@ func (p *Probe) readFiles() ([]model.FileIO, error) {
 		if f.Ops[0]+f.Ops[1]+f.Syncs+f.Errors == 0 {
 			continue
 		}
-		dev := DevString(k.Dev)
+		dev := sysinfo.DevString(k.Dev)
 		fi := model.FileIO{Path: timeacct.PathOf(mounts[dev], dev, f.Names, f.Depth, f.Truncated != 0), Dev: dev, Ino: k.Ino,
 			Deleted: f.Unlinked != 0, PID: int(f.Tgid), SQLite: KindNames[int(f.Kind)], Syncs: int64(f.Syncs), SyncSec: float64(f.SyncNs) / 1e9,
 			BlockedSec: float64(f.BlockedNs) / 1e9, LockSec: float64(f.LockNs) / 1e9, Errors: int64(f.Errors)}

@@ -8,7 +8,6 @@ package storage
 
 import (
 	"cmp"
-	"fmt"
 	"maps"
 	"slices"
 
@@ -57,11 +56,6 @@ type Config struct {
 	Files bool
 	// OnEvent receives the SQLite events, in order, from one goroutine.
 	OnEvent func(Event)
-}
-
-// DevString formats a kernel dev_t (major << 20 | minor).
-func DevString(dev uint32) string {
-	return fmt.Sprintf("%d:%d", dev>>20, dev&0xfffff)
 }
 
 // ranges turns log2 slots into buckets: slot i holds values in

@@ -24,7 +24,7 @@ func (p *Probe) readFiles(res *Result) error {
 		if f.Count == 0 {
 			continue // entered but not finished in the window
 		}
-		dev := fmt.Sprintf("%d:%d", k.Dev>>20, k.Dev&0xfffff)
+		dev := sysinfo.DevString(k.Dev)
 		res.Files = append(res.Files, SyncedFile{
 			Path: PathOf(mounts[dev], dev, f.Names, f.Depth, f.Truncated != 0), Dev: dev, Ino: k.Ino, PID: int(f.Tgid),
 			Count: f.Count, DataSync: f.Datasync, TotalNs: f.TotalNs, MaxNs: f.MaxNs,

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/perfsleuth/perfsleuth/internal/proctree"
+	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
 )
 
 // objects are the probe's maps, variables and always-attached programs; the
@@ -177,8 +178,7 @@ func missingHooks(names []string) string {
 	}
 	var missing []string
 	for _, n := range names {
-		var fn *btf.Typedef
-		if err := spec.TypeByName("btf_trace_"+n, &fn); err != nil {
+		if !sysinfo.HasBTFTracepoint(spec, n) {
 			missing = append(missing, n)
 		}
 	}
