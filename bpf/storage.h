@@ -133,10 +133,9 @@ struct st_event {
 #define ST_PROG_ISSUE 2
 #define ST_PROG_COMPLETE 3
 #define ST_PROG_MERGE 4
-#define ST_PROG_CACHE 5
-#define ST_PROG_SYS_ENTER 6
-#define ST_PROG_SYS_EXIT 7
-#define ST_NUM_PROGS 8
+#define ST_PROG_SYS_ENTER 5
+#define ST_PROG_SYS_EXIT 6
+#define ST_NUM_PROGS 7 /* the page-cache programs count their runs in st_cache */
 struct st_counters {
 	__u64 runs[ST_NUM_PROGS];
 	__u64 rq_dropped;    /* requests not timed: rqs full */

@@ -3,9 +3,7 @@
 package storage
 
 import (
-	"bytes"
 	"compress/gzip"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
@@ -40,8 +39,6 @@ type Probe struct {
 	reader *ringbuf.Reader
 	done   chan struct{}
 	start  time.Time
-	// cacheRuns sums the page-cache programs' runs.
-	cacheRuns uint64
 }
 
 // hooks groups the programs by what they measure; a group whose
@@ -58,6 +55,15 @@ var hooks = []struct {
 	{"pages dirtied", []string{"dirty_folio"}, false},
 	{"dirty throttling", []string{"balance_dirty_pages"}, false},
 	{"files", []string{"sys_enter", "sys_exit"}, true},
+}
+
+// optionalHooks may be missing without their group: a request starts at
+// block_io_start or block_rq_insert, whichever the kernel has, or at issue.
+var optionalHooks = map[string]string{
+	"block_rq_insert":      "queue times start later",
+	"block_io_start":       "queue times start later",
+	"block_bio_backmerge":  "merges are not counted",
+	"block_bio_frontmerge": "merges are not counted",
 }
 
 // Start loads the probe and attaches it to the processes in tracked, the
@@ -89,19 +95,14 @@ func Start(cfg Config, tracked, threads *ebpf.Map) (_ *Probe, err error) {
 		}
 		var missing []string
 		for _, n := range g.progs {
-			if kerr != nil || !sysinfo.HasBTFTracepoint(kernel, spec.Programs[n].AttachTo) {
-				missing = append(missing, spec.Programs[n].AttachTo)
-			}
-		}
-		// block_rq_insert and block_io_start may each be missing: a
-		// request starts at whichever the kernel has, or at issue.
-		if g.what == "block devices" {
-			for _, n := range []string{"block_rq_insert", "block_io_start", "block_bio_backmerge", "block_bio_frontmerge"} {
-				if i := slices.Index(missing, n); i >= 0 {
-					missing = slices.Delete(missing, i, i+1)
-					delete(spec.Programs, n)
-					p.notes = append(p.notes, "this kernel has no "+n+" tracepoint: "+map[bool]string{true: "merges are not counted", false: "queue times start later"}[n != "block_rq_insert" && n != "block_io_start"])
-				}
+			tp := spec.Programs[n].AttachTo
+			switch note, optional := optionalHooks[n]; {
+			case kerr == nil && sysinfo.HasBTFTracepoint(kernel, tp):
+			case optional:
+				delete(spec.Programs, n)
+				p.notes = append(p.notes, "this kernel has no "+tp+" tracepoint: "+note)
+			default:
+				missing = append(missing, tp)
 			}
 		}
 		if len(missing) == 0 {
@@ -161,18 +162,18 @@ func Start(cfg Config, tracked, threads *ebpf.Map) (_ *Probe, err error) {
 // drained and closed.
 func (p *Probe) readEvents() {
 	defer close(p.done)
-	var raw storageStEvent
+	// One record buffer, and the sample read in place: this runs for every
+	// SQLite call, on the CPUs the workload uses. The layout is
+	// bpf/storage.h's, little-endian on amd64.
+	var rec ringbuf.Record
 	for {
-		rec, err := p.reader.Read()
-		if err != nil {
+		if err := p.reader.ReadInto(&rec); err != nil {
 			return // closed, or drained after Stop flushed it
 		}
-		if err := binary.Read(bytes.NewReader(rec.RawSample), binary.LittleEndian, &raw); err != nil {
+		if p.cfg.OnEvent == nil || len(rec.RawSample) < int(unsafe.Sizeof(storageStEvent{})) {
 			continue
 		}
-		if p.cfg.OnEvent == nil {
-			continue
-		}
+		raw := (*storageStEvent)(unsafe.Pointer(&rec.RawSample[0]))
 		n := int(min(max(raw.Len, 0), int64(len(raw.Head))))
 		p.cfg.OnEvent(Event{TsNs: raw.Ts, Dev: sysinfo.DevString(raw.Dev), Ino: raw.Ino, TID: int(raw.Tid), Op: int(raw.Op), Kind: int(raw.Kind),
 			Off: raw.Off, Len: raw.Len, Head: slices.Clone(raw.Head[:n]), B100: raw.B100, Has100: raw.Has100 != 0})
@@ -231,10 +232,11 @@ func (p *Probe) read(window time.Duration) (*model.StorageIO, error) {
 	if st.Devices, err = p.readDevices(window); err != nil {
 		errs = append(errs, err)
 	}
-	if st.Cache, err = p.readCache(); err != nil {
+	var cacheRuns uint64
+	if st.Cache, cacheRuns, err = p.readCache(); err != nil {
 		errs = append(errs, err)
 	}
-	st.ProbeRuns += int64(p.cacheRuns)
+	st.ProbeRuns += int64(cacheRuns)
 	if p.cfg.Files {
 		if st.Files, err = p.readFiles(); err != nil {
 			errs = append(errs, err)
@@ -321,13 +323,15 @@ func (p *Probe) readDevices(window time.Duration) ([]model.BlockDevice, error) {
 	return out, nil
 }
 
-func (p *Probe) readCache() (*model.PageCache, error) {
+// readCache sums the page-cache counters, and the runs of the page-cache
+// programs (counted there, not in counters, to spare them a lookup).
+func (p *Probe) readCache() (_ *model.PageCache, runs uint64, _ error) {
 	if p.coll.Programs["filemap_get_pages"] == nil {
-		return nil, nil
+		return nil, 0, nil
 	}
 	var per []storageStCache
 	if err := p.objs.Cache.Lookup(uint32(0), &per); err != nil {
-		return nil, fmt.Errorf("map cache: %w", err)
+		return nil, 0, fmt.Errorf("map cache: %w", err)
 	}
 	var s storageStCache
 	for _, c := range per {
@@ -340,7 +344,7 @@ func (p *Probe) readCache() (*model.PageCache, error) {
 		s.Dirtied += c.Dirtied
 		s.Throttled += c.Throttled
 		s.PauseJiffies += c.PauseJiffies
-		p.cacheRuns += c.Runs
+		runs += c.Runs
 	}
 	pc := &model.PageCache{Lookups: int64(s.Lookups), ReadAdded: int64(s.ReadAdded), HitRatio: hitRatio(int64(s.Lookups), int64(s.ReadAdded)),
 		OtherAdded: int64(s.OtherAdded), FaultLookups: int64(s.FaultLookups), ReadaheadSync: int64(s.RaSync), ReadaheadAsync: int64(s.RaAsync),
@@ -350,7 +354,7 @@ func (p *Probe) readCache() (*model.PageCache, error) {
 	} else if s.PauseJiffies > 0 {
 		pc.ThrottledSec = -1
 	}
-	return pc, nil
+	return pc, runs, nil
 }
 
 var hzRe = regexp.MustCompile(`(?m)^CONFIG_HZ=(\d+)$`)

@@ -44,7 +44,7 @@ type storageStCall struct {
 
 type storageStCounters struct {
 	_           structs.HostLayout
-	Runs        [8]uint64
+	Runs        [7]uint64
 	RqDropped   uint64
 	FileDropped uint64
 	EvDropped   uint64
