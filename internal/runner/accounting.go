@@ -91,7 +91,7 @@ func startAccounting(pid int, opts ObserveOptions) (*accountant, string) {
 	if opts.Stacks {
 		a.maps = keepMaps(pid)
 	}
-	a.startStorage(pid, opts)
+	a.startStorage(opts)
 	return a, ""
 }
 
@@ -125,16 +125,19 @@ func (a *accountant) close() {
 			a.storage.Stop()
 			a.storage = nil
 		}
+		if a.sqlite != nil {
+			a.sqlite.Close()
+		}
 		a.probe.Stop()
 	}
 }
 
 // startStorage attaches the storage probe to the processes the
 // time-accounting probe follows. A failure leaves a note in the record.
-func (a *accountant) startStorage(pid int, opts ObserveOptions) {
+func (a *accountant) startStorage(opts ObserveOptions) {
 	cfg := storage.Config{Files: opts.Storage}
 	if opts.Storage {
-		a.sqlite = sqlitetrace.New(pid)
+		a.sqlite = sqlitetrace.New()
 		cfg.OnEvent = a.sqlite.Add
 	}
 	tracked, threads := a.probe.SharedMaps()

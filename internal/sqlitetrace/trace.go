@@ -62,9 +62,10 @@ type fileState struct {
 	path string
 	ops  map[opKey]*opStats
 	next int64 // where a sequential call would begin
-	// WAL: page size from its header; the page each frame carries.
-	walPageSize int
-	frames      map[int64]uint32
+	// A WAL's or a database's page size, from its header; a WAL's
+	// frames, with the page each carries.
+	pageSize int
+	frames   map[int64]uint32
 	// journal: the current header.
 	jhdr *sqlitefile.JournalHeader
 }
@@ -98,7 +99,6 @@ type txState struct {
 // goroutine while another calls Finish once at the end.
 type Tracer struct {
 	mu    sync.Mutex
-	pid   int // the workload's root process, to find files by inode
 	files map[fileKey]*fileState
 	tx    map[int]*txState
 	txs   []txRecord
@@ -107,7 +107,6 @@ type Tracer struct {
 	patterns map[string]*pattern
 	lost     int64 // transactions beyond maxPatterns distinct sequences
 	events   int64
-	notes    []string
 	// states are the distinct files (files maps every inode seen to one);
 	// skipped counts the events of files beyond maxFileState.
 	states  []*fileState
@@ -115,9 +114,10 @@ type Tracer struct {
 	keyBuf  []byte
 }
 
-// New returns a tracer for the workload rooted at pid.
-func New(pid int) *Tracer {
-	return &Tracer{pid: pid, files: map[fileKey]*fileState{}, tx: map[int]*txState{}, patterns: map[string]*pattern{}}
+// New returns a tracer. It finds each file through the thread of its first
+// event.
+func New() *Tracer {
+	return &Tracer{files: map[fileKey]*fileState{}, tx: map[int]*txState{}, patterns: map[string]*pattern{}}
 }
 
 // Add takes one event.
@@ -208,14 +208,14 @@ func (fs *fileState) readHeader() {
 	switch fs.kind {
 	case storage.KindWAL:
 		if h, err := sqlitefile.ParseWALHeader(b); err == nil {
-			fs.walPageSize = h.PageSize
+			fs.pageSize = h.PageSize
 		}
 	case storage.KindJournal:
 		if h, err := sqlitefile.ParseJournalHeader(b); err == nil && h.SectorSize > 0 && h.PageSize > 0 {
 			fs.jhdr = &h
 		}
 	case storage.KindDB:
-		fs.walPageSize = dbPageSize(storage.Event{Head: b})
+		fs.pageSize = dbPageSize(storage.Event{Head: b})
 	}
 }
 
@@ -226,14 +226,14 @@ func (fs *fileState) classify(ev storage.Event) (opKey, string) {
 	case storage.KindWAL:
 		if ev.Off == 0 && len(ev.Head) >= sqlitefile.WALHeaderSize {
 			if h, err := sqlitefile.ParseWALHeader(ev.Head); err == nil {
-				fs.walPageSize = h.PageSize
+				fs.pageSize = h.PageSize
 				clear(fs.frames)
 			}
 		}
-		if fs.walPageSize == 0 {
+		if fs.pageSize == 0 {
 			return opKey{part: "wal (page size unknown)"}, "wal"
 		}
-		part, frame := sqlitefile.WALPartAt(ev.Off, fs.walPageSize)
+		part, frame := sqlitefile.WALPartAt(ev.Off, fs.pageSize)
 		switch part {
 		case sqlitefile.WALPartFrameHeader:
 			if ev.Op == storage.EvWrite && len(ev.Head) >= sqlitefile.WALFrameHeaderSize {
@@ -275,10 +275,10 @@ func (fs *fileState) classify(ev storage.Event) (opKey, string) {
 	}
 	pgno := uint32(0)
 	if ps := dbPageSize(ev); ps > 0 {
-		fs.walPageSize = ps // the db's page size, from its header
+		fs.pageSize = ps // the db's page size, from its header
 	}
-	if fs.walPageSize > 0 && ev.Off >= 0 {
-		pgno = uint32(ev.Off/int64(fs.walPageSize)) + 1
+	if fs.pageSize > 0 && ev.Off >= 0 {
+		pgno = uint32(ev.Off/int64(fs.pageSize)) + 1
 	}
 	return opKey{pgno: pgno, flag: flagType(ev, pgno)}, "db"
 }
@@ -461,7 +461,7 @@ func (t *Tracer) Finish(files []model.FileIO) *model.SQLiteIO {
 	if len(t.states) == 0 {
 		return nil
 	}
-	out := &model.SQLiteIO{Events: t.events, Notes: slices.Clone(t.notes)}
+	out := &model.SQLiteIO{Events: t.events}
 	names := map[fileKey]string{}
 	for _, f := range files {
 		names[fileKey{f.Dev, f.Ino}] = f.Path
@@ -513,7 +513,7 @@ func (t *Tracer) Finish(files []model.FileIO) *model.SQLiteIO {
 			}
 		}
 		if fs.kind == storage.KindWAL {
-			sf.PageSize = fs.walPageSize
+			sf.PageSize = fs.pageSize
 		}
 		if i := slices.IndexFunc(out.Files, func(f model.SQLiteFile) bool { return f.Path == sf.Path && f.Kind == sf.Kind }); i < 0 || path == "" {
 			out.Files = append(out.Files, sf)
@@ -541,11 +541,8 @@ func (t *Tracer) Finish(files []model.FileIO) *model.SQLiteIO {
 				add(byObj[owner], s)
 			}
 		}
-		if fs.f != nil {
-			fs.f.Close()
-			fs.f = nil
-		}
 	}
+	t.closeFiles()
 	for _, v := range byType {
 		out.ByType = append(out.ByType, *v)
 	}
@@ -585,6 +582,22 @@ func (t *Tracer) Finish(files []model.FileIO) *model.SQLiteIO {
 		out.Patterns = out.Patterns[:10]
 	}
 	return out
+}
+
+// Close releases the files kept open, when a run ends without Finish.
+func (t *Tracer) Close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.closeFiles()
+}
+
+func (t *Tracer) closeFiles() {
+	for _, fs := range t.states {
+		if fs.f != nil {
+			fs.f.Close()
+			fs.f = nil
+		}
+	}
 }
 
 // hasDB tells whether the database at path had events of its own.

@@ -28,7 +28,7 @@ func observe(t *testing.T, work func()) *model.SQLiteIO {
 		t.Skipf("eBPF time accounting unavailable here: %v", err)
 	}
 	defer ta.Stop()
-	tr := New(os.Getpid())
+	tr := New()
 	tracked, threads := ta.SharedMaps()
 	p, err := storage.Start(storage.Config{Files: true, OnEvent: tr.Add}, tracked, threads)
 	if err != nil {
