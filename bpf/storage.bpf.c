@@ -211,13 +211,17 @@ static __always_inline bool current_tracked(void)
 
 /* ---- block layer ---- */
 
-static __always_inline __u32 rq_dev(struct request *rq)
+/* disk_dev is a whole disk's dev_t, as the kernel keeps it inside. */
+static __always_inline __u32 disk_dev(struct gendisk *disk)
 {
-	struct gendisk *disk = BPF_CORE_READ(rq, q, disk);
-
 	if (!disk)
 		return 0;
 	return ((__u32)BPF_CORE_READ(disk, major) << 20) | (__u32)BPF_CORE_READ(disk, first_minor);
+}
+
+static __always_inline __u32 rq_dev(struct request *rq)
+{
+	return disk_dev(BPF_CORE_READ(rq, q, disk));
 }
 
 static __always_inline __u32 op_of(__u32 opf)
@@ -430,7 +434,7 @@ static __always_inline void bio_merge(struct bio *bio)
 	count_run(ST_PROG_MERGE);
 	if (stopped || !disk)
 		return;
-	dev = ((__u32)BPF_CORE_READ(disk, major) << 20) | (__u32)BPF_CORE_READ(disk, first_minor);
+	dev = disk_dev(disk);
 	s = dev_stats(dev, op_of(BPF_CORE_READ(bio, bi_opf)));
 	if (s)
 		__sync_fetch_and_add(&s->merges, 1);
