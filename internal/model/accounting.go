@@ -55,6 +55,13 @@ type TimeAccounting struct {
 	// OffCPUIdleSec is the sleep time of idle threads, whose stacks are
 	// left out of OffCPU.
 	OffCPUIdleSec float64 `json:"offcpu_idle_sec,omitempty"`
+	// OnCPU, with --stacks, counts the samples of the workload's threads
+	// taken on a CPU (software cpu-clock at OnCPUHz on every CPU) per
+	// thread and stack, most samples first; nil when not asked for.
+	OnCPU   []OnCPUStack `json:"oncpu_stacks,omitempty"`
+	OnCPUHz int          `json:"oncpu_hz,omitempty"`
+	// OnCPUNote says why there are no on-CPU samples, when there are none.
+	OnCPUNote string `json:"oncpu_note,omitempty"`
 	// ProbeCPUSec is the CPU time the eBPF programs took, summed over all
 	// CPUs and all the (machine-wide) events they ran on, estimated as each
 	// program's runs times its cost calibrated on this host (Programs);
@@ -184,6 +191,22 @@ type OffCPUStack struct {
 	Count    int64    `json:"count"`
 	Kernel   []string `json:"kernel"`
 	User     []string `json:"user"`
+	// KernelNote and UserNote say why a stack is missing or cut short.
+	KernelNote string `json:"kernel_note,omitempty"`
+	UserNote   string `json:"user_note,omitempty"`
+}
+
+// OnCPUStack is how often one thread was sampled running with one kernel
+// and user stack (innermost frame first, symbolised). Seconds is Samples
+// divided by the sampling frequency: an estimate of the CPU time.
+type OnCPUStack struct {
+	PID     int      `json:"pid"`
+	TID     int      `json:"tid"`
+	Comm    string   `json:"comm"`
+	Samples int64    `json:"samples"`
+	Seconds float64  `json:"seconds"`
+	Kernel  []string `json:"kernel"`
+	User    []string `json:"user"`
 	// KernelNote and UserNote say why a stack is missing or cut short.
 	KernelNote string `json:"kernel_note,omitempty"`
 	UserNote   string `json:"user_note,omitempty"`
