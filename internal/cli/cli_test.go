@@ -301,6 +301,48 @@ func TestObserveSyscallsStacksAndSyncedFiles(t *testing.T) {
 	}
 }
 
+// With --stacks, the on-CPU samples of a busy command add up to the CPU
+// time /proc gives it, at the sampling frequency.
+func TestObserveOnCPUSamples(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("not root: --stacks needs the eBPF probe")
+	}
+	work := t.TempDir()
+	rec := filepath.Join(work, "oncpu.json")
+	script := "i=0; while [ $i -lt 400000 ]; do i=$((i+1)); done"
+	r := run(t, work, "observe", "--stacks", "--json", rec, "--", "sh", "-c", script)
+	if r.code != 0 {
+		t.Fatalf("observe failed (%d): %s", r.code, r.stderr)
+	}
+	loaded, err := model.Load(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ta := loaded.TimeAccounting
+	if ta == nil || ta.Source != "ebpf" {
+		t.Skipf("no eBPF accounting here: %v", loaded.Warnings)
+	}
+	if ta.OnCPUHz <= 0 || len(ta.OnCPU) == 0 {
+		t.Fatalf("no on-CPU samples: hz %d, note %q", ta.OnCPUHz, ta.OnCPUNote)
+	}
+	var samples int64
+	for _, o := range ta.OnCPU {
+		samples += o.Samples
+		if o.Comm != "sh" {
+			t.Errorf("a sample of %q (tid %d), want only the shell", o.Comm, o.TID)
+		}
+	}
+	cpu := loaded.Observation.Totals.Process.UserSec + loaded.Observation.Totals.Process.SystemSec
+	want := cpu * float64(ta.OnCPUHz)
+	t.Logf("%d samples at %d Hz; /proc says %.3f s of CPU (%.0f samples)", samples, ta.OnCPUHz, cpu, want)
+	if float64(samples) < 0.75*want || float64(samples) > 1.25*want {
+		t.Errorf("%d samples, want %.0f ± 25%% (the CPU time /proc counted × Hz)", samples, want)
+	}
+	if !strings.Contains(r.stdout, "on-CPU samples at") {
+		t.Errorf("terminal view lacks the on-CPU view:\n%s", r.stdout)
+	}
+}
+
 func TestObserveCommandPassesExitStatusOn(t *testing.T) {
 	work := t.TempDir()
 	r := run(t, work, "observe", "--", "sh", "-c", "exit 3")

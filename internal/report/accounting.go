@@ -1,11 +1,15 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/symbolize"
 	"github.com/perfsleuth/perfsleuth/internal/units"
 )
 
@@ -55,6 +59,7 @@ func (d *doc) accounting(run *model.Run) {
 		d.syncedFiles(ta)
 		d.syscalls(ta)
 		d.offCPU(ta)
+		d.onCPU(ta)
 		for _, u := range ta.Unknown {
 			d.wrapped("  - ", "    ", u)
 		}
@@ -279,5 +284,66 @@ func (d *doc) offCPU(ta *model.TimeAccounting) {
 	}
 	if ta.OffCPUIdleSec > 0 {
 		d.line("  (idle threads' stacks, %s of sleep, left out)", secs(ta.OffCPUIdleSec))
+	}
+}
+
+// maxHotFunctions is how many functions the on-CPU view lists.
+const maxHotFunctions = 10
+
+// onCPU shows where the workload's threads ran: the functions the samples
+// fell in (the innermost frame: kernel when the sample hit the kernel,
+// else user), as perf report --no-children does, and the hottest stack.
+func (d *doc) onCPU(ta *model.TimeAccounting) {
+	if ta.OnCPU == nil {
+		if ta.OnCPUNote != "" {
+			d.wrapped("  on-CPU: ", "          ", ta.OnCPUNote)
+		}
+		return
+	}
+	var total int64
+	self := map[string]int64{}
+	for _, o := range ta.OnCPU {
+		total += o.Samples
+		leaf := "[unknown]"
+		switch {
+		case len(o.Kernel) > 0:
+			leaf = symbolize.Function(o.Kernel[0]) + " [k]"
+		case len(o.User) > 0:
+			leaf = symbolize.Function(o.User[0])
+		}
+		self[leaf] += o.Samples
+	}
+	d.line("  on-CPU samples at %d Hz: %s (%s of CPU); functions the samples fell in:", ta.OnCPUHz, units.FormatCount(total), secs(float64(total)/float64(max(ta.OnCPUHz, 1))))
+	names := slices.Collect(maps.Keys(self))
+	slices.SortFunc(names, func(a, b string) int { return cmp.Or(cmp.Compare(self[b], self[a]), strings.Compare(a, b)) })
+	for i, n := range names {
+		if i == maxHotFunctions {
+			d.line("    ... %d more", len(names)-maxHotFunctions)
+			break
+		}
+		d.line("    %5.1f%%  %s", 100*float64(self[n])/float64(max(total, 1)), fit(n, 68))
+	}
+	if len(ta.OnCPU) == 0 {
+		d.line("    %s", orDash(ta.OnCPUNote))
+		return
+	}
+	o := ta.OnCPU[0]
+	d.line("  hottest stack: %s samples of tid %d (%s), innermost frame first:", units.FormatCount(o.Samples), o.TID, o.Comm)
+	for k, fs := range [][]string{o.Kernel, o.User} {
+		if k == 1 && len(o.Kernel) > 0 && len(o.User) > 0 {
+			d.line("      --")
+		}
+		for i, f := range fs {
+			if i == maxFrames {
+				d.line("      ... %d more", len(fs)-maxFrames)
+				break
+			}
+			d.line("      %s", fit(f, 72))
+		}
+	}
+	for _, note := range []string{o.KernelNote, o.UserNote} {
+		if note != "" && !strings.HasPrefix(note, "no stack") {
+			d.wrapped("      (", "       ", note+")")
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/probe/profile"
 	"github.com/perfsleuth/perfsleuth/internal/probe/storage"
 	"github.com/perfsleuth/perfsleuth/internal/probe/timeacct"
 	"github.com/perfsleuth/perfsleuth/internal/sqlitetrace"
@@ -27,6 +28,10 @@ type accountant struct {
 	storage   *storage.Probe
 	storeNote string
 	sqlite    *sqlitetrace.Tracer
+	// prof samples the workload's stacks on CPU (Stacks), nil if it could
+	// not start (profNote says why).
+	prof     *profile.Probe
+	profNote string
 }
 
 // calibrations caches the probe's calibrated costs per probe setting: they
@@ -90,6 +95,10 @@ func startAccounting(pid int, opts ObserveOptions) (*accountant, string) {
 	a := &accountant{probe: p, costNote: note}
 	if opts.Stacks {
 		a.maps = keepMaps(pid)
+		tracked, _ := p.SharedMaps()
+		if a.prof, err = profile.Start(profile.Config{Hz: profile.DefaultHz}, tracked); err != nil {
+			a.profNote = "no on-CPU stacks: " + err.Error()
+		}
 	}
 	a.startStorage(opts)
 	return a, ""
@@ -102,6 +111,14 @@ func (a *accountant) finish(run *model.Run) {
 	}
 	a.maps.stop()
 	a.finishStorage(run)
+	var prof *profile.Result
+	if a.prof != nil {
+		var err error
+		if prof, err = a.prof.Stop(); err != nil {
+			a.profNote = "on-CPU stacks incomplete: " + err.Error()
+		}
+		a.prof = nil
+	}
 	res, err := a.probe.Stop()
 	a.probe = nil
 	if err != nil {
@@ -113,7 +130,19 @@ func (a *accountant) finish(run *model.Run) {
 		run.TimeAccounting.ProbeNote = a.costNote
 	}
 	if res.Stacks {
-		run.TimeAccounting.OffCPU = symbolise(res.OffCPU, a.maps)
+		n := newNamer(a.maps)
+		run.TimeAccounting.OffCPU = symbolise(res.OffCPU, n)
+		run.TimeAccounting.OnCPUNote = a.profNote
+		if prof != nil {
+			run.TimeAccounting.OnCPUHz = prof.Hz
+			run.TimeAccounting.OnCPU = symboliseOnCPU(prof, n)
+			if len(prof.Stacks) == 0 && a.profNote == "" {
+				run.TimeAccounting.OnCPUNote = "no sample of the workload's threads on a CPU: it ran for less than a sampling period"
+			}
+			if prof.Dropped > 0 {
+				run.Warnings = append(run.Warnings, fmt.Sprintf("%d on-CPU samples dropped: the sampler's map was full", prof.Dropped))
+			}
+		}
 	}
 }
 
@@ -127,6 +156,10 @@ func (a *accountant) close() {
 		}
 		if a.sqlite != nil {
 			a.sqlite.Close()
+		}
+		if a.prof != nil {
+			a.prof.Stop()
+			a.prof = nil
 		}
 		a.probe.Stop()
 	}

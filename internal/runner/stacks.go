@@ -1,12 +1,14 @@
 package runner
 
 import (
+	"cmp"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/probe/profile"
 	"github.com/perfsleuth/perfsleuth/internal/probe/timeacct"
 	"github.com/perfsleuth/perfsleuth/internal/proctree"
 	"github.com/perfsleuth/perfsleuth/internal/symbolize"
@@ -17,8 +19,9 @@ import (
 // short-lived process resolve if it lived this long.
 const mapsEvery = 200 * time.Millisecond
 
-// maxOffCPUStacks bounds the stacks kept in the record (most time first).
-const maxOffCPUStacks = 200
+// maxStacks bounds the off-CPU and the on-CPU stacks kept in the record
+// (most time first).
+const maxStacks = 200
 
 // mapsKeeper reads /proc/PID/maps of every process of a tree periodically,
 // keeping the last snapshot of each.
@@ -95,38 +98,75 @@ func (k *mapsKeeper) stop() {
 	}
 }
 
-// symbolise names the frames of the off-CPU stacks: kernel frames from
-// /proc/kallsyms, user frames from the ELF symbols of the files each
-// process had mapped.
-func symbolise(stacks []timeacct.OffCPUStack, maps *mapsKeeper) []model.OffCPUStack {
-	out := []model.OffCPUStack{}
+// namer names the frames of stacks: kernel frames from /proc/kallsyms,
+// user frames from the ELF symbols of the files each process had mapped.
+type namer struct {
+	kern *symbolize.Kernel
+	kerr error
+	user *symbolize.User
+	maps *mapsKeeper
+}
+
+func newNamer(maps *mapsKeeper) *namer {
 	kern, kerr := symbolize.LoadKernel("/proc/kallsyms")
-	user := symbolize.NewUser()
+	return &namer{kern: kern, kerr: kerr, user: symbolize.NewUser(), maps: maps}
+}
+
+// name returns the named kernel and user frames of one pair of stacks and
+// a note for each that could not be named in full (empty otherwise).
+func (n *namer) name(pid int, kernel, user []uint64) (kf, uf []string, knote, unote string) {
+	kf = kernelFrames(n.kern, kernel)
+	if n.kerr != nil && len(kernel) > 0 {
+		knote = "kernel frames not named: " + n.kerr.Error()
+	}
+	uf = []string{}
+	m := n.maps.snapshot(pid)
+	for i, a := range user {
+		if m == nil {
+			uf = append(uf, hexAddr(a))
+			continue
+		}
+		if !m.Contains(a) {
+			unote = "the stack walk stopped at an address outside the process's code: a library built without frame pointers"
+			break
+		}
+		uf = append(uf, n.user.Symbol(m, retAddr(a, i)))
+	}
+	if m == nil && len(user) > 0 {
+		unote = "user frames not named: the process's mappings were never read (it lived under " + mapsEvery.String() + ")"
+	}
+	return kf, uf, knote, unote
+}
+
+// symbolise names the frames of the off-CPU stacks.
+func symbolise(stacks []timeacct.OffCPUStack, n *namer) []model.OffCPUStack {
+	out := []model.OffCPUStack{}
 	for i, s := range stacks {
-		if i == maxOffCPUStacks {
+		if i == maxStacks {
 			break
 		}
 		o := model.OffCPUStack{PID: s.PID, TID: s.TID, Category: timeacct.Categories[s.Category], Seconds: float64(s.Ns) / 1e9,
-			Count: int64(s.Count), Kernel: []string{}, User: []string{}, KernelNote: s.KernelErr, UserNote: s.UserErr}
-		o.Kernel = kernelFrames(kern, s.Kernel)
-		if kerr != nil && len(s.Kernel) > 0 {
-			o.KernelNote = "kernel frames not named: " + kerr.Error()
+			Count: int64(s.Count), KernelNote: s.KernelErr, UserNote: s.UserErr}
+		var kn, un string
+		o.Kernel, o.User, kn, un = n.name(s.PID, s.Kernel, s.User)
+		o.KernelNote, o.UserNote = cmp.Or(kn, o.KernelNote), cmp.Or(un, o.UserNote)
+		out = append(out, o)
+	}
+	return out
+}
+
+// symboliseOnCPU names the frames of the on-CPU samples.
+func symboliseOnCPU(res *profile.Result, n *namer) []model.OnCPUStack {
+	out := []model.OnCPUStack{}
+	for i, s := range res.Stacks {
+		if i == maxStacks {
+			break
 		}
-		m := maps.snapshot(s.PID)
-		for i, a := range s.User {
-			if m == nil {
-				o.User = append(o.User, hexAddr(a))
-				continue
-			}
-			if !m.Contains(a) {
-				o.UserNote = "the stack walk stopped at an address outside the process's code: a library built without frame pointers"
-				break
-			}
-			o.User = append(o.User, user.Symbol(m, retAddr(a, i)))
-		}
-		if m == nil && len(s.User) > 0 {
-			o.UserNote = "user frames not named: the process's mappings were never read (it lived under " + mapsEvery.String() + ")"
-		}
+		o := model.OnCPUStack{PID: s.PID, TID: s.TID, Comm: s.Comm, Samples: int64(s.Samples),
+			Seconds: float64(s.Samples) / float64(res.Hz), KernelNote: s.KernelErr, UserNote: s.UserErr}
+		var kn, un string
+		o.Kernel, o.User, kn, un = n.name(s.PID, s.Kernel, s.User)
+		o.KernelNote, o.UserNote = cmp.Or(kn, o.KernelNote), cmp.Or(un, o.UserNote)
 		out = append(out, o)
 	}
 	return out

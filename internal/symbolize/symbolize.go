@@ -117,3 +117,19 @@ func withOffset(name string, off uint64) string {
 func hex(addr uint64) string {
 	return "0x" + strconv.FormatUint(addr, 16)
 }
+
+// Function is the function a named frame is in: the frame without its
+// offset ("work+0x39 (cpuscen)" is "work (cpuscen)"), so that samples at
+// different places in one function add up, as in perf report and flame
+// graphs. An unnamed frame (an address) is returned as it is.
+func Function(frame string) string {
+	i := strings.Index(frame, "+0x")
+	if i <= 0 {
+		return frame
+	}
+	j := i + 3
+	for j < len(frame) && strings.IndexByte("0123456789abcdef", frame[j]) >= 0 {
+		j++
+	}
+	return frame[:i] + frame[j:]
+}

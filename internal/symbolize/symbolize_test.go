@@ -37,3 +37,18 @@ func TestBuildTable(t *testing.T) {
 		t.Errorf("table has %d entries, want 4: %+v", len(tab), tab)
 	}
 }
+
+func TestFunction(t *testing.T) {
+	for in, want := range map[string]string{
+		"work+0x39 (cpuscen)":              "work (cpuscen)",
+		"_raw_spin_unlock_irqrestore+0x19": "_raw_spin_unlock_irqrestore",
+		"0x7f12ab (libc.so.6)":             "0x7f12ab (libc.so.6)",
+		"0xffffffff81000000":               "0xffffffff81000000",
+		"a+b+0x1f":                         "a+b",
+		"main.f+0x10 (x+0x1)":              "main.f (x+0x1)",
+	} {
+		if got := Function(in); got != want {
+			t.Errorf("Function(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -113,7 +113,7 @@ func (p *Probe) readOffCPU(res *Result, entries []timeacctTaThread, end uint64) 
 	stacks := map[int32][]uint64{}
 	lookup := func(id int32) ([]uint64, string) {
 		if id < 0 {
-			return nil, stackErr(id)
+			return nil, StackErr(id)
 		}
 		if st, ok := stacks[id]; ok {
 			return st, ""
@@ -142,8 +142,8 @@ func (p *Probe) readOffCPU(res *Result, entries []timeacctTaThread, end uint64) 
 // maxFrames is TA_MAX_FRAMES; the stack map holds twice as many frames.
 const maxFrames = 32
 
-// stackErr says why bpf_get_stackid returned no stack.
-func stackErr(id int32) string {
+// StackErr says why bpf_get_stackid returned no stack (id < 0).
+func StackErr(id int32) string {
 	switch {
 	case id == -1:
 		return "not taken: asleep since before the probe attached"
