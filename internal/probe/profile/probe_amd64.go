@@ -137,7 +137,10 @@ func (p *Probe) Stop() (*Result, error) {
 	it := p.objs.Counts.Iterate()
 	for it.Next(&key, &val) {
 		s := Stack{PID: int(key.Tgid), TID: int(key.Tid), Comm: comm(val.Comm), Samples: val.Samples}
-		s.Kernel, s.KernelErr = lookup(key.Kstack)
+		// A sample taken in user mode has no kernel stack: nothing to say.
+		if -key.Kstack != int32(unix.EFAULT) {
+			s.Kernel, s.KernelErr = lookup(key.Kstack)
+		}
 		s.User, s.UserErr = lookup(key.Ustack)
 		res.Stacks = append(res.Stacks, s)
 	}
