@@ -1,0 +1,61 @@
+package analyze
+
+import (
+	"fmt"
+
+	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/units"
+)
+
+// Shallow queue. queueDepth1Share: 90% of the requests issued with none
+// other in flight is a device driven as fio drives it with iodepth=1 (a
+// synchronous engine, one thread): it serves one request at a time, and
+// then %util measures it truly. queueUtilMax: below 70% busy it has time to
+// spare even so. queueStorageShare: the busy threads wait on storage 30% of
+// their time or more, so that filling the device would pay (by Amdahl's
+// law removing 30% speeds the work up by up to 1.43x).
+const (
+	queueDepth1Share  = 0.9
+	queueUtilMax      = 70
+	queueStorageShare = 0.3
+)
+
+func deviceQueueShallow(run *model.Run) *model.Finding {
+	ta := run.TimeAccounting
+	if run.Storage == nil || !attributesStorage(ta) {
+		return nil
+	}
+	storage := share(ta, model.CatStorageRead) + share(ta, model.CatStorageWrite) + share(ta, model.CatStorageSync)
+	if storage < queueStorageShare {
+		return nil
+	}
+	var ev []string
+	for _, d := range run.Storage.Devices {
+		ds := summarizeDevice(d)
+		if !ds.workload || ds.issued < deviceMinRequests || d.UtilPct >= queueUtilMax ||
+			float64(ds.depth1) < queueDepth1Share*float64(ds.issued) {
+			continue
+		}
+		line := fmt.Sprintf("%s: %.0f%% of %s requests issued with no other in flight, %.0f%% util",
+			devName(d), pctOf(ds.depth1, ds.issued), units.FormatCount(ds.issued), d.UtilPct)
+		if ds.service > 0 {
+			line += ", mean service " + units.FormatNs(ds.service*1e9)
+		}
+		if ds.requests > 0 {
+			line += ", " + units.FormatSize(ds.bytes/ds.requests) + " per request on average"
+		}
+		ev = append(ev, line)
+	}
+	if len(ev) == 0 {
+		return nil
+	}
+	ev = append(ev,
+		fmt.Sprintf("storage-read %.3fs, storage-write %.3fs, storage-sync %.3fs: %.0f%% of %.3fs busy-thread time",
+			ta.Total[model.CatStorageRead], ta.Total[model.CatStorageWrite], ta.Total[model.CatStorageSync], storage*100, busySeconds(ta)),
+		"the workload waits on storage one request at a time while the device has room: issue requests in parallel (more threads, io_uring or libaio with a queue depth above 1, as fio's iodepth), make them larger, or group commits so that one sync covers more work")
+	return &model.Finding{
+		Severity: "warning",
+		Summary:  fmt.Sprintf("the workload waits on storage %.0f%% of its time but keeps the device's queue at depth 1", storage*100),
+		Evidence: ev,
+	}
+}

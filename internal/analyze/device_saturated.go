@@ -1,0 +1,68 @@
+package analyze
+
+import (
+	"fmt"
+
+	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/units"
+)
+
+// Device saturation. deviceUtilSaturated: iostat's %util at 90% or more,
+// the usual saturation mark in iostat -x reading (a device busy 90% of the
+// time leaves requests little chance to find it idle). %util alone misleads
+// on devices that serve requests in parallel, so a second, independent
+// sign is taken too: requests waited in the kernel's queue at least as long
+// as the device took to serve them (biolatency -Q against plain biolatency),
+// while at least half of them (deviceDeepShare) found another request in
+// flight at issue, the USE method's "average queue length above 1".
+// deviceMinRequests: means and histograms of fewer than 1000 requests say
+// little, and the queue test needs them.
+const (
+	deviceUtilSaturated = 90
+	deviceDeepShare     = 0.5
+	deviceMinRequests   = 1000
+)
+
+func deviceSaturated(run *model.Run) *model.Finding {
+	if run.Storage == nil {
+		return nil
+	}
+	w := window(run)
+	var ev []string
+	n, byUtil := 0, false
+	for _, d := range run.Storage.Devices {
+		ds := summarizeDevice(d)
+		if !ds.workload {
+			continue
+		}
+		util := d.UtilPct >= deviceUtilSaturated
+		queued := ds.issued >= deviceMinRequests && ds.service > 0 && ds.queue >= ds.service &&
+			float64(ds.issued-ds.depth1) >= deviceDeepShare*float64(ds.issued)
+		if !util && !queued {
+			continue
+		}
+		n++
+		byUtil = byUtil || util && !queued
+		line := fmt.Sprintf("%s: %.0f%% util, %s requests%s, %s%s", devName(d), d.UtilPct,
+			units.FormatCount(ds.requests), perSec(ds.requests, w, units.FormatCount), units.FormatSize(ds.bytes), perSec(ds.bytes, w, units.FormatSize))
+		if ds.service > 0 {
+			line += fmt.Sprintf(", mean queue %s, service %s", units.FormatNs(ds.queue*1e9), units.FormatNs(ds.service*1e9))
+		}
+		if ds.issued > 0 {
+			line += fmt.Sprintf(", %.0f%% of requests issued with another in flight", pctOf(ds.issued-ds.depth1, ds.issued))
+		}
+		ev = append(ev, line)
+	}
+	if len(ev) == 0 {
+		return nil
+	}
+	if byUtil {
+		ev = append(ev, "%util is the share of time with at least one request in flight: a device that serves requests in parallel (SSD, NVMe, RAID, many virtual disks) can show 100% with capacity to spare (iostat(1) says so); compare the queue and service times, or rerun with a higher iodepth to see whether it delivers more")
+	}
+	ev = append(ev, "requests wait for the device: fewer or larger requests (merging, larger blocks), less data (the page cache, compression), or a faster device; an io-pressure experiment shows whether the workload feels it")
+	return &model.Finding{
+		Severity: "warning",
+		Summary:  fmt.Sprintf("%d %s saturated", n, plural(n, "block device looks", "block devices look")),
+		Evidence: ev,
+	}
+}

@@ -1,0 +1,77 @@
+package analyze
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/units"
+)
+
+// SQLite journal overhead. sqliteMinTx: 100 transactions; fewer are a
+// schema setup or one batch. journalBytesRatio: the journal or WAL wrote
+// as many bytes as the database did: every changed page is written twice,
+// which is what single-row transactions do (the field case of SQLite
+// single-row inserts: a rollback journal writes the old copy of each page
+// it changes; a WAL appends a new copy of a page each transaction that
+// changes it). syncsPerTx: two or more syncs per transaction is the
+// rollback journal's commit (journal, then database; synchronous=FULL
+// syncs the journal twice); WAL with synchronous=NORMAL makes none.
+const (
+	sqliteMinTx       = 100
+	journalBytesRatio = 1.0
+	syncsPerTx        = 2.0
+)
+
+func sqliteJournalOverhead(run *model.Run) *model.Finding {
+	if run.Storage == nil || run.Storage.SQLite == nil || len(run.Storage.SQLite.Patterns) == 0 {
+		return nil
+	}
+	q := run.Storage.SQLite
+	var txs, syncs int64
+	for _, p := range q.Patterns {
+		txs += p.Count
+		syncs += p.Count * syncSteps(p.Steps)
+	}
+	if txs < sqliteMinTx {
+		return nil
+	}
+	written := map[string]int64{}
+	for _, t := range q.ByType {
+		written[t.Kind] += t.WriteBytes
+	}
+	logBytes := written["journal"] + written["wal"]
+	perTx := float64(syncs) / float64(txs)
+	// Without database writes (a WAL not checkpointed in the window) the
+	// log has nothing to be compared with.
+	byBytes := written["db"] > 0 && float64(logBytes) >= journalBytesRatio*float64(written["db"])
+	bySyncs := perTx >= syncsPerTx
+	if !byBytes && !bySyncs {
+		return nil
+	}
+	top := q.Patterns[0]
+	for _, p := range q.Patterns {
+		if p.Count > top.Count {
+			top = p
+		}
+	}
+	var kinds []string
+	for _, k := range []string{"db", "journal", "wal"} {
+		if b, ok := written[k]; ok {
+			kinds = append(kinds, k+" "+units.FormatSize(b))
+		}
+	}
+	ev := []string{
+		fmt.Sprintf("most common transaction (%s of %s): %s", units.FormatCount(top.Count), units.FormatCount(txs), strings.Join(top.Steps, " → ")),
+		fmt.Sprintf("%.1f syncs per transaction on average", perTx),
+	}
+	if len(kinds) > 0 {
+		ev = append(ev, "bytes written: "+strings.Join(kinds, ", "))
+	}
+	ev = append(ev, "the log costs as much as the data: group rows into larger transactions; journal_mode=WAL with synchronous=NORMAL syncs only at checkpoints")
+	sev, what := "info", "the journal or WAL writes as many bytes as the database"
+	if bySyncs {
+		sev, what = "warning", fmt.Sprintf("each SQLite transaction makes %.1f syncs", perTx)
+	}
+	return &model.Finding{Severity: sev, Summary: what, Evidence: ev}
+}
