@@ -29,6 +29,7 @@ const defaultInterval = time.Second
 func (f *observeFlags) bind(cmd *cobra.Command) {
 	fs := cmd.PersistentFlags()
 	fs.StringVar(&f.out.json, "json", "", "write the run record (versioned JSON, see docs/run-record.md) to FILE; - for stdout")
+	fs.StringVar(&f.out.html, "html", "", htmlUsage)
 	fs.DurationVar(&f.interval, "interval", defaultInterval, "sampling interval of /proc and /sys")
 	fs.BoolVar(&f.noEBPF, "no-ebpf", false, "observe from /proc only, without eBPF probes")
 	fs.BoolVar(&f.syscalls, "syscalls", false, "count and time every syscall per thread (like strace -c -w; every syscall on the machine then costs more)")

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -8,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/perfsleuth/perfsleuth/internal/analyze"
+	"github.com/perfsleuth/perfsleuth/internal/htmlreport"
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/report"
 )
@@ -15,20 +17,43 @@ import (
 // outputFlags are the flags every measuring command shares.
 type outputFlags struct {
 	json string
+	// html is the HTML page to write (observe and diagnose; report has its own).
+	html string
 }
+
+// htmlUsage is the help of --html on every command that has it.
+const htmlUsage = "write the report as one self-contained HTML page (verdict, findings, charts, flame graphs; see docs/html-report.md) to FILE"
 
 func (o *outputFlags) bind(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&o.json, "json", "", "write the run record (versioned JSON, see docs/run-record.md) to FILE; - for stdout")
 }
 
-// check fails early, before anything runs, when the record could not be saved.
+// check fails early, before anything runs, when the record or the page
+// could not be saved.
 func (o *outputFlags) check() error {
-	if o.json == "" || o.json == "-" {
-		return nil
+	if o.json != "" && o.json != "-" {
+		dir := filepath.Dir(o.json)
+		if err := unix.Access(dir, unix.W_OK); err != nil {
+			return fmt.Errorf("--json %s: directory %s is not writable (%v): choose another path", o.json, dir, err)
+		}
 	}
-	dir := filepath.Dir(o.json)
+	return checkHTML(o.html, o.json)
+}
+
+// checkHTML checks that the HTML page can be written to path (and does not
+// overwrite the JSON record, other).
+func checkHTML(path, other string) error {
+	switch {
+	case path == "":
+		return nil
+	case path == "-":
+		return errors.New("--html needs a file name: the page is written to a file, not to stdout")
+	case other != "" && other != "-" && filepath.Clean(path) == filepath.Clean(other):
+		return fmt.Errorf("--html %s is also the JSON record's path: give the page its own file", path)
+	}
+	dir := filepath.Dir(path)
 	if err := unix.Access(dir, unix.W_OK); err != nil {
-		return fmt.Errorf("--json %s: directory %s is not writable (%v): choose another path", o.json, dir, err)
+		return fmt.Errorf("--html %s: directory %s is not writable (%v): choose another path", path, dir, err)
 	}
 	return nil
 }
@@ -52,6 +77,11 @@ func (o *outputFlags) emit(cmd *cobra.Command, run *model.Run) error {
 	default:
 		if err := model.Save(run, o.json); err != nil {
 			saveErr = fmt.Errorf("save the run record to %s: %w (the results are printed above)", o.json, err)
+		}
+	}
+	if o.html != "" {
+		if err := htmlreport.Save(run, o.html); err != nil {
+			saveErr = errors.Join(saveErr, fmt.Errorf("write the HTML report to %s: %w (the results are printed above)", o.html, err))
 		}
 	}
 	out.Write(report.Terminal(run, report.Options{Color: useColor(out)}))

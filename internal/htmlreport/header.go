@@ -1,0 +1,209 @@
+package htmlreport
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/units"
+)
+
+// severities are the finding severities the page colours; another value
+// is shown as info.
+var severities = map[string]bool{"info": true, "warning": true, "critical": true}
+
+// header fills the top of the page: what ran, where, the verdict and the
+// findings.
+func header(p *page, run *model.Run) {
+	p.Verb, p.What = title(run)
+	if run.Interrupted {
+		p.What += " · INTERRUPTED"
+	}
+	m := []kv{}
+	if !run.StartedAt.IsZero() {
+		// A numeric offset, not a zone name: a record loaded from JSON has
+		// only the offset, and its page must match the run's.
+		m = append(m, kv{"started", run.StartedAt.Format("2006-01-02 15:04:05 -07:00")})
+		if d := run.EndedAt.Sub(run.StartedAt); d > 0 {
+			m = append(m, kv{"took", secs(d.Seconds())})
+		}
+	}
+	h := run.Host
+	host := fmt.Sprintf("%s, Linux %s %s, %d CPUs", orDash(h.Hostname), firstWord(h.Kernel), h.Arch, h.CPUsOnline)
+	if h.MemTotalBytes > 0 {
+		host += ", " + units.FormatSize(h.MemTotalBytes) + " memory"
+	}
+	m = append(m, kv{"host", host})
+	if c := cpuGroups(h.CPUs); c != "" {
+		m = append(m, kv{"cpus", c})
+	}
+	if s := h.Storage; s != nil {
+		m = append(m, kv{"storage", storageDesc(s)})
+	}
+	if len(run.Tool.Args) > 0 {
+		m = append(m, kv{"command", "perfsleuth " + strings.Join(run.Tool.Args, " ")})
+	}
+	p.Meta = m
+
+	if v := run.Verdict; v != nil {
+		vv := &verdictView{Primary: knownCategory(v.Primary), Secondary: knownCategory(v.Secondary), Summary: v.Summary,
+			Conclusion: v.Conclusion, Bottleneck: v.Bottleneck}
+		var rs []string
+		for r := range v.Sensitivity {
+			rs = append(rs, r)
+		}
+		sort.Strings(rs)
+		for _, r := range rs {
+			s := v.Sensitivity[r]
+			vv.Sensitivity = append(vv.Sensitivity, sensView{Resource: r, Class: s.Class,
+				Text: fmt.Sprintf("%s changed the result %s [%s, %s]", s.Condition, pct(s.Change), pct(s.Interval[0]), pct(s.Interval[1]))})
+		}
+		if ta := run.TimeAccounting; ta != nil {
+			vv.Chart, vv.ChartNote = totalChart(ta)
+		}
+		p.Verdict = vv
+	} else {
+		p.NoVerdict = "no verdict: this run was only measured (bench); observe or diagnose it to see where its time goes"
+		if !measuredOnly(run) {
+			p.NoVerdict = "no verdict in this record: it has no time accounting to decide one from"
+		}
+	}
+	for _, f := range run.Findings {
+		sev := f.Severity
+		if !severities[sev] {
+			sev = "info"
+		}
+		p.Findings = append(p.Findings, findingView{ID: f.ID, Severity: sev, Summary: f.Summary, Evidence: f.Evidence})
+	}
+	if len(run.Findings) == 0 {
+		p.NoFind = "no findings: no rule found anything to point out"
+		if measuredOnly(run) {
+			p.NoFind = "no findings: the rules need an observed run (observe or diagnose)"
+		}
+	}
+}
+
+// measuredOnly is true for a bench run: nothing observed, so no accounting,
+// verdict or findings.
+func measuredOnly(run *model.Run) bool {
+	return run.Observation == nil && run.TimeAccounting == nil
+}
+
+// knownCategory keeps a category id that has a colour class; another
+// value is shown without one.
+func knownCategory(c string) string {
+	for _, k := range model.Categories {
+		if c == k {
+			return c
+		}
+	}
+	return ""
+}
+
+// title says what ran, as the terminal report's first line does.
+func title(run *model.Run) (verb, what string) {
+	verb = "bench"
+	if run.Observation != nil {
+		verb = "observe"
+	}
+	if ex := run.Experiments; ex != nil {
+		verb = "diagnose"
+	}
+	t := run.Target
+	what = t.Kind
+	switch {
+	case t.FileIO != nil:
+		c := t.FileIO
+		what = fmt.Sprintf("fileio %s, %s blocks, %d file(s), %s, %d thread(s)",
+			c.RW, units.FormatSize(c.BS), c.Files, units.FormatSize(c.Size), c.Threads)
+	case t.SQLite != nil:
+		c := t.SQLite
+		what = fmt.Sprintf("sqlite %s, journal=%s sync=%s, %d rows, %d per tx",
+			strings.Join(c.Phases, "/"), c.Journal, c.Sync, c.Rows, c.TxSize)
+	case t.Command != nil:
+		what = "command: " + strings.Join(t.Command.Argv, " ")
+	case t.PID != nil:
+		what = fmt.Sprintf("pid %d (%s)", t.PID.PID, t.PID.Comm)
+	}
+	return verb, what
+}
+
+func firstWord(s string) string {
+	w, _, _ := strings.Cut(s, " ")
+	return w
+}
+
+func storageDesc(s *model.Storage) string {
+	dev := s.Device
+	if len(s.Disks) > 0 && !(len(s.Disks) == 1 && s.Disks[0] == s.Device) {
+		dev += " (disks " + strings.Join(s.Disks, ",") + ")"
+	}
+	desc := fmt.Sprintf("%s: %s on %s", s.Dir, s.FSType, orDash(dev))
+	if s.Scheduler != "" {
+		desc += ", scheduler " + s.Scheduler
+	}
+	if s.Rotational != nil {
+		if *s.Rotational {
+			desc += ", rotational"
+		} else {
+			desc += ", non-rotational"
+		}
+	}
+	if s.FreeBytes > 0 {
+		desc += fmt.Sprintf(", %s free of %s", units.FormatSize(s.FreeBytes), units.FormatSize(s.SizeBytes))
+	}
+	if s.MountPoint != "" {
+		desc += "; mounted on " + s.MountPoint + " (" + s.MountOptions + ")"
+	}
+	return desc
+}
+
+// cpuGroups describes the CPUs as runs of the same type and frequency, as
+// the terminal report does ("0-3 Cortex-A53 1.80 GHz; 4-7 Cortex-A73").
+func cpuGroups(cpus []model.CPU) string {
+	type key struct {
+		typ string
+		max int64
+		gov string
+	}
+	var parts []string
+	for i := 0; i < len(cpus); {
+		k := key{cpus[i].Type, cpus[i].MaxFreqKHz, cpus[i].Governor}
+		j := i
+		for j+1 < len(cpus) && (key{cpus[j+1].Type, cpus[j+1].MaxFreqKHz, cpus[j+1].Governor}) == k {
+			j++
+		}
+		ids := fmt.Sprint(cpus[i].ID)
+		if j > i {
+			ids += fmt.Sprintf("-%d", cpus[j].ID)
+		}
+		p := ids + " " + k.typ
+		if k.max > 0 {
+			p += fmt.Sprintf(" %.2f GHz", float64(k.max)/1e6)
+		}
+		if k.gov != "" {
+			p += " (" + k.gov + ")"
+		}
+		parts = append(parts, p)
+		i = j + 1
+	}
+	return strings.Join(parts, "; ")
+}
+
+func pct(x float64) string { return fmt.Sprintf("%+.0f%%", x*100) }
+
+func secs(s float64) string {
+	return units.FormatDuration(time.Duration(s * float64(time.Second)))
+}
+
+// rate prints a throughput: whole numbers from 100 up, one decimal below.
+func rate(v float64) string {
+	if v >= 100 {
+		return units.FormatCount(int64(v + 0.5))
+	}
+	return fmt.Sprintf("%.1f", v)
+}
+
+func ns(v float64) string { return units.FormatNs(v) }

@@ -1,0 +1,130 @@
+package htmlreport
+
+import (
+	"fmt"
+	"slices"
+
+	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/units"
+)
+
+// stacksSection draws the on-CPU samples and the off-CPU sleeps as flame
+// graphs: the thread name at the root, then the user stack from its
+// outermost frame, then the kernel stack down to where the thread ran or
+// went to sleep.
+func stacksSection(run *model.Run) *section {
+	s := &section{ID: "stacks", Title: "Stacks"}
+	ta := run.TimeAccounting
+	if ta == nil {
+		s.Why = "no stacks: they are taken while observing (observe or diagnose with --stacks)"
+		return s
+	}
+	comms := map[int]string{}
+	for _, t := range ta.Threads {
+		comms[t.TID] = t.Comm
+	}
+	s.p("Icicle graphs: the root on top, each frame as wide as its share, callees below their callers. " +
+		"Hover a frame for its figures, click it to zoom in, click the top row to zoom out.")
+
+	s.h3("On-CPU")
+	switch {
+	case len(ta.OnCPU) > 0:
+		var stacks []FlameStack
+		var samples int64
+		for _, st := range ta.OnCPU {
+			root := Frame{Name: orDash(st.Comm), Kind: FrameRoot}
+			stacks = append(stacks, FlameStack{Frames: stackFrames(root, st.User, st.UserNote, st.Kernel, st.KernelNote), Value: float64(st.Samples)})
+			samples += st.Samples
+		}
+		hz := ta.OnCPUHz
+		sub := fmt.Sprintf("%s samples", units.FormatCount(samples))
+		format := func(v float64) string { return units.FormatCount(int64(v)) + " samples" }
+		if hz > 0 {
+			sub += fmt.Sprintf(" at %d Hz on every CPU, about %s of CPU", hz, durSec(float64(samples)/float64(hz)))
+			format = func(v float64) string {
+				return fmt.Sprintf("%s samples, ~%s", units.FormatCount(int64(v)), durSec(v/float64(hz)))
+			}
+		}
+		s.figs(figure{Caption: "On-CPU flame graph", Sub: sub, Wide: true,
+			Chart: FlameGraph("flame-oncpu", stacks, FlameOptions{Title: "on-CPU stacks", Format: format})})
+	case ta.OnCPUNote != "":
+		s.why("no on-CPU samples: " + ta.OnCPUNote)
+	default:
+		s.why("no on-CPU samples: observe with --stacks to sample the running threads' stacks")
+	}
+
+	s.h3("Off-CPU")
+	if ta.OffCPU == nil {
+		s.why("no off-CPU stacks: observe with --stacks to take the stack of every sleep")
+		return s
+	}
+	if len(ta.OffCPU) == 0 {
+		s.why("no sleeps of busy threads seen")
+	}
+	byCat := map[string][]FlameStack{}
+	totals := map[string]float64{}
+	counts := map[string]int64{}
+	for _, st := range ta.OffCPU {
+		comm := comms[st.TID]
+		if comm == "" {
+			comm = fmt.Sprintf("pid %d", st.PID)
+		}
+		root := Frame{Name: comm, Kind: FrameRoot}
+		byCat[st.Category] = append(byCat[st.Category], FlameStack{Frames: stackFrames(root, st.User, st.UserNote, st.Kernel, st.KernelNote), Value: st.Seconds})
+		totals[st.Category] += st.Seconds
+		counts[st.Category] += st.Count
+	}
+	// Categories in display order, then any this version does not know.
+	cats := slices.Clone(model.Categories)
+	var other []string
+	for c := range byCat {
+		if !slices.Contains(cats, c) {
+			other = append(other, c)
+		}
+	}
+	slices.Sort(other)
+	var figs []figure
+	for _, c := range append(cats, other...) {
+		if len(byCat[c]) == 0 {
+			continue
+		}
+		figs = append(figs, figure{Caption: "Off-CPU: " + c,
+			Sub:  fmt.Sprintf("%s in %s sleeps", durSec(totals[c]), units.FormatCount(counts[c])),
+			Wide: true,
+			Chart: FlameGraph(chartName("flame-offcpu", c), byCat[c], FlameOptions{Title: "off-CPU stacks: " + c,
+				Format: durSec, OffCPU: true})})
+	}
+	s.figs(figs...)
+	if ta.OffCPUIdleSec > 0 {
+		s.p(fmt.Sprintf("idle threads' stacks (%s of sleep) are left out", durSec(ta.OffCPUIdleSec)))
+	}
+	return s
+}
+
+// stackFrames joins a thread's stacks root first: the root, the user stack
+// reversed (the record has the innermost frame first), then the kernel
+// stack reversed. A missing or cut stack becomes a note frame, so the gap
+// shows where it is.
+func stackFrames(root Frame, user []string, userNote string, kernel []string, kernelNote string) []Frame {
+	out := []Frame{root}
+	switch {
+	case len(user) == 0 && userNote != "":
+		out = append(out, Frame{Name: "[no user stack]", Kind: FrameNote, Note: userNote})
+	case userNote != "":
+		// The walk stopped short: the outer frames are missing.
+		out = append(out, Frame{Name: "[cut short]", Kind: FrameNote, Note: userNote})
+	}
+	for i := len(user) - 1; i >= 0; i-- {
+		out = append(out, Frame{Name: user[i], Kind: FrameUser})
+	}
+	switch {
+	case len(kernel) == 0 && kernelNote != "":
+		out = append(out, Frame{Name: "[no kernel stack]", Kind: FrameNote, Note: kernelNote})
+	case kernelNote != "":
+		out = append(out, Frame{Name: "[cut short]", Kind: FrameNote, Note: kernelNote})
+	}
+	for i := len(kernel) - 1; i >= 0; i-- {
+		out = append(out, Frame{Name: kernel[i], Kind: FrameKernel})
+	}
+	return out
+}
