@@ -79,7 +79,11 @@ func experiments(run *model.Run) {
 		run.Verdict = &model.Verdict{}
 	}
 	run.Verdict.Sensitivity = sensitivity(ex.Conditions)
-	conclude(run)
+	// Baseline alone (`--conditions baseline`, repeats to measure the
+	// noise, e.g. for compare) tests no resource: nothing to conclude.
+	if len(ex.Conditions) > 1 {
+		conclude(run)
+	}
 }
 
 func values(c *model.Condition) []float64 {

@@ -152,3 +152,20 @@ func TestConclusionNamesInconclusiveLoss(t *testing.T) {
 		}
 	}
 }
+
+// A diagnose of baseline alone (repeats for their noise) once concluded
+// "no experiment proved a bottleneck (tested: )": it tests nothing, so it
+// concludes nothing.
+func TestBaselineOnlyConcludesNothing(t *testing.T) {
+	run := &model.Run{Experiments: &model.Experiments{
+		Measure: model.Measure{Name: "insert tx/s", HigherIsBetter: true},
+		Conditions: []model.Condition{{Name: "baseline", Runs: []model.ExperimentRun{{Value: 100}, {Value: 104}, {Value: 98}}}},
+	}}
+	experiments(run)
+	if run.Verdict.Conclusion != "" || run.Verdict.Bottleneck != "" {
+		t.Errorf("baseline alone concluded %q (bottleneck %q)", run.Verdict.Conclusion, run.Verdict.Bottleneck)
+	}
+	if got := run.Experiments.Conditions[0].Median; got != 100 {
+		t.Errorf("baseline median %v, want 100", got)
+	}
+}

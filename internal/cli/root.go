@@ -47,7 +47,7 @@ an existing process), observes it, and says where its time goes.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())
 	})
-	root.AddCommand(newBenchCmd(), newObserveCmd(), newDiagnoseCmd(), newReportCmd(), newDoctorCmd(), newChildCmd(), newLoadCmd(), newExportCmd())
+	root.AddCommand(newBenchCmd(), newObserveCmd(), newDiagnoseCmd(), newReportCmd(), newDoctorCmd(), newChildCmd(), newLoadCmd(), newExportCmd(), newCompareCmd())
 	showDefaults(root)
 	return root
 }

@@ -162,7 +162,11 @@ func Run(ctx context.Context, spec Spec, hooks Hooks) (*model.Run, error) {
 		conds = append(conds, c)
 		ex.Conditions = append(ex.Conditions, model.Condition{Name: n, Resource: c.resource, Settings: settings})
 	}
-	if len(conds) < 2 {
+	// Baseline alone is a request too (--conditions baseline): repeats of
+	// the unchanged workload, whose spread is the noise `perfsleuth compare`
+	// needs. Only when other conditions were asked for and none applies is
+	// there nothing to run.
+	if len(conds) < 2 && len(names) > 1 {
 		return nil, fmt.Errorf("no condition besides baseline can be applied here: %v", ex.Skipped)
 	}
 

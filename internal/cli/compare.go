@@ -1,0 +1,123 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/perfsleuth/perfsleuth/internal/compare"
+	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/report"
+)
+
+// compareFlags are compare's outputs besides the terminal view.
+type compareFlags struct {
+	json string
+	// --html FILE (issue 6, from the HTML renderer) goes here beside --json:
+	// an html field bound in newCompareCmd, checked before the records are
+	// loaded (as observe's checkHTML does), and written in write from the
+	// same Comparison the terminal and JSON views render.
+}
+
+func newCompareCmd() *cobra.Command {
+	var f compareFlags
+	cmd := &cobra.Command{
+		Use:   "compare A.json B.json",
+		Short: "Compare two saved runs: is B different from A, and why",
+		Long: `Compare run B against run A, both records saved with --json (observe, bench or
+diagnose). First what makes the two not comparable like for like (different
+sync settings, a cold cache in one, another thread count) and what else differs
+(kernel, CPUs, file system, mount options, IO scheduler, observer), then each
+run's headline measure and the change, significant only when both
+sides have repeats (diagnose --conditions baseline --repeat N) and the 95%
+bootstrap interval of the change excludes zero and the change exceeds both
+sides' noise. Then the time accounting side by side, what was measured to
+differ beyond its threshold, and the most likely cause, ranked by how much of
+the difference its evidence accounts for. See docs/compare.md.`,
+		Example: `  perfsleuth observe --json A.json sqlite --journal wal --sync normal
+  perfsleuth observe --json B.json sqlite --journal delete --sync full
+  perfsleuth compare A.json B.json
+  perfsleuth diagnose --conditions baseline --repeat 5 --json A.json sqlite
+  perfsleuth compare --json cmp.json A.json B.json`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 2 {
+				return fmt.Errorf("compare takes two run records, got %d: perfsleuth compare A.json B.json", len(args))
+			}
+			return nil
+		},
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if f.json != "" && f.json != "-" {
+				if err := (&outputFlags{json: f.json}).check(); err != nil {
+					return err
+				}
+			}
+			a, err := loadForCompare("A", args[0])
+			if err != nil {
+				return err
+			}
+			b, err := loadForCompare("B", args[1])
+			if err != nil {
+				return err
+			}
+			c := compare.Compare(a, b)
+			c.A.Path, c.B.Path = args[0], args[1]
+			return f.write(cmd, c)
+		},
+	}
+	cmd.Flags().StringVar(&f.json, "json", "", "write the comparison (versioned JSON, see docs/compare.md) to FILE; - for stdout")
+	return cmd
+}
+
+// loadForCompare loads one side's record, with errors that say what to do.
+func loadForCompare(side, path string) (*model.Run, error) {
+	run, err := model.Load(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, fmt.Errorf("run record %s: %s does not exist: save one with --json (e.g. perfsleuth observe --json %s sqlite)", side, path, path)
+	case err != nil:
+		return nil, fmt.Errorf("run record %s: %w: give a file saved with --json by observe, bench or diagnose", side, err)
+	case run.Target.Kind == "":
+		return nil, fmt.Errorf("run record %s: %s names no workload (target.kind): it is not a run record (a comparison's --json cannot be compared again); give a file saved with --json by observe, bench or diagnose", side, path)
+	}
+	return run, nil
+}
+
+// write prints the terminal view and saves the other outputs. The terminal
+// view goes to stderr when the JSON takes stdout.
+func (f *compareFlags) write(cmd *cobra.Command, c *compare.Comparison) error {
+	out := cmd.OutOrStdout()
+	if f.json != "" {
+		b, err := report.CompareJSON(c)
+		if err != nil {
+			return err
+		}
+		if f.json == "-" {
+			out = cmd.ErrOrStderr()
+			if _, err := cmd.OutOrStdout().Write(b); err != nil {
+				return err
+			}
+		} else if err := writeFile(f.json, b); err != nil {
+			return fmt.Errorf("save the comparison to %s: %w", f.json, err)
+		}
+	}
+	_, err := out.Write(report.CompareTerminal(c, report.Options{Color: useColor(out)}))
+	return err
+}
+
+// writeFile writes b to path through a temporary file and a rename, so that
+// an interrupted write leaves no truncated file.
+func writeFile(path string, b []byte) error {
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
+}

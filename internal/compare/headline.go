@@ -1,0 +1,318 @@
+package compare
+
+import (
+	"fmt"
+	"math"
+	"strings"
+
+	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/stats"
+)
+
+// Headline significance.
+const (
+	// Significant: both sides have repeats, the bootstrap interval of the
+	// change excludes zero and the change exceeds both sides' noise.
+	Significant = "significant"
+	// NotSignificant: both sides have repeats and the change is not beyond
+	// them.
+	NotSignificant = "not_significant"
+	// Unknown: a side is a single run, whose noise is unknown.
+	Unknown = "unknown"
+	// NotComparableMeasure: the runs measured different things (or nothing).
+	NotComparableMeasure = "not_comparable"
+)
+
+// Headline is each run's measure, the change and whether it is beyond the
+// noise of the repeats.
+type Headline struct {
+	// Measure is what both runs measured; MeasureB is B's when it differs
+	// (there is then no change).
+	Measure  model.Measure  `json:"measure"`
+	MeasureB *model.Measure `json:"measure_b,omitempty"`
+	A        Value          `json:"a"`
+	B        Value          `json:"b"`
+	// Change is B's performance against A's, from the medians: negative
+	// when B is slower. For a time measure it is A/B - 1, so that -0.5 means
+	// half the speed either way (as diagnose's conditions).
+	Change float64 `json:"change"`
+	// Interval is the 95% bootstrap confidence interval of Change, when both
+	// sides have repeats.
+	Interval     *[2]float64 `json:"interval,omitempty"`
+	Significance string      `json:"significance"`
+	Reason       string      `json:"reason"`
+	// Words says the change in words: "is 64x slower", "is 3% faster".
+	Words string `json:"words"`
+	// Advice says what to run to settle what is unknown.
+	Advice []string `json:"advice,omitempty"`
+}
+
+// Value is one side's measure.
+type Value struct {
+	Median float64   `json:"median"`
+	Runs   []float64 `json:"runs"`
+	// Noise is the largest change of one of its runs against their median
+	// (diagnose's baseline_noise); nil when it is a single run.
+	Noise *float64 `json:"noise"`
+	// From says where the runs come from.
+	From string `json:"from"`
+}
+
+// measureOf is what a record's number is: diagnose's own measure, or for a
+// single run the one diagnose would take (experiment.measureOf): a built-in
+// benchmark's throughput over its measured phase, a command's wall time.
+func measureOf(r *model.Run) model.Measure {
+	if ex := r.Experiments; ex != nil {
+		return ex.Measure
+	}
+	switch r.Target.Kind {
+	case "fileio":
+		rw := "read/write"
+		if r.Target.FileIO != nil {
+			rw = r.Target.FileIO.RW
+		}
+		return model.Measure{Name: rw + " ops/s", Unit: "ops/s", Source: "throughput", HigherIsBetter: true}
+	case "sqlite":
+		return model.Measure{Name: "transactions/s", Unit: "tx/s", Source: "throughput", HigherIsBetter: true}
+	case "command":
+		return model.Measure{Name: "wall time", Unit: "s", Source: "wall_time"}
+	}
+	// An observed process (-p PID) ran before and after the window: the
+	// window's length is not its performance.
+	return model.Measure{}
+}
+
+func sameMeasure(a, b model.Measure) bool {
+	if a.Source == "" || b.Source == "" || a.Source != b.Source || a.Unit != b.Unit || a.HigherIsBetter != b.HigherIsBetter {
+		return false
+	}
+	return a.Source != "metric" || a.Name == b.Name
+}
+
+// valueOf is a record's measure: the baseline runs of a diagnose record,
+// otherwise its one run's measure as diagnose computes it.
+func valueOf(r *model.Run) (Value, bool) {
+	if ex := r.Experiments; ex != nil {
+		for _, c := range ex.Conditions {
+			if c.Name != "baseline" || len(c.Runs) == 0 {
+				continue
+			}
+			v := Value{From: fmt.Sprintf("%d diagnose baseline runs", len(c.Runs))}
+			for _, run := range c.Runs {
+				v.Runs = append(v.Runs, run.Value)
+			}
+			v.Median = stats.Median(v.Runs)
+			if len(v.Runs) >= 2 {
+				noise := ex.BaselineNoise
+				v.Noise = &noise
+			} else {
+				v.From = "1 diagnose baseline run"
+			}
+			return v, true
+		}
+	}
+	w, ok := workOf(r)
+	if !ok || measureOf(r).Source == "" {
+		return Value{}, false
+	}
+	x := w.sec
+	if w.unit != "run" {
+		x = w.units / w.sec
+	}
+	return Value{Median: x, Runs: []float64{x}, From: "1 " + verb(r) + " run"}, true
+}
+
+func headline(a, b *model.Run) Headline {
+	ma, mb := measureOf(a), measureOf(b)
+	h := Headline{Measure: ma}
+	va, okA := valueOf(a)
+	vb, okB := valueOf(b)
+	h.A, h.B = va, vb
+	switch {
+	case !okA || !okB:
+		h.Significance = NotComparableMeasure
+		h.Reason = "a record has no measure: " + missingMeasure(a, okA, b, okB)
+		return h
+	case !sameMeasure(ma, mb) || a.Target.Kind != b.Target.Kind:
+		h.Significance = NotComparableMeasure
+		h.MeasureB = &mb
+		h.Reason = fmt.Sprintf("A measured %s, B %s", measureWords(ma), measureWords(mb))
+		return h
+	}
+	if !positive(va.Runs) || !positive(vb.Runs) {
+		// A rate of 0 (or a time of 0) has no relative change.
+		h.Significance = NotComparableMeasure
+		h.Reason = "a run measured 0: there is no relative change to compute"
+		return h
+	}
+	change := func(ma, mb float64) float64 {
+		if h.Measure.HigherIsBetter {
+			return mb/ma - 1
+		}
+		return ma/mb - 1
+	}
+	h.Change = change(va.Median, vb.Median)
+	h.Words = changeWords(h.Change)
+	if va.Noise == nil || vb.Noise == nil {
+		h.Significance = Unknown
+		var single []string
+		for _, s := range []struct {
+			name string
+			v    Value
+			r    *model.Run
+		}{{"A", va, a}, {"B", vb, b}} {
+			if s.v.Noise == nil {
+				single = append(single, s.name)
+				h.Advice = append(h.Advice, adviceFor(s.name, s.r))
+			}
+		}
+		h.Reason = fmt.Sprintf("%s %s a single run: how much a run moves by itself is unknown, so no change can be called beyond the noise", strings.Join(single, " and "), pluralIs(len(single)))
+		return h
+	}
+	lo, hi := stats.ChangeInterval(va.Runs, vb.Runs, change)
+	h.Interval = &[2]float64{lo, hi}
+	h.Significance, h.Reason = significance(h.Change, *h.Interval, *va.Noise, *vb.Noise)
+	return h
+}
+
+// significance decides whether a change between two sets of repeats is
+// real. It mirrors diagnose's classify (internal/analyze/sensitivity.go):
+// the interval must exclude zero and the change must exceed the noise,
+// here of both sides, since either may be the one that moved. Unlike a
+// condition, which takes a resource away, a comparison may go either way.
+func significance(change float64, iv [2]float64, noiseA, noiseB float64) (class, reason string) {
+	noise := math.Max(noiseA, noiseB)
+	ivs := fmt.Sprintf("[%s, %s]", pct(iv[0]), pct(iv[1]))
+	switch {
+	case iv[0] <= 0 && iv[1] >= 0:
+		return NotSignificant, fmt.Sprintf("changed %s but the 95%% interval %s reaches zero: use more --repeat on both sides to tell a small change from none", pct(change), ivs)
+	case math.Abs(change) <= noise:
+		return NotSignificant, fmt.Sprintf("changed %s, interval %s, but one side's own runs move ±%.0f%% (A ±%.0f%%, B ±%.0f%%): use more --repeat", pct(change), ivs, noise*100, noiseA*100, noiseB*100)
+	}
+	return Significant, fmt.Sprintf("changed %s, interval %s excludes zero, beyond both sides' noise (A ±%.0f%%, B ±%.0f%%)", pct(change), ivs, noiseA*100, noiseB*100)
+}
+
+func positive(xs []float64) bool {
+	for _, x := range xs {
+		if !(x > 0) || math.IsInf(x, 0) {
+			return false
+		}
+	}
+	return len(xs) > 0
+}
+
+func missingMeasure(a *model.Run, okA bool, b *model.Run, okB bool) string {
+	var parts []string
+	for _, s := range []struct {
+		name string
+		ok   bool
+		r    *model.Run
+	}{{"A", okA, a}, {"B", okB, b}} {
+		switch {
+		case s.ok:
+		case s.r.Target.Kind == "pid":
+			parts = append(parts, s.name+" observed a running process, which has no measure of its own")
+		default:
+			parts = append(parts, s.name+" has no result (the run ended before its measured phase)")
+		}
+	}
+	return strings.Join(parts, "; ")
+}
+
+func pluralIs(n int) string {
+	if n > 1 {
+		return "are each"
+	}
+	return "is"
+}
+
+// changeWords says a performance change in words.
+func changeWords(change float64) string {
+	switch {
+	case math.Abs(change) < 0.005:
+		return "performs the same"
+	case change <= -0.5:
+		return fmt.Sprintf("is %s slower", times(1/(1+change)))
+	case change < 0:
+		return fmt.Sprintf("is %.0f%% slower", -change*100)
+	case change >= 1:
+		return fmt.Sprintf("is %s faster", times(1+change))
+	}
+	return fmt.Sprintf("is %.0f%% faster", change*100)
+}
+
+// times formats a factor: "2x", "1.5x", "64x".
+func times(f float64) string {
+	if f >= 10 {
+		return fmt.Sprintf("%.0fx", f)
+	}
+	return strings.TrimSuffix(strings.TrimSuffix(fmt.Sprintf("%.1f", f), "0"), ".") + "x"
+}
+
+func pct(x float64) string { return fmt.Sprintf("%+.0f%%", x*100) }
+
+// adviceFor says how to learn a single run's noise: the same workload as
+// diagnose baseline repeats, from the record's own command line.
+func adviceFor(name string, r *model.Run) string {
+	if r.Target.Kind == "pid" {
+		return fmt.Sprintf("%s observed a running process, which cannot be rerun: observe it %d times at the same point of its work, or run its work as a command under diagnose", name, adviceRepeat)
+	}
+	cmd := fmt.Sprintf("perfsleuth diagnose --conditions baseline --repeat %d --json %s-baseline.json", adviceRepeat, name)
+	if w := rerunArgs(r); len(w) > 0 {
+		cmd += " " + shellJoin(w)
+	} else {
+		cmd += " <" + name + "'s workload and its flags>"
+	}
+	return fmt.Sprintf("to learn %s's noise, repeat it: %s", name, cmd)
+}
+
+// rerunArgs are the record's command line without its verb and output:
+// the observe options, then the workload and its flags (or -- and the
+// command).
+func rerunArgs(r *model.Run) []string {
+	args := r.Tool.Args
+	if len(args) == 0 {
+		return nil
+	}
+	start := -1
+	for i, a := range args {
+		if a == "--" || (i > 0 && a == r.Target.Kind) {
+			start = i
+			break
+		}
+	}
+	if start < 0 {
+		return nil
+	}
+	var out []string
+	// Options of the verb, minus the ones diagnose sets here or rejects.
+	valued := map[string]bool{"--json": true, "--repeat": true, "--conditions": true, "--budget": true}
+	for i := 1; i < start; i++ {
+		a := args[i]
+		name, _, hasValue := strings.Cut(a, "=")
+		switch {
+		case valued[name] && !hasValue:
+			i++
+			continue
+		case valued[name] || name == "--quick":
+			continue
+		}
+		out = append(out, a)
+	}
+	return append(out, args[start:]...)
+}
+
+// shellJoin quotes the arguments that a shell would split or expand.
+func shellJoin(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a != "" && strings.IndexFunc(a, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
+		}) < 0 {
+			out[i] = a
+			continue
+		}
+		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(out, " ")
+}

@@ -1,0 +1,162 @@
+package scenarios
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/perfsleuth/perfsleuth/internal/compare"
+	"github.com/perfsleuth/perfsleuth/internal/model"
+)
+
+// perfsleuth runs the built binary in dir and returns its stdout, stderr
+// and exit status.
+func perfsleuth(t *testing.T, dir string, args ...string) (stdout, stderr string, status int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "perfsleuth"), args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		status = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("perfsleuth %s: %v", strings.Join(args, " "), err)
+	}
+	return out.String(), errOut.String(), status
+}
+
+// record runs a perfsleuth command that saves a run record and loads it.
+func record(t *testing.T, dir, path string, args ...string) *model.Run {
+	t.Helper()
+	if out, errOut, status := perfsleuth(t, dir, args...); status != 0 {
+		t.Fatalf("perfsleuth %s: exit status %d\n%s%s", strings.Join(args, " "), status, out, errOut)
+	}
+	run, err := model.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run
+}
+
+// compareRecords runs perfsleuth compare and returns its terminal view and
+// the comparison it saved.
+func compareRecords(t *testing.T, dir, a, b string) (string, *compare.Comparison) {
+	t.Helper()
+	path := filepath.Join(dir, "comparison.json")
+	out, errOut, status := perfsleuth(t, dir, "compare", "--json", path, a, b)
+	if status != 0 {
+		t.Fatalf("perfsleuth compare: exit status %d\n%s%s", status, out, errOut)
+	}
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c compare.Comparison
+	if err := json.Unmarshal(raw, &c); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("perfsleuth compare %s %s:\n%s", filepath.Base(a), filepath.Base(b), out)
+	return out, &c
+}
+
+// The issue's first case: WAL+NORMAL against DELETE+FULL. compare must name
+// the sync behaviour before any conclusion and give the fsync count and
+// latency as the cause.
+func TestCompareSQLiteSyncSettings(t *testing.T) {
+	work := t.TempDir()
+	a, b := filepath.Join(work, "a.json"), filepath.Join(work, "b.json")
+	ra := record(t, work, a, "observe", "--interval", "200ms", "--json", a, "sqlite", "--journal", "wal", "--sync", "normal", "--rows", "2000")
+	needEBPF(t, ra)
+	record(t, work, b, "observe", "--interval", "200ms", "--json", b, "sqlite", "--journal", "delete", "--sync", "full", "--rows", "2000")
+	out, c := compareRecords(t, work, a, b)
+
+	if len(c.Issues) == 0 || c.Issues[0].ID != "settings.sync" || c.Issues[0].Severity != compare.NotComparable {
+		t.Errorf("first comparability issue %+v, want settings.sync (not comparable)", c.Issues)
+	}
+	if c.Headline.Change > -0.5 {
+		t.Errorf("DELETE+FULL changed %+.0f%% against WAL+NORMAL, expected it at least twice as slow", c.Headline.Change*100)
+	}
+	if c.Headline.Significance != compare.Unknown || len(c.Headline.Advice) != 2 {
+		t.Errorf("single runs: significance %s with %d advice lines, want unknown and what to run for each", c.Headline.Significance, len(c.Headline.Advice))
+	}
+	if len(c.Explanation.Causes) == 0 || c.Explanation.Causes[0].ID != "sync" {
+		t.Fatalf("causes %+v, want sync calls first", c.Explanation.Causes)
+	}
+	for _, part := range []string{"fdatasync calls per transaction", "on average", "sync behaviour named first"} {
+		if !strings.Contains(c.Explanation.Summary, part) {
+			t.Errorf("explanation lacks %q: %s", part, c.Explanation.Summary)
+		}
+	}
+	// In the terminal view too: the sync behaviour comes before the headline
+	// and the conclusion (words compared across the view's line wraps).
+	flat := strings.Join(strings.Fields(out), " ")
+	sync, head, cause := strings.Index(flat, "sync behaviour"), strings.Index(flat, " headline: "), strings.Index(flat, "most likely cause is sync calls")
+	if sync < 0 || head < 0 || cause < 0 || sync > head || head > cause {
+		t.Errorf("terminal view: sync behaviour at %d, headline at %d, cause at %d; want them in that order", sync, head, cause)
+	}
+}
+
+// The issue's second case: two identical configurations, with repeats on
+// both sides, show no significant difference and nothing to explain.
+func TestCompareIdenticalConfigs(t *testing.T) {
+	work := t.TempDir()
+	a, b := filepath.Join(work, "a.json"), filepath.Join(work, "b.json")
+	args := func(path string) []string {
+		return []string{"diagnose", "--conditions", "baseline", "--repeat", "5", "--interval", "200ms", "--json", path, "sqlite", "--rows", "500"}
+	}
+	ra := record(t, work, a, args(a)...)
+	if ra.Experiments == nil || len(ra.Experiments.Conditions) != 1 || len(ra.Experiments.Conditions[0].Runs) != 5 {
+		t.Fatalf("diagnose --conditions baseline --repeat 5 did not record 5 baseline runs: %+v", ra.Experiments)
+	}
+	record(t, work, b, args(b)...)
+	out, c := compareRecords(t, work, a, b)
+
+	if !c.Comparable {
+		t.Errorf("identical configurations called not comparable: %+v", c.Issues)
+	}
+	if c.Headline.Significance != compare.NotSignificant {
+		t.Errorf("significance %s (%s), want not significant", c.Headline.Significance, c.Headline.Reason)
+	}
+	if len(c.Explanation.Causes) > 0 {
+		t.Errorf("causes given for no difference: %+v", c.Explanation.Causes)
+	}
+	if !strings.Contains(out, "no significant difference") {
+		t.Errorf("the terminal view does not say there is no significant difference")
+	}
+}
+
+func TestCompareBadInput(t *testing.T) {
+	work := t.TempDir()
+	notRecord := filepath.Join(work, "other.json")
+	os.WriteFile(notRecord, []byte(`{"name": "not a run"}`), 0o644)
+	comparison := filepath.Join(work, "comparison.json")
+	os.WriteFile(comparison, []byte(`{"schema_version": 1, "a": {}, "b": {}}`), 0o644)
+	cases := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"compare", "a.json"}, "compare takes two run records, got 1"},
+		{[]string{"compare", "missing.json", notRecord}, "run record A: missing.json does not exist: save one with --json"},
+		{[]string{"compare", comparison, notRecord}, "it is not a run record (a comparison's --json cannot be compared again)"},
+		{[]string{"compare", notRecord, notRecord}, "is not a perfsleuth run record (no schema_version)"},
+	}
+	for _, tc := range cases {
+		out, errOut, status := perfsleuth(t, work, tc.args...)
+		if status != 2 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("perfsleuth %s: exit status %d, stderr %q; want 2 and %q (stdout %q)", strings.Join(tc.args, " "), status, errOut, tc.want, out)
+		}
+	}
+}
