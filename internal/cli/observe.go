@@ -34,7 +34,7 @@ func (f *observeFlags) bind(cmd *cobra.Command) {
 	fs.BoolVar(&f.noEBPF, "no-ebpf", false, "observe from /proc only, without eBPF probes")
 	fs.BoolVar(&f.syscalls, "syscalls", false, "count and time every syscall per thread (like strace -c -w; every syscall on the machine then costs more)")
 	fs.BoolVar(&f.storage, "storage", false, "per file: reads, writes, syncs, sizes, sequential or random, time blocked; and SQLite pages by type (hooks the read, write and sync calls: every syscall on the machine then costs more)")
-	fs.BoolVar(&f.stacks, "stacks", false, "take the kernel and user stack of every sleep: off-CPU stacks per category (costs ~1 µs per sleep)")
+	fs.BoolVar(&f.stacks, "stacks", false, "take the kernel and user stack of every sleep (off-CPU stacks per category, ~1 µs per sleep) and sample the stacks on CPU at 99 Hz (on-CPU)")
 	cmd.Flags().IntVarP(&f.pid, "pid", "p", 0, "observe this running process and its descendants")
 	cmd.Flags().DurationVar(&f.duration, "duration", 0, "with --pid: how long to observe (0: until it exits or Ctrl-C)")
 }
