@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/report"
 	"github.com/perfsleuth/perfsleuth/internal/units"
 )
 
@@ -36,7 +37,7 @@ func header(p *page, run *model.Run) {
 		host += ", " + units.FormatSize(h.MemTotalBytes) + " memory"
 	}
 	m = append(m, kv{"host", host})
-	if c := cpuGroups(h.CPUs); c != "" {
+	if c := report.CPUGroups(h.CPUs); c != "" {
 		m = append(m, kv{"cpus", c})
 	}
 	if s := h.Storage; s != nil {
@@ -160,37 +161,6 @@ func storageDesc(s *model.Storage) string {
 	return desc
 }
 
-// cpuGroups describes the CPUs as runs of the same type and frequency, as
-// the terminal report does ("0-3 Cortex-A53 1.80 GHz; 4-7 Cortex-A73").
-func cpuGroups(cpus []model.CPU) string {
-	type key struct {
-		typ string
-		max int64
-		gov string
-	}
-	var parts []string
-	for i := 0; i < len(cpus); {
-		k := key{cpus[i].Type, cpus[i].MaxFreqKHz, cpus[i].Governor}
-		j := i
-		for j+1 < len(cpus) && (key{cpus[j+1].Type, cpus[j+1].MaxFreqKHz, cpus[j+1].Governor}) == k {
-			j++
-		}
-		ids := fmt.Sprint(cpus[i].ID)
-		if j > i {
-			ids += fmt.Sprintf("-%d", cpus[j].ID)
-		}
-		p := ids + " " + k.typ
-		if k.max > 0 {
-			p += fmt.Sprintf(" %.2f GHz", float64(k.max)/1e6)
-		}
-		if k.gov != "" {
-			p += " (" + k.gov + ")"
-		}
-		parts = append(parts, p)
-		i = j + 1
-	}
-	return strings.Join(parts, "; ")
-}
 
 func pct(x float64) string { return fmt.Sprintf("%+.0f%%", x*100) }
 

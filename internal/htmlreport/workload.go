@@ -2,10 +2,10 @@ package htmlreport
 
 import (
 	"fmt"
-	"reflect"
 	"strings"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/report"
 	"github.com/perfsleuth/perfsleuth/internal/units"
 )
 
@@ -87,7 +87,7 @@ func fileioResult(s *section, r *model.Result) {
 	}
 	s.table(tb.t)
 	if n := len(r.FileIO.ThreadOps); n > 1 {
-		s.p("per thread: " + fairness(r.FileIO.ThreadOps))
+		s.p("per thread: " + report.Fairness(r.FileIO.ThreadOps))
 	}
 	s.h3("Latency of the benchmark's operations")
 	s.figs(figs...)
@@ -159,54 +159,11 @@ func rangeBuckets(rs []model.Range) []HistBucket {
 	return out
 }
 
-// fairness summarises per-thread op counts: min, max and their spread.
-func fairness(ops []int64) string {
-	lo, hi, sum := ops[0], ops[0], int64(0)
-	for _, v := range ops {
-		lo, hi, sum = min(lo, v), max(hi, v), sum+v
-	}
-	mean := float64(sum) / float64(len(ops))
-	spread := 0.0
-	if mean > 0 {
-		spread = float64(hi-lo) / mean * 100
-	}
-	return fmt.Sprintf("%d threads did %s to %s reads+writes (spread %.0f%%)", len(ops), units.FormatCount(lo), units.FormatCount(hi), spread)
-}
-
-// settingsKV lists a settings struct's fields in declaration order, keys as
-// in the JSON record, so the page and the record say the same thing.
+// settingsKV lists a settings struct's fields as the terminal does.
 func settingsKV(v any) []kv {
-	rv := reflect.Indirect(reflect.ValueOf(v))
-	if !rv.IsValid() || rv.Kind() != reflect.Struct {
-		return nil
-	}
-	rt := rv.Type()
 	var out []kv
-	for i := 0; i < rt.NumField(); i++ {
-		name := strings.Split(rt.Field(i).Tag.Get("json"), ",")[0]
-		if name == "" || name == "-" {
-			continue
-		}
-		f := rv.Field(i)
-		var s string
-		switch {
-		case name == "bs" || name == "size":
-			s = units.FormatSize(f.Int())
-		case name == "duration_sec":
-			s = secsOrZero(f.Float())
-			name = "duration"
-		case f.Kind() == reflect.Slice:
-			var items []string
-			for j := 0; j < f.Len(); j++ {
-				items = append(items, fmt.Sprint(f.Index(j).Interface()))
-			}
-			s = strings.Join(items, ", ")
-		case f.Kind() == reflect.String && f.String() == "":
-			s = `""`
-		default:
-			s = fmt.Sprint(f.Interface())
-		}
-		out = append(out, kv{name, s})
+	for _, s := range report.Settings(v) {
+		out = append(out, kv{s.Name, s.Value})
 	}
 	return out
 }

@@ -78,7 +78,7 @@ func (d *doc) host(h model.Host) {
 	}
 	release, _, _ := strings.Cut(h.Kernel, " ")
 	d.field("host", fmt.Sprintf("%s, Linux %s %s, %d CPUs%s", h.Hostname, release, h.Arch, h.CPUsOnline, mem))
-	if cpus := cpuGroups(h.CPUs); cpus != "" {
+	if cpus := CPUGroups(h.CPUs); cpus != "" {
 		d.field("cpus", cpus)
 	}
 	if s := h.Storage; s != nil {
@@ -105,9 +105,9 @@ func (d *doc) host(h model.Host) {
 	}
 }
 
-// cpuGroups describes the CPUs as runs of the same type and frequency, so a
+// CPUGroups describes the CPUs as runs of the same type and frequency, so a
 // big.LITTLE phone reads "0-3 Cortex-A53 1.80 GHz; 4-7 Cortex-A73 2.36 GHz".
-func cpuGroups(cpus []model.CPU) string {
+func CPUGroups(cpus []model.CPU) string {
 	type key struct {
 		typ string
 		max int64
@@ -189,7 +189,7 @@ func (d *doc) result(run *model.Run) {
 			d.line("  in total: %s", total)
 		}
 		if n := len(r.FileIO.ThreadOps); n > 1 {
-			d.line("  per thread: %s", fairness(r.FileIO.ThreadOps))
+			d.line("  per thread: %s", Fairness(r.FileIO.ThreadOps))
 		}
 	case r.SQLite != nil:
 		d.heading(fmt.Sprintf("result: %s measured", secs(r.DurationSec)))
@@ -222,8 +222,8 @@ func latencyCols(l model.Latency) string {
 	return fmt.Sprintf("%8s %8s %8s %8s %8s", f(l.P50Ns), f(l.P90Ns), f(l.P99Ns), f(l.P999Ns), f(l.MaxNs))
 }
 
-// fairness summarises per-thread op counts: min, max and their spread.
-func fairness(ops []int64) string {
+// Fairness summarises per-thread op counts: min, max and their spread.
+func Fairness(ops []int64) string {
 	lo, hi, sum := ops[0], ops[0], int64(0)
 	for _, v := range ops {
 		lo, hi, sum = min(lo, v), max(hi, v), sum+v

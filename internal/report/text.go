@@ -131,15 +131,19 @@ func fit(s string, n int) string {
 	return string(r[:n-1]) + "~"
 }
 
-// settings lists a settings struct as key=value in declaration order, keys
-// as in the JSON record, so the terminal and the record say the same thing.
-func settings(v any) string {
+// Setting is one field of a workload's settings, named as in the JSON
+// record, its value formatted for people.
+type Setting struct{ Name, Value string }
+
+// Settings lists a settings struct's fields in declaration order, keys as
+// in the JSON record, so the views and the record say the same thing.
+func Settings(v any) []Setting {
 	rv := reflect.Indirect(reflect.ValueOf(v))
 	if !rv.IsValid() || rv.Kind() != reflect.Struct {
-		return ""
+		return nil
 	}
 	rt := rv.Type()
-	var parts []string
+	var out []Setting
 	for i := 0; i < rt.NumField(); i++ {
 		name := strings.Split(rt.Field(i).Tag.Get("json"), ",")[0]
 		if name == "" || name == "-" {
@@ -169,7 +173,16 @@ func settings(v any) string {
 		default:
 			s = fmt.Sprint(f.Interface())
 		}
-		parts = append(parts, name+"="+s)
+		out = append(out, Setting{name, s})
+	}
+	return out
+}
+
+// settings lists a settings struct as key=value (Settings).
+func settings(v any) string {
+	var parts []string
+	for _, s := range Settings(v) {
+		parts = append(parts, s.Name+"="+s.Value)
 	}
 	return strings.Join(parts, " ")
 }
