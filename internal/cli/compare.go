@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -99,7 +98,7 @@ func (f *compareFlags) write(cmd *cobra.Command, c *compare.Comparison) error {
 			if _, err := cmd.OutOrStdout().Write(b); err != nil {
 				return err
 			}
-		} else if err := writeFile(f.json, b); err != nil {
+		} else if err := model.WriteAtomic(f.json, b); err != nil {
 			return fmt.Errorf("save the comparison to %s: %w", f.json, err)
 		}
 	}
@@ -107,17 +106,3 @@ func (f *compareFlags) write(cmd *cobra.Command, c *compare.Comparison) error {
 	return err
 }
 
-// writeFile writes b to path through a temporary file and a rename, so that
-// an interrupted write leaves no truncated file.
-func writeFile(path string, b []byte) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
-}

@@ -13,8 +13,6 @@ package export
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
 )
@@ -67,39 +65,7 @@ var Formats = []Format{
 // WriteFile writes b to path atomically (a temporary file in the same
 // directory, then a rename), as model.Save does, so that an interrupted
 // export never leaves a truncated file that a viewer would half-read.
-func WriteFile(path string, b []byte) error {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	fail := func(err error) error {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	if _, err := f.Write(b); err != nil {
-		return fail(err)
-	}
-	// CreateTemp makes the file 0600; an export is meant to be shared like
-	// the record it came from.
-	if err := f.Chmod(0o644); err != nil {
-		return fail(err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return nil
-}
+func WriteFile(path string, b []byte) error { return model.WriteAtomic(path, b) }
 
 // needStacks says why a record has no stacks of the kind asked for (what),
 // or returns nil when it has some.

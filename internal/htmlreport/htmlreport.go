@@ -22,8 +22,6 @@ import (
 	"encoding/base64"
 	"fmt"
 	"html/template"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
@@ -99,26 +97,7 @@ func Save(run *model.Run, path string) error {
 	if err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	_, werr := f.Write(b)
-	if err := f.Chmod(0o644); werr == nil {
-		werr = err
-	}
-	if err := f.Close(); werr == nil {
-		werr = err
-	}
-	if werr == nil {
-		werr = os.Rename(tmp, path)
-	}
-	if werr != nil {
-		os.Remove(tmp)
-		return werr
-	}
-	return nil
+	return model.WriteAtomic(path, b)
 }
 
 // page is what the template shows.

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"time"
 )
 
@@ -140,22 +141,42 @@ func Load(path string) (*Run, error) {
 	return &r, nil
 }
 
-// Save writes the run record to path atomically (temp file + rename), so an
-// interrupted write never leaves a truncated record behind.
+// Save writes the run record to path atomically (WriteAtomic).
 func Save(r *Run, path string) error {
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
 	}
-	b = append(b, '\n')
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
-		os.Remove(tmp)
+	return WriteAtomic(path, append(b, '\n'))
+}
+
+// WriteAtomic writes b to path through a temporary file beside it and a
+// rename, so that an interrupted write never leaves a truncated record,
+// page or export behind. The file is 0644: records and what is made from
+// them are meant to be shared.
+func WriteAtomic(path string, b []byte) error {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, "."+base+".*.tmp")
+	if err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, path); err != nil {
+	tmp := f.Name()
+	_, werr := f.Write(b)
+	if err := f.Chmod(0o644); werr == nil {
+		werr = err
+	}
+	if err := f.Close(); werr == nil {
+		werr = err
+	}
+	if werr == nil {
+		werr = os.Rename(tmp, path)
+	}
+	if werr != nil {
 		os.Remove(tmp)
-		return err
+		return werr
 	}
 	return nil
 }
