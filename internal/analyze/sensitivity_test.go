@@ -158,7 +158,7 @@ func TestConclusionNamesInconclusiveLoss(t *testing.T) {
 // concludes nothing.
 func TestBaselineOnlyConcludesNothing(t *testing.T) {
 	run := &model.Run{Experiments: &model.Experiments{
-		Measure: model.Measure{Name: "insert tx/s", HigherIsBetter: true},
+		Measure:    model.Measure{Name: "insert tx/s", HigherIsBetter: true},
 		Conditions: []model.Condition{{Name: "baseline", Runs: []model.ExperimentRun{{Value: 100}, {Value: 104}, {Value: 98}}}},
 	}}
 	experiments(run)

@@ -105,4 +105,3 @@ func (f *compareFlags) write(cmd *cobra.Command, c *compare.Comparison) error {
 	_, err := out.Write(report.CompareTerminal(c, report.Options{Color: useColor(out)}))
 	return err
 }
-

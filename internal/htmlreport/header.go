@@ -137,30 +137,12 @@ func firstWord(s string) string {
 }
 
 func storageDesc(s *model.Storage) string {
-	dev := s.Device
-	if len(s.Disks) > 0 && !(len(s.Disks) == 1 && s.Disks[0] == s.Device) {
-		dev += " (disks " + strings.Join(s.Disks, ",") + ")"
-	}
-	desc := fmt.Sprintf("%s: %s on %s", s.Dir, s.FSType, orDash(dev))
-	if s.Scheduler != "" {
-		desc += ", scheduler " + s.Scheduler
-	}
-	if s.Rotational != nil {
-		if *s.Rotational {
-			desc += ", rotational"
-		} else {
-			desc += ", non-rotational"
-		}
-	}
-	if s.FreeBytes > 0 {
-		desc += fmt.Sprintf(", %s free of %s", units.FormatSize(s.FreeBytes), units.FormatSize(s.SizeBytes))
-	}
+	desc := report.StorageDesc(s)
 	if s.MountPoint != "" {
 		desc += "; mounted on " + s.MountPoint + " (" + s.MountOptions + ")"
 	}
 	return desc
 }
-
 
 func pct(x float64) string { return fmt.Sprintf("%+.0f%%", x*100) }
 

@@ -82,25 +82,7 @@ func (d *doc) host(h model.Host) {
 		d.field("cpus", cpus)
 	}
 	if s := h.Storage; s != nil {
-		dev := s.Device
-		if len(s.Disks) > 0 && !(len(s.Disks) == 1 && s.Disks[0] == s.Device) {
-			dev += " (disks " + strings.Join(s.Disks, ",") + ")"
-		}
-		desc := fmt.Sprintf("%s: %s on %s", s.Dir, s.FSType, orDash(dev))
-		if s.Scheduler != "" {
-			desc += ", scheduler " + s.Scheduler
-		}
-		if s.Rotational != nil {
-			if *s.Rotational {
-				desc += ", rotational"
-			} else {
-				desc += ", non-rotational"
-			}
-		}
-		if s.FreeBytes > 0 {
-			desc += fmt.Sprintf(", %s free of %s", units.FormatSize(s.FreeBytes), units.FormatSize(s.SizeBytes))
-		}
-		d.field("storage", desc)
+		d.field("storage", StorageDesc(s))
 		d.field("mount", s.MountPoint+" "+s.MountOptions)
 	}
 }
@@ -421,4 +403,29 @@ func (d *doc) timeline(o *model.Observation) {
 			units.FormatCount(s.Process.VolCtxSw+s.Process.InvolCtxSw), fit(disk, 7), rmb, wmb, util)
 	}
 	d.line("  busy%% and iowait%% are the whole machine's; wl CPUs is the workload's CPU use")
+}
+
+// StorageDesc describes the file system and devices behind the workload's
+// directory: "DIR: ext4 on vda, scheduler mq-deadline, non-rotational,
+// 78 GiB free of 252 GiB".
+func StorageDesc(s *model.Storage) string {
+	dev := s.Device
+	if len(s.Disks) > 0 && !(len(s.Disks) == 1 && s.Disks[0] == s.Device) {
+		dev += " (disks " + strings.Join(s.Disks, ",") + ")"
+	}
+	desc := fmt.Sprintf("%s: %s on %s", s.Dir, s.FSType, orDash(dev))
+	if s.Scheduler != "" {
+		desc += ", scheduler " + s.Scheduler
+	}
+	if s.Rotational != nil {
+		if *s.Rotational {
+			desc += ", rotational"
+		} else {
+			desc += ", non-rotational"
+		}
+	}
+	if s.FreeBytes > 0 {
+		desc += fmt.Sprintf(", %s free of %s", units.FormatSize(s.FreeBytes), units.FormatSize(s.SizeBytes))
+	}
+	return desc
 }
