@@ -4,10 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
 	"github.com/perfsleuth/perfsleuth/internal/compare"
+	"github.com/perfsleuth/perfsleuth/internal/htmlreport"
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/report"
 )
@@ -15,10 +17,31 @@ import (
 // compareFlags are compare's outputs besides the terminal view.
 type compareFlags struct {
 	json string
-	// --html FILE (issue 6, from the HTML renderer) goes here beside --json:
-	// an html field bound in newCompareCmd, checked before the records are
-	// loaded (as observe's checkHTML does), and written in write from the
-	// same Comparison the terminal and JSON views render.
+	// html is the comparison's HTML page, written from the same Comparison
+	// the terminal and JSON views render.
+	html string
+}
+
+// check fails before any record is loaded when an output could not be
+// saved, or would overwrite another output or one of the records.
+func (f *compareFlags) check(a, b string) error {
+	if f.json != "" && f.json != "-" {
+		if err := (&outputFlags{json: f.json}).check(); err != nil {
+			return err
+		}
+	}
+	if err := checkHTML(f.html, f.json); err != nil {
+		return err
+	}
+	for _, r := range []struct{ side, path string }{{"A", a}, {"B", b}} {
+		if f.html != "" && filepath.Clean(f.html) == filepath.Clean(r.path) {
+			return fmt.Errorf("--html %s is run record %s: give the page its own file", f.html, r.side)
+		}
+		if f.json != "" && f.json != "-" && filepath.Clean(f.json) == filepath.Clean(r.path) {
+			return fmt.Errorf("--json %s is run record %s: give the comparison its own file", f.json, r.side)
+		}
+	}
+	return nil
 }
 
 func newCompareCmd() *cobra.Command {
@@ -35,12 +58,17 @@ sides have repeats (diagnose --conditions baseline --repeat N) and the 95%
 bootstrap interval of the change excludes zero and the change exceeds both
 sides' noise. Then the time accounting side by side, what was measured to
 differ beyond its threshold, and the most likely cause, ranked by how much of
-the difference its evidence accounts for. See docs/compare.md.`,
+the difference its evidence accounts for. See docs/compare.md.
+
+With --html FILE the same comparison is also written as one self-contained
+HTML page, in the same order, with the charts side by side
+(docs/html-report.md).`,
 		Example: `  perfsleuth observe --json A.json sqlite --journal wal --sync normal
   perfsleuth observe --json B.json sqlite --journal delete --sync full
   perfsleuth compare A.json B.json
   perfsleuth diagnose --conditions baseline --repeat 5 --json A.json sqlite
-  perfsleuth compare --json cmp.json A.json B.json`,
+  perfsleuth compare --json cmp.json A.json B.json
+  perfsleuth compare --html cmp.html A.json B.json`,
 		Args: func(cmd *cobra.Command, args []string) error {
 			if len(args) != 2 {
 				return fmt.Errorf("compare takes two run records, got %d: perfsleuth compare A.json B.json", len(args))
@@ -48,10 +76,8 @@ the difference its evidence accounts for. See docs/compare.md.`,
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if f.json != "" && f.json != "-" {
-				if err := (&outputFlags{json: f.json}).check(); err != nil {
-					return err
-				}
+			if err := f.check(args[0], args[1]); err != nil {
+				return err
 			}
 			a, err := loadForCompare("A", args[0])
 			if err != nil {
@@ -67,6 +93,7 @@ the difference its evidence accounts for. See docs/compare.md.`,
 		},
 	}
 	cmd.Flags().StringVar(&f.json, "json", "", "write the comparison (versioned JSON, see docs/compare.md) to FILE; - for stdout")
+	cmd.Flags().StringVar(&f.html, "html", "", "write the comparison as one self-contained HTML page (comparability, headline, charts side by side, the cause; see docs/html-report.md) to FILE")
 	return cmd
 }
 
@@ -85,9 +112,15 @@ func loadForCompare(side, path string) (*model.Run, error) {
 }
 
 // write prints the terminal view and saves the other outputs. The terminal
-// view goes to stderr when the JSON takes stdout.
+// view goes to stderr when the JSON takes stdout. The page is saved first,
+// so that a failure to save it leaves stdout empty.
 func (f *compareFlags) write(cmd *cobra.Command, c *compare.Comparison) error {
 	out := cmd.OutOrStdout()
+	if f.html != "" {
+		if err := htmlreport.SaveCompare(c, f.html); err != nil {
+			return fmt.Errorf("write the HTML page of the comparison to %s: %w", f.html, err)
+		}
+	}
 	if f.json != "" {
 		b, err := report.CompareJSON(c)
 		if err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"image/png"
+	"maps"
 	"net/url"
 	"os"
 	"os/exec"
@@ -134,20 +135,38 @@ func TestPagesInABrowser(t *testing.T) {
 		t.Fatalf("start %s: %v", exe, err)
 	}
 
+	// Each page: how to render it, the charts it must draw, its sections
+	// in order and its number of scripts (the run page has the zoom, the
+	// comparison page none).
 	type pageCase struct {
-		name   string
-		run    func(testing.TB) *model.Run
-		charts []string
+		name     string
+		render   func(testing.TB) ([]byte, error)
+		charts   []string
+		sections []string
+		scripts  int
+	}
+	runPage := func(run func(testing.TB) *model.Run) func(testing.TB) ([]byte, error) {
+		return func(t testing.TB) ([]byte, error) { return Render(run(t)) }
 	}
 	var pages []pageCase
 	for _, c := range cases() {
-		pages = append(pages, pageCase{c.name, c.run, c.charts})
+		pages = append(pages, pageCase{c.name, runPage(c.run), c.charts, runSections, 1})
 	}
-	pages = append(pages, pageCase{"hostile", hostileRun, nil})
+	pages = append(pages, pageCase{"hostile", runPage(hostileRun), nil, runSections, 1})
+	for _, cc := range compareCases {
+		render := func(t testing.TB) ([]byte, error) { return RenderCompare(comparePair(t, cc.a, cc.b)) }
+		pages = append(pages, pageCase{"compare-" + cc.name, render, cc.charts, compareSections, 0})
+	}
+	hostileCmp := hostileComparisons(t)
+	for _, name := range slices.Sorted(maps.Keys(hostileCmp)) {
+		c := hostileCmp[name]
+		render := func(testing.TB) ([]byte, error) { return RenderCompare(c) }
+		pages = append(pages, pageCase{"compare-hostile-" + name, render, nil, compareSections, 0})
+	}
 	dir := t.TempDir()
 	for _, pc := range pages {
 		t.Run(pc.name, func(t *testing.T) {
-			html, err := Render(pc.run(t))
+			html, err := pc.render(t)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -200,7 +219,7 @@ func TestPagesInABrowser(t *testing.T) {
 			if err != nil {
 				t.Fatalf("inspect the page: %v", err)
 			}
-			checkDOM(t, html, dom, pc.charts)
+			checkDOM(t, html, dom, pc.charts, pc.sections, pc.scripts)
 			if pc.name == "full" {
 				checkZoom(t, tab)
 			}
@@ -230,8 +249,13 @@ func TestPagesInABrowser(t *testing.T) {
 	}
 }
 
-// checkDOM compares what the browser built with what was rendered.
-func checkDOM(t *testing.T, html []byte, dom domReport, want []string) {
+// runSections are the run page's sections in order (besides the warnings,
+// which only some runs have).
+var runSections = []string{"verdict", "findings", "workload", "time", "stacks", "experiments", "storage", "observation"}
+
+// checkDOM compares what the browser built with what was rendered: the
+// charts, the page's scripts and its sections in order.
+func checkDOM(t *testing.T, html []byte, dom domReport, want, wantSections []string, scripts int) {
 	t.Helper()
 	var names []string
 	for _, c := range dom.Charts {
@@ -253,10 +277,9 @@ func checkDOM(t *testing.T, html []byte, dom domReport, want []string) {
 			t.Errorf("no chart %q in the browser", w)
 		}
 	}
-	if dom.Scripts != 1 || dom.Images != 0 {
-		t.Errorf("%d scripts and %d images in the document, want the page's 1 script and no image", dom.Scripts, dom.Images)
+	if dom.Scripts != scripts || dom.Images != 0 {
+		t.Errorf("%d scripts and %d images in the document, want the page's %d script(s) and no image", dom.Scripts, dom.Images, scripts)
 	}
-	wantSections := []string{"verdict", "findings", "workload", "time", "stacks", "experiments", "storage", "observation"}
 	var got []string
 	for _, s := range dom.Sections {
 		if s != "warnings" {

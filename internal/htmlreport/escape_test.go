@@ -2,8 +2,12 @@ package htmlreport
 
 import (
 	"bytes"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/perfsleuth/perfsleuth/internal/compare"
 )
 
 // TestHostileNamesStayText puts markup in every name the workload or the
@@ -72,4 +76,95 @@ func TestHostileNamesStayText(t *testing.T) {
 	if strings.Contains(string(page), `sev-&#34;`) {
 		t.Error("an unknown severity became a CSS class")
 	}
+}
+
+// hostileComparisons are comparisons of real records with hostile names in
+// everything a comparison takes from them: the sqlite settings (the sync
+// behaviour issue, the run's description, the cause's evidence), the host
+// name, kernel, IO scheduler and mount options, the perfsleuth command
+// lines, the record paths, a diagnose record's measure name, and a
+// command's argv.
+func hostileComparisons(t testing.TB) map[string]*compare.Comparison {
+	a, b := load(t, "compare-sync-a"), load(t, "compare-sync-b")
+	a.Target.SQLite.Journal = hostileScript
+	a.Host.Hostname = hostileImg
+	b.Host.Kernel = hostileSVG
+	b.Host.Storage.Scheduler = hostileQuote
+	b.Host.Storage.MountOptions += "," + hostileScript
+	a.Tool.Args = []string{"observe", "--json", hostileImg, "sqlite", "--journal", hostileScript}
+	sync := compare.Compare(a, b)
+	sync.A.Path, sync.B.Path = "/tmp/"+hostileImg+".json", hostileSVG
+
+	a, b = load(t, "compare-repeats-a"), load(t, "compare-same-a")
+	a.Experiments.Measure.Name, b.Experiments.Measure.Name = hostileScript, hostileScript
+	a.Experiments.Measure.Unit, b.Experiments.Measure.Unit = hostileQuote, hostileQuote
+	repeats := compare.Compare(a, b)
+
+	a, b = load(t, "observe-command"), load(t, "observe-command")
+	b.Target.Command.Argv = []string{"sh", "-c", hostileScript, hostileImg, hostileQuote}
+	b.Tool.Args = append([]string{"observe", "--"}, b.Target.Command.Argv...)
+	command := compare.Compare(a, b)
+	return map[string]*compare.Comparison{"sync": sync, "repeats": repeats, "command": command}
+}
+
+// TestCompareHostileNamesStayText checks the comparison page as
+// TestHostileNamesStayText checks the run page: no hostile string as it
+// was, each one escaped where the page shows it, no markup but the page's
+// own (no script at all, one style, balanced charts).
+func TestCompareHostileNamesStayText(t *testing.T) {
+	comparisons := hostileComparisons(t)
+	for _, name := range slices.Sorted(maps.Keys(comparisons)) {
+		t.Run(name, func(t *testing.T) {
+			page, err := RenderCompare(comparisons[name])
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, h := range hostiles {
+				if bytes.Contains(page, []byte(h)) {
+					i := bytes.Index(page, []byte(h))
+					t.Errorf("%q appears unescaped: ...%s...", h, page[max(i-120, 0):min(i+len(h)+40, len(page))])
+				}
+			}
+			for _, tag := range []string{"<img", "<script", "onerror=alert(1)>"} {
+				if bytes.Contains(page, []byte(tag)) {
+					t.Errorf("the page holds %q", tag)
+				}
+			}
+			if n := bytes.Count(page, []byte("<style")); n != 1 {
+				t.Errorf("%d <style elements, want 1", n)
+			}
+			if o, c := bytes.Count(page, []byte("<svg ")), bytes.Count(page, []byte("</svg>")); o != c {
+				t.Errorf("%d <svg opened, %d </svg>: a name closed a chart", o, c)
+			}
+			for _, m := range compareMarkers[name] {
+				if !bytes.Contains(page, []byte(m.marker)) {
+					t.Errorf("%s is not shown escaped (looked for %s)", m.what, m.marker)
+				}
+			}
+		})
+	}
+}
+
+// compareMarkers are where each comparison shows its hostile names: the
+// header, the comparability issue, the tables, the headline's advice and
+// charts, the explanation.
+var compareMarkers = map[string][]struct{ what, marker string }{
+	"sync": {
+		{"a run's description", `<span class="what">sqlite insert/update/delete, journal=&lt;script&gt;alert(1)&lt;/script&gt; sync=normal`},
+		{"a run's host", `observe on &#34;&gt;&lt;img src=x onerror=alert(1)&gt;, `},
+		{"a run's path", `· &lt;/svg&gt;&lt;script&gt;alert(2)&lt;/script&gt;</span>`},
+		{"the sync setting that makes the runs not comparable", `<dt>A</dt><dd>journal=&lt;script&gt;alert(1)&lt;/script&gt; sync=normal</dd>`},
+		{"the kernel in the environment table", `<td class="mono">&lt;/svg&gt;&lt;script&gt;alert(2)&lt;/script&gt;</td>`},
+		{"the IO scheduler in the environment table", `<td class="mono">it&#39;s &#34;quoted&#34; &amp; &#39;single&#39;</td>`},
+		{"the command line to repeat a run", `--journal &#39;&lt;script&gt;alert(1)&lt;/script&gt;&#39;</code>`},
+		{"the explanation", `named first (A journal=&lt;script&gt;alert(1)&lt;/script&gt; sync=normal`},
+	},
+	"repeats": {
+		{"the measure in a chart's tooltip", `<title>A · median &lt;script&gt;alert(1)&lt;/script&gt;: 29,460</title>`},
+		{"the measure in a chart's name", `aria-label="each side&#39;s median &lt;script&gt;alert(1)&lt;/script&gt;"`},
+		{"the measure's unit", `median (it&#39;s &#34;quoted&#34; &amp; &#39;single&#39;)`},
+	},
+	"command": {
+		{"a command's argv", `<span class="what">command: sh -c &lt;script&gt;alert(1)&lt;/script&gt; &#34;&gt;&lt;img src=x onerror=alert(1)&gt; it&#39;s &#34;quoted&#34; &amp; &#39;single&#39;</span>`},
+	},
 }

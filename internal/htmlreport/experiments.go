@@ -37,17 +37,7 @@ func experimentsSection(run *model.Run) *section {
 			base = c.Median
 		}
 	}
-	// change is a run's change in performance against the baseline median,
-	// as Condition.Change is defined for the medians.
-	change := func(v float64) float64 {
-		switch {
-		case base == 0 || v == 0:
-			return 0
-		case m.HigherIsBetter:
-			return v/base - 1
-		}
-		return base/v - 1
-	}
+	change := changeFrom(m, base)
 	var rows []IntervalRow
 	tb := newTable("condition", "~resource", "median", "change", "~95% interval", "~class", "~why")
 	runs := newTable("condition", "~runs, in the order of their condition (the runs were interleaved)")
@@ -150,4 +140,19 @@ func runAccounting(s *section, ex *model.Experiments) {
 		Chart: StackedBars("experiment-accounting", rows, BarOptions{Title: "busy-thread time per condition", Max: longest,
 			Format: durSec, Legend: LegendItems(model.CatCPU, CategoryColor(model.CatCPU), model.CatCPUWait,
 				CategoryColor(model.CatCPUWait), "storage", CategoryColor(model.CatStorageWrite))})})
+}
+
+// changeFrom returns a run's change in performance against base (a
+// median), as Condition.Change is defined for the medians: positive is
+// better whichever way m goes; 0 when either is 0.
+func changeFrom(m model.Measure, base float64) func(float64) float64 {
+	return func(v float64) float64 {
+		switch {
+		case base == 0 || v == 0:
+			return 0
+		case m.HigherIsBetter:
+			return v/base - 1
+		}
+		return base/v - 1
+	}
 }

@@ -112,23 +112,7 @@ func title(run *model.Run) (verb, what string) {
 	if ex := run.Experiments; ex != nil {
 		verb = "diagnose"
 	}
-	t := run.Target
-	what = t.Kind
-	switch {
-	case t.FileIO != nil:
-		c := t.FileIO
-		what = fmt.Sprintf("fileio %s, %s blocks, %d file(s), %s, %d thread(s)",
-			c.RW, units.FormatSize(c.BS), c.Files, units.FormatSize(c.Size), c.Threads)
-	case t.SQLite != nil:
-		c := t.SQLite
-		what = fmt.Sprintf("sqlite %s, journal=%s sync=%s, %d rows, %d per tx",
-			strings.Join(c.Phases, "/"), c.Journal, c.Sync, c.Rows, c.TxSize)
-	case t.Command != nil:
-		what = "command: " + strings.Join(t.Command.Argv, " ")
-	case t.PID != nil:
-		what = fmt.Sprintf("pid %d (%s)", t.PID.PID, t.PID.Comm)
-	}
-	return verb, what
+	return verb, report.Describe(run.Target)
 }
 
 func firstWord(s string) string {

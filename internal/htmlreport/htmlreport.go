@@ -1,6 +1,8 @@
 // Package htmlreport renders a model.Run as one self-contained HTML page:
 // the verdict and findings first, then the charts and tables behind them,
-// in the order the terminal report shows them.
+// in the order the terminal report shows them. RenderCompare does the same
+// for a comparison of two runs (compare.go), in the order of compare's
+// terminal view.
 //
 // Self-contained means nothing is fetched to view it: the styles and the one
 // small script (flame-graph zoom) are inline, the charts are SVG drawn here
@@ -12,7 +14,8 @@
 //
 // The chart functions (StackedBars, Histogram, LineChart, IntervalChart,
 // FlameGraph) take plain numbers and strings and return SVG, so that a page
-// that sets two runs side by side can draw the same charts on shared scales.
+// that sets two runs side by side (the comparison page) can draw the same
+// charts on shared scales.
 package htmlreport
 
 import (
@@ -27,15 +30,22 @@ import (
 	"github.com/perfsleuth/perfsleuth/internal/model"
 )
 
-//go:embed templates/report.html.tmpl templates/style.css templates/zoom.js
+//go:embed templates/report.html.tmpl templates/compare.html.tmpl templates/blocks.html.tmpl
+//go:embed templates/style.css templates/compare.css templates/zoom.js
 var assets embed.FS
 
 var (
-	pageTmpl = template.Must(template.New("report.html.tmpl").Funcs(template.FuncMap{"path": breakablePath}).
-			ParseFS(assets, "templates/report.html.tmpl"))
+	pageTmpl = parsePage("report.html.tmpl")
 	styleCSS = mustRead("templates/style.css") + categoryCSS()
 	zoomJS   = mustRead("templates/zoom.js")
 )
+
+// parsePage parses a page's template with the section blocks every page
+// shares.
+func parsePage(name string) *template.Template {
+	return template.Must(template.New(name).Funcs(template.FuncMap{"path": breakablePath}).
+		ParseFS(assets, "templates/"+name, "templates/blocks.html.tmpl"))
+}
 
 func mustRead(name string) string {
 	b, err := assets.ReadFile(name)
@@ -68,14 +78,22 @@ func categoryCSS() string {
 	return b.String()
 }
 
-// csp allows the page's own style and script, by hash, and nothing else: no
-// network, no other script, no inline event handler.
-func csp() string {
+// csp is the run page's policy: its own style and script.
+func csp() string { return policy(styleCSS, zoomJS) }
+
+// policy allows a page's own style and script, by hash, and nothing else:
+// no network, no other script, no inline event handler. A page without a
+// script (script "") allows none.
+func policy(style, script string) string {
 	hash := func(s string) string {
 		sum := sha256.Sum256([]byte(s))
 		return "'sha256-" + base64.StdEncoding.EncodeToString(sum[:]) + "'"
 	}
-	return "default-src 'none'; img-src data:; style-src " + hash(styleCSS) + "; script-src " + hash(zoomJS) +
+	scripts := "'none'"
+	if script != "" {
+		scripts = hash(script)
+	}
+	return "default-src 'none'; img-src data:; style-src " + hash(style) + "; script-src " + scripts +
 		"; base-uri 'none'; form-action 'none'"
 }
 

@@ -142,18 +142,7 @@ func TestGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			golden := filepath.Join("testdata", c.name+".html.golden")
-			if *update {
-				if err := os.WriteFile(golden, got, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run go test ./internal/htmlreport -update to create it)", err)
-			}
-			if !bytes.Equal(got, want) {
-				t.Errorf("page differs from %s (go test ./internal/htmlreport -update accepts it):\n%s", golden, lineDiff(string(want), string(got)))
-			}
+			checkGolden(t, golden, got)
 		})
 	}
 }
@@ -175,6 +164,12 @@ func lineDiff(want, got string) string {
 			fmt.Fprintf(&b, "line %d\n  - %.300s\n  + %.300s\n", i+1, wl, gl)
 			shown++
 		}
+	}
+	if shown == 0 && want != got {
+		// Only the line breaks at the end differ, which the loop above
+		// cannot show.
+		fmt.Fprintf(&b, "the lines are the same, the endings differ: %d bytes, want %d (%q at the end, want %q)\n",
+			len(got), len(want), got[max(len(got)-10, 0):], want[max(len(want)-10, 0):])
 	}
 	return b.String()
 }
@@ -311,5 +306,23 @@ func TestSparseRecordsRender(t *testing.T) {
 				t.Errorf("%d <svg> opened, %d closed", o, c)
 			}
 		})
+	}
+}
+
+// checkGolden compares a rendered page with its golden file, which
+// -update rewrites.
+func checkGolden(t *testing.T, golden string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test ./internal/htmlreport -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("page differs from %s (go test ./internal/htmlreport -update accepts it):\n%s", golden, lineDiff(string(want), string(got)))
 	}
 }

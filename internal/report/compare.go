@@ -215,7 +215,7 @@ func (d *doc) compareDifferences(c *compare.Comparison) {
 			group = x.Group
 			d.line("  %-40s %10s %10s", group, "A", "B")
 		}
-		d.line(row, fit(x.Name, 38), x.Format(x.A), x.Format(x.B), factor(x))
+		d.line(row, fit(x.Name, 38), x.Format(x.A), x.Format(x.B), Factor(x))
 	}
 	d.line("  %d of %d measures compared differ; the rest and every rule are in --json", len(differs), compared)
 }
@@ -225,11 +225,14 @@ func (d *doc) row(format string, args ...any) {
 	d.line("%s", strings.TrimRight(fmt.Sprintf(format, args...), " "))
 }
 
-// factor says how far apart a row's values are.
-func factor(x compare.Difference) string {
+// Factor says how far apart a row's values are: points for shares and
+// ratios, else a factor, "none in A/B/either" where one side is zero.
+func Factor(x compare.Difference) string {
 	switch {
 	case x.Unit == compare.UnitShare || x.Unit == compare.UnitRatio:
 		return fmt.Sprintf("%+.0f points", (x.B-x.A)*100)
+	case x.A == 0 && x.B == 0:
+		return "none in either"
 	case x.A == 0:
 		return "none in A"
 	case x.B == 0:

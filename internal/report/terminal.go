@@ -39,6 +39,26 @@ func Terminal(run *model.Run, o Options) []byte {
 	return d.b.Bytes()
 }
 
+// Describe says what ran in one line: the workload and its main settings,
+// the command, or the process.
+func Describe(t model.Target) string {
+	switch {
+	case t.FileIO != nil:
+		c := t.FileIO
+		return fmt.Sprintf("fileio %s, %s blocks, %d file(s), %s, %d thread(s)",
+			c.RW, units.FormatSize(c.BS), c.Files, units.FormatSize(c.Size), c.Threads)
+	case t.SQLite != nil:
+		c := t.SQLite
+		return fmt.Sprintf("sqlite %s, journal=%s sync=%s, %d rows, %d per tx",
+			strings.Join(c.Phases, "/"), c.Journal, c.Sync, c.Rows, c.TxSize)
+	case t.Command != nil:
+		return "command: " + strings.Join(t.Command.Argv, " ")
+	case t.PID != nil:
+		return fmt.Sprintf("pid %d (%s)", t.PID.PID, t.PID.Comm)
+	}
+	return t.Kind
+}
+
 func (d *doc) title(run *model.Run) {
 	verb := "bench"
 	if run.Observation != nil {
@@ -47,23 +67,7 @@ func (d *doc) title(run *model.Run) {
 	if ex := run.Experiments; ex != nil {
 		verb = fmt.Sprintf("diagnose (the baseline run with the median result, of %d runs)", len(ex.Order))
 	}
-	t := run.Target
-	what := t.Kind
-	switch {
-	case t.FileIO != nil:
-		c := t.FileIO
-		what = fmt.Sprintf("fileio %s, %s blocks, %d file(s), %s, %d thread(s)",
-			c.RW, units.FormatSize(c.BS), c.Files, units.FormatSize(c.Size), c.Threads)
-	case t.SQLite != nil:
-		c := t.SQLite
-		what = fmt.Sprintf("sqlite %s, journal=%s sync=%s, %d rows, %d per tx",
-			strings.Join(c.Phases, "/"), c.Journal, c.Sync, c.Rows, c.TxSize)
-	case t.Command != nil:
-		what = "command: " + strings.Join(t.Command.Argv, " ")
-	case t.PID != nil:
-		what = fmt.Sprintf("pid %d (%s)", t.PID.PID, t.PID.Comm)
-	}
-	head := "perfsleuth " + verb + " · " + what
+	head := "perfsleuth " + verb + " · " + Describe(run.Target)
 	if run.Interrupted {
 		head += " · INTERRUPTED"
 	}
