@@ -11,16 +11,10 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "profile.h"
+#include "tracked.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
-/* Shared with timeacct (user space passes its map in). */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);
-	__type(value, __u8);
-} tracked SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
@@ -54,7 +48,7 @@ int do_sample(struct bpf_perf_event_data *ctx)
 
 	if (c)
 		c->runs++;
-	if (tgid == 0 || !bpf_map_lookup_elem(&tracked, &tgid))
+	if (!is_tracked(tgid))
 		return 0;
 	key.tgid = tgid;
 	key.tid = (__u32)id;

@@ -29,6 +29,7 @@
 #include "storage.h"
 #include "bits.bpf.h"
 #include "path.bpf.h"
+#include "tracked.bpf.h"
 
 #define NR_read 0
 #define NR_write 1
@@ -57,14 +58,8 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 const volatile bool want_files = false;
 __u32 stopped = 0;
 
-/* Shared with timeacct (user space passes its maps in): the workload's
- * processes, and each thread's time per category. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);
-	__type(value, __u8);
-} tracked SEC(".maps");
+/* Shared with timeacct (user space passes its map in, as it does
+ * tracked's): each thread's time per category. */
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -159,7 +154,7 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, 4 << 20);
+	__uint(max_entries, ST_RING_SIZE);
 } events SEC(".maps");
 
 /* A read, write or sync call in progress. */
@@ -199,10 +194,41 @@ static __always_inline struct st_counters *count_run(__u32 prog)
 	return c;
 }
 
-static __always_inline bool is_tracked(__u32 tgid)
+/* work_done counts a run past the filter, and its time if it began at
+ * t0 (0: not timed). */
+static __always_inline void work_done(__u32 prog, __u64 t0)
 {
-	return tgid != 0 && bpf_map_lookup_elem(&tracked, &tgid) != NULL;
+	__u32 zero = 0;
+	struct st_counters *c = bpf_map_lookup_elem(&counters, &zero);
+
+	if (!c)
+		return;
+	c->worked[prog % ST_NUM_PROGS]++;
+	if (t0) {
+		c->timed[prog % ST_NUM_PROGS]++;
+		c->work_ns[prog % ST_NUM_PROGS] += bpf_ktime_get_ns() - t0;
+	}
 }
+
+/* sampled tells whether this CPU's next run of prog past its filter is
+ * one of the 1 in ST_TIME_EVERY that time themselves: two clock reads on
+ * every run cost the frequent programs (page cache, syscalls) more than
+ * their estimate gains. */
+static __always_inline bool sampled(__u32 prog)
+{
+	__u32 zero = 0;
+	struct st_counters *c = bpf_map_lookup_elem(&counters, &zero);
+
+	return c && (c->worked[prog % ST_NUM_PROGS] & (ST_TIME_EVERY - 1)) == 0;
+}
+
+/* time_start is the time a sampled run's work begins, 0 if it is not
+ * timed (work_done's t0). */
+static __always_inline __u64 time_start(__u32 prog)
+{
+	return sampled(prog) ? bpf_ktime_get_ns() : 0;
+}
+
 
 static __always_inline bool current_tracked(void)
 {
@@ -292,9 +318,8 @@ static __always_inline __u32 owner_of(struct request *rq)
 }
 
 /* rq_start records a request's start once, and counts it in flight. */
-static __always_inline void rq_start(struct request *rq, __u32 prog)
+static __always_inline void rq_start(struct request *rq, struct st_counters *c)
 {
-	struct st_counters *c = count_run(prog);
 	__u64 key = (__u64)rq;
 	struct st_rq r = {};
 	struct st_disk *d;
@@ -320,57 +345,70 @@ static __always_inline void rq_start(struct request *rq, __u32 prog)
 SEC("tp_btf/block_io_start")
 int BPF_PROG(block_io_start, struct request *rq)
 {
-	rq_start(rq, ST_PROG_IO_START);
+	__u64 t0 = bpf_ktime_get_ns();
+
+	rq_start(rq, count_run(ST_PROG_IO_START));
+	work_done(ST_PROG_IO_START, t0);
 	return 0;
 }
 
 SEC("tp_btf/block_rq_insert")
 int BPF_PROG(block_rq_insert, struct request *rq)
 {
-	rq_start(rq, ST_PROG_INSERT);
+	__u64 t0 = bpf_ktime_get_ns();
+
+	rq_start(rq, count_run(ST_PROG_INSERT));
+	work_done(ST_PROG_INSERT, t0);
 	return 0;
 }
 
-SEC("tp_btf/block_rq_issue")
-int BPF_PROG(block_rq_issue, struct request *rq)
+static __always_inline void rq_issue(struct request *rq, __u64 now)
 {
-	__u64 key = (__u64)rq, now = bpf_ktime_get_ns();
+	__u64 key = (__u64)rq;
 	struct st_dev_stats *s;
 	struct st_disk *d;
 	struct st_rq *r;
 	__s64 depth;
+	struct st_counters *c = count_run(ST_PROG_ISSUE);
 
-	count_run(ST_PROG_ISSUE);
 	if (stopped)
-		return 0;
+		return;
 	r = bpf_map_lookup_elem(&rqs, &key);
 	if (!r) {
 		/* Issued without a start event (flush requests of the flush
 		 * machinery): it starts here. */
-		rq_start(rq, ST_PROG_ISSUE);
+		rq_start(rq, c);
 		r = bpf_map_lookup_elem(&rqs, &key);
 		if (!r)
-			return 0;
+			return;
 	}
 	if (r->issue_ns) /* requeued and issued again: keep the first */
-		return 0;
+		return;
 	if (r->start_ns > now) /* started just now, by rq_start above */
 		now = r->start_ns;
 	r->issue_ns = now;
 	d = disk_of(rq_dev(rq));
 	if (!d)
-		return 0;
+		return;
 	depth = __sync_fetch_and_add(&d->issued, 1) + 1;
 	s = dev_stats(rq_dev(rq), op_of(BPF_CORE_READ(rq, cmd_flags)));
 	if (s && depth > 0)
 		__sync_fetch_and_add(&s->depth_slots[slot_of(depth, ST_SLOTS)], 1);
+}
+
+SEC("tp_btf/block_rq_issue")
+int BPF_PROG(block_rq_issue, struct request *rq)
+{
+	__u64 t0 = bpf_ktime_get_ns();
+
+	rq_issue(rq, t0);
+	work_done(ST_PROG_ISSUE, t0);
 	return 0;
 }
 
-SEC("tp_btf/block_rq_complete")
-int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
+static __always_inline void rq_complete(struct request *rq, unsigned int nr_bytes, __u64 now)
 {
-	__u64 key = (__u64)rq, now = bpf_ktime_get_ns();
+	__u64 key = (__u64)rq;
 	struct st_counters *c = count_run(ST_PROG_COMPLETE);
 	__u32 dev = rq_dev(rq), done = 0;
 	struct st_dev_stats *s;
@@ -378,12 +416,12 @@ int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned
 	struct st_rq *r;
 
 	if (stopped)
-		return 0;
+		return;
 	/* A partial completion leaves bytes to do: the request goes on. */
 	done = BPF_CORE_READ(rq, __data_len) <= nr_bytes;
 	s = dev_stats(dev, op_of(BPF_CORE_READ(rq, cmd_flags)));
 	if (!s)
-		return 0;
+		return;
 	__sync_fetch_and_add(&s->bytes, nr_bytes);
 	r = bpf_map_lookup_elem(&rqs, &key);
 	if (r) {
@@ -393,13 +431,13 @@ int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned
 			__sync_fetch_and_add(&s->wb_bytes, nr_bytes);
 	}
 	if (!done)
-		return 0;
+		return;
 	__sync_fetch_and_add(&s->requests, 1);
 	__sync_fetch_and_add(&s->size_slots[slot_of(BPF_CORE_READ(rq, stats_sectors) << 9, ST_SLOTS)], 1);
 	if (!r) {
 		if (c)
 			c->unseen++;
-		return 0;
+		return;
 	}
 	if (r->owner == ST_OWNER_WORKLOAD)
 		__sync_fetch_and_add(&s->own_requests, 1);
@@ -422,6 +460,15 @@ int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned
 			__sync_fetch_and_add(&d->busy_ns, now - d->busy_since);
 	}
 	bpf_map_delete_elem(&rqs, &key);
+}
+
+SEC("tp_btf/block_rq_complete")
+int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned int nr_bytes)
+{
+	__u64 t0 = bpf_ktime_get_ns();
+
+	rq_complete(rq, nr_bytes, t0);
+	work_done(ST_PROG_COMPLETE, t0);
 	return 0;
 }
 
@@ -443,24 +490,33 @@ static __always_inline void bio_merge(struct bio *bio)
 SEC("tp_btf/block_bio_backmerge")
 int BPF_PROG(block_bio_backmerge, struct bio *bio)
 {
+	__u64 t0 = bpf_ktime_get_ns();
+
 	bio_merge(bio);
+	work_done(ST_PROG_MERGE, t0);
 	return 0;
 }
 
 SEC("tp_btf/block_bio_frontmerge")
 int BPF_PROG(block_bio_frontmerge, struct bio *bio)
 {
+	__u64 t0 = bpf_ktime_get_ns();
+
 	bio_merge(bio);
+	work_done(ST_PROG_MERGE, t0);
 	return 0;
 }
 
 /* ---- page cache ---- */
 
+/* cache_run counts a run of a page-cache program and returns the per-CPU
+ * counts if the current task is the workload's, NULL otherwise. */
 static __always_inline struct st_cache *cache_run(void)
 {
 	__u32 zero = 0;
 	struct st_cache *c = bpf_map_lookup_elem(&cache, &zero);
 
+	count_run(ST_PROG_CACHE);
 	if (c)
 		c->runs++;
 	if (stopped || !current_tracked())
@@ -512,13 +568,16 @@ SEC("tp_btf/mm_filemap_add_to_page_cache")
 int BPF_PROG(filemap_add, struct folio *folio)
 {
 	struct st_cache *c = cache_run();
+	__u64 t0;
 
 	if (!c)
 		return 0;
+	t0 = time_start(ST_PROG_CACHE);
 	if (in_read())
 		c->read_added += folio_pages(folio);
 	else
 		c->other_added += folio_pages(folio);
+	work_done(ST_PROG_CACHE, t0);
 	return 0;
 }
 
@@ -552,24 +611,37 @@ int BPF_PROG(async_ra, struct inode *inode, unsigned long index)
 	return 0;
 }
 
+/* mark_mapping_written remembers that the workload dirtied mapping's
+ * inode. */
+static __always_inline void mark_mapping_written(struct address_space *mapping)
+{
+	struct st_file_key k = {};
+	struct inode *host;
+
+	if (!mapping)
+		return;
+	/* mapping is the tracepoint's BTF pointer: its fields load directly
+	 * (a faulting load gives 0), no probe-read call each. */
+	host = mapping->host;
+	if (!host)
+		return;
+	k.ino = host->i_ino;
+	k.dev = host->i_sb->s_dev;
+	mark_written(&k);
+}
+
 SEC("tp_btf/writeback_dirty_folio")
 int BPF_PROG(dirty_folio, struct folio *folio, struct address_space *mapping)
 {
 	struct st_cache *c = cache_run();
-	struct st_file_key k = {};
-	struct inode *host;
+	__u64 t0;
 
 	if (!c)
 		return 0;
+	t0 = time_start(ST_PROG_CACHE);
 	c->dirtied += folio_pages(folio);
-	if (!mapping)
-		return 0;
-	host = BPF_CORE_READ(mapping, host);
-	if (!host)
-		return 0;
-	k.ino = BPF_CORE_READ(host, i_ino);
-	k.dev = BPF_CORE_READ(host, i_sb, s_dev);
-	mark_written(&k);
+	mark_mapping_written(mapping);
+	work_done(ST_PROG_CACHE, t0);
 	return 0;
 }
 
@@ -710,46 +782,27 @@ static __always_inline struct st_file *file_entry(struct st_file_key *k, struct 
 	return f;
 }
 
-SEC("tp_btf/sys_enter")
-int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
+/* enter_call notes a read, write or sync call of the workload on a
+ * regular file in the thread's call state. */
+static __always_inline void enter_call(struct task_struct *task, struct pt_regs *regs, long id, __u32 op)
 {
-	struct task_struct *task;
 	struct st_call *st;
 	struct ta_thread *t;
 	struct fileinfo fi = {};
 	struct file *file;
-	__u32 op, tid;
 	__s64 off = -1;
+	__u32 tid;
 
-	count_run(ST_PROG_SYS_ENTER);
-	switch (id) {
-	case NR_read: case NR_pread64: case NR_readv: case NR_preadv: case NR_preadv2:
-		op = ST_EV_READ;
-		break;
-	case NR_write: case NR_pwrite64: case NR_writev: case NR_pwritev: case NR_pwritev2:
-		op = ST_EV_WRITE;
-		break;
-	case NR_fsync: case NR_fdatasync: case NR_sync_file_range:
-		op = ST_EV_SYNC;
-		break;
-	default:
-		return 0;
-	}
-	if (stopped)
-		return 0;
-	task = bpf_get_current_task_btf();
-	if (!is_tracked(task->tgid))
-		return 0;
 	file = fd_file(task, (int)regs->di);
 	if (!file)
-		return 0;
+		return;
 	file_info(file, &fi);
 	/* Regular files only: pipes, sockets and devices are not storage. */
 	if ((fi.mode & 0170000) != 0100000)
-		return 0;
+		return;
 	st = bpf_task_storage_get(&calls, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!st)
-		return 0;
+		return;
 	st->nr = id;
 	st->op = op;
 	st->file = (__u64)file;
@@ -787,6 +840,37 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
 		st->lock0 = t->ns[TA_CAT_LOCK];
 	}
 	st->ts = bpf_ktime_get_ns();
+}
+
+SEC("tp_btf/sys_enter")
+int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
+{
+	struct task_struct *task;
+	__u64 t0;
+	__u32 op;
+
+	count_run(ST_PROG_SYS_ENTER);
+	switch (id) {
+	case NR_read: case NR_pread64: case NR_readv: case NR_preadv: case NR_preadv2:
+		op = ST_EV_READ;
+		break;
+	case NR_write: case NR_pwrite64: case NR_writev: case NR_pwritev: case NR_pwritev2:
+		op = ST_EV_WRITE;
+		break;
+	case NR_fsync: case NR_fdatasync: case NR_sync_file_range:
+		op = ST_EV_SYNC;
+		break;
+	default:
+		return 0;
+	}
+	if (stopped)
+		return 0;
+	task = bpf_get_current_task_btf();
+	if (!is_tracked(task->tgid))
+		return 0;
+	t0 = time_start(ST_PROG_SYS_ENTER);
+	enter_call(task, regs, id, op);
+	work_done(ST_PROG_SYS_ENTER, t0);
 	return 0;
 }
 
@@ -805,32 +889,25 @@ static __always_inline __u32 sniff(__u8 *h)
 	return ST_KIND_NONE;
 }
 
-SEC("tp_btf/sys_exit")
-int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
+/* exit_call counts a call of the workload that enter_call noted, now
+ * that it returned ret, and sends a SQLite file's to user space. */
+static __always_inline void exit_call(struct task_struct *task, struct st_call *st, long ret, struct st_counters *c, __u64 now)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-	struct st_counters *c;
 	struct st_event *ev;
-	struct st_call *st;
 	struct ta_thread *t;
 	struct st_file *f;
 	__u8 head[ST_HEAD] = {};
-	__u64 delta, file, now;
+	__u64 delta, file;
 	__s64 *pos;
 	__u32 op, tid;
 
-	c = count_run(ST_PROG_SYS_EXIT);
-	st = bpf_task_storage_get(&calls, task, 0, 0);
-	if (!st || !st->ts)
-		return 0;
-	now = bpf_ktime_get_ns();
 	delta = now - st->ts;
 	st->ts = 0;
 	/* The file is still open (the call holds it): its entry is made
 	 * here, one map lookup a call instead of one at each end. */
 	f = file_entry(&st->key, (struct file *)st->file, task->tgid, c);
 	if (!f)
-		return 0;
+		return;
 	op = st->op;
 	tid = task->pid;
 	t = bpf_map_lookup_elem(&threads, &tid);
@@ -840,7 +917,7 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	}
 	if (ret < 0) {
 		__sync_fetch_and_add(&f->errors, 1);
-		return 0;
+		return;
 	}
 	if (op == ST_EV_SYNC) {
 		__sync_fetch_and_add(&f->syncs, 1);
@@ -875,12 +952,12 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 			f->kind = sniff(head);
 	}
 	if (f->kind == ST_KIND_NONE)
-		return 0;
+		return;
 	ev = bpf_ringbuf_reserve(&events, sizeof(*ev), 0);
 	if (!ev) {
 		if (c)
 			c->ev_dropped++;
-		return 0;
+		return;
 	}
 	ev->ts = now;
 	ev->ino = st->key.ino;
@@ -895,6 +972,32 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	ev->has100 = 0;
 	if (op != ST_EV_SYNC && !st->vectored && ret > 100)
 		ev->has100 = bpf_probe_read_user(&ev->b100, 1, (void *)(st->buf + 100)) == 0;
-	bpf_ringbuf_submit(ev, 0);
+	/* No wakeup per event: a wakeup each call cost about a microsecond in
+	 * the call and a context switch of the reader, which polls every 50 ms
+	 * instead. It is woken by a file's first event (it opens the file
+	 * through the thread's fds, which it must do while the file is open),
+	 * and when the ring is a quarter full. */
+	if (!f->announced || bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) > ST_RING_WAKE) {
+		f->announced = 1;
+		bpf_ringbuf_submit(ev, BPF_RB_FORCE_WAKEUP);
+	} else {
+		bpf_ringbuf_submit(ev, BPF_RB_NO_WAKEUP);
+	}
+}
+
+SEC("tp_btf/sys_exit")
+int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
+{
+	struct task_struct *task = bpf_get_current_task_btf();
+	struct st_counters *c = count_run(ST_PROG_SYS_EXIT);
+	struct st_call *st;
+	__u64 now;
+
+	st = bpf_task_storage_get(&calls, task, 0, 0);
+	if (!st || !st->ts)
+		return 0;
+	now = bpf_ktime_get_ns();
+	exit_call(task, st, ret, c, now);
+	work_done(ST_PROG_SYS_EXIT, sampled(ST_PROG_SYS_EXIT) ? now : 0);
 	return 0;
 }

@@ -43,6 +43,7 @@
 #include "timeacct.h"
 #include "bits.bpf.h"
 #include "path.bpf.h"
+#include "tracked.bpf.h"
 
 #define PF_EXITING 0x00000004
 #define TASK_RUNNING 0x0
@@ -107,12 +108,6 @@ __u32 stopped = 0;
 /* An all-zero entry to insert from, so no program builds one on its stack. */
 const struct ta_thread zero_thread = {};
 
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
-	__type(key, __u32);  /* tgid */
-	__type(value, __u8); /* unused */
-} tracked SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -260,10 +255,6 @@ static __always_inline void count_tracked(struct ta_counters *c, __u32 prog)
 		c->tracked[prog % TA_NUM_PROGS]++;
 }
 
-static __always_inline bool is_tracked(__u32 tgid)
-{
-	return tgid != 0 && bpf_map_lookup_elem(&tracked, &tgid) != NULL;
-}
 
 /* get_or_create returns tid's entry, creating it (state, last = now) if
  * missing. A full map is counted as dropped. */

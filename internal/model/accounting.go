@@ -64,9 +64,12 @@ type TimeAccounting struct {
 	OnCPUNote string `json:"oncpu_note,omitempty"`
 	// ProbeCPUSec is the CPU time the eBPF programs took, summed over all
 	// CPUs and all the (machine-wide) events they ran on, estimated as each
-	// program's runs times its cost calibrated on this host (Programs);
+	// program's runs times its cost calibrated on this host (Programs),
+	// the storage probe's included (its programs are named storage/...,
+	// their tracked runs timed in the kernel: StorageIO.ProbeCPUSec);
 	// ProbeRuns is how often they ran. ProbeNote says what the estimate
-	// leaves out, or why there is none.
+	// leaves out, or why there is none. The on-CPU sampler (--stacks) is
+	// not included (docs/probes.md gives its cost).
 	ProbeCPUSec float64       `json:"probe_cpu_sec"`
 	ProbeRuns   int64         `json:"probe_runs"`
 	ProbeNote   string        `json:"probe_note,omitempty"`

@@ -18,6 +18,14 @@ type StorageIO struct {
 	Notes []string `json:"notes,omitempty"`
 	// ProbeRuns counts the storage programs' runs, machine-wide.
 	ProbeRuns int64 `json:"probe_runs"`
+	// ProbeCPUSec is the CPU time the storage programs took: every run at
+	// the cost of a run stopped by the program's filter (calibrated on the
+	// host), plus the time the runs past it took, timed by the programs
+	// themselves. The time accounting's probe_cpu_sec includes it.
+	ProbeCPUSec float64 `json:"probe_cpu_sec"`
+	// Programs are the storage programs' runs and costs (page-cache
+	// programs together), as the time accounting lists its own.
+	Programs []ProgramCost `json:"probe_programs,omitempty"`
 	// Dropped counts what the probe could not record (map or buffer full).
 	Dropped StorageDropped `json:"dropped"`
 }

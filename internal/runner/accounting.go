@@ -40,6 +40,24 @@ var calibrations struct {
 	sync.Mutex
 	costs map[[2]bool]*timeacct.Costs
 	notes map[[2]bool]string
+	// The storage probe's, per Files setting.
+	storage map[bool]*storage.Costs
+}
+
+// calibrateStorage returns the storage probe's costs for files, measured
+// once per process (nil if they could not be: the estimate says so).
+func calibrateStorage(files bool) *storage.Costs {
+	calibrations.Lock()
+	defer calibrations.Unlock()
+	if c, ok := calibrations.storage[files]; ok {
+		return c
+	}
+	if calibrations.storage == nil {
+		calibrations.storage = map[bool]*storage.Costs{}
+	}
+	c, _ := storage.Calibrate(files, ".")
+	calibrations.storage[files] = c
+	return c
 }
 
 // calibrate returns the probe's costs for cfg's settings, measured once per
@@ -72,7 +90,10 @@ func calibrateAhead(opts ObserveOptions) {
 	if opts.NoEBPF || os.Geteuid() != 0 {
 		return
 	}
-	go calibrate(timeacct.Config{Syscalls: opts.Syscalls, Stacks: opts.Stacks})
+	go func() {
+		calibrate(timeacct.Config{Syscalls: opts.Syscalls, Stacks: opts.Stacks})
+		calibrateStorage(opts.Storage)
+	}()
 }
 
 // startAccounting attaches the probe to the tree below pid. A failure is not
@@ -129,6 +150,13 @@ func (a *accountant) finish(run *model.Run) {
 	if res.Costs == nil {
 		run.TimeAccounting.ProbeNote = a.costNote
 	}
+	if st := run.Storage; st != nil {
+		// The probe's stated cost is all of perfsleuth's programs'.
+		ta := run.TimeAccounting
+		ta.ProbeRuns += st.ProbeRuns
+		ta.ProbeCPUSec += st.ProbeCPUSec
+		ta.Programs = append(ta.Programs, st.Programs...)
+	}
 	if res.Stacks {
 		n := newNamer(a.maps)
 		run.TimeAccounting.OffCPU = symbolise(res.OffCPU, n)
@@ -168,7 +196,7 @@ func (a *accountant) close() {
 // startStorage attaches the storage probe to the processes the
 // time-accounting probe follows. A failure leaves a note in the record.
 func (a *accountant) startStorage(opts ObserveOptions) {
-	cfg := storage.Config{Files: opts.Storage}
+	cfg := storage.Config{Files: opts.Storage, Costs: calibrateStorage(opts.Storage)}
 	if opts.Storage {
 		a.sqlite = sqlitetrace.New()
 		cfg.OnEvent = a.sqlite.Add

@@ -159,7 +159,7 @@ func (t *Tracer) Add(ev storage.Event) {
 		t.files[k] = fs
 	}
 	if ev.Op == storage.EvSync {
-		t.step(ev.TID, step{label: "sync " + kindName(fs.kind)})
+		t.step(ev.TID, step{label: syncLabels[fs.kind]})
 		return
 	}
 	key, label := fs.classify(ev)
@@ -323,6 +323,16 @@ func allZero(b []byte) bool {
 
 func kindName(kind int) string { return storage.KindNames[kind] }
 
+// syncLabels are the steps of syncs per kind ("sync db", ...), made once
+// rather than per event.
+var syncLabels = func() map[int]string {
+	m := map[int]string{}
+	for k, name := range storage.KindNames {
+		m[k] = "sync " + name
+	}
+	return m
+}()
+
 // step appends a write or sync to tid's transaction, and ends it where
 // SQLite's commit ends: a new rollback-journal header begins the next one,
 // and a WAL commit frame ends with its page.
@@ -375,12 +385,11 @@ func (t *Tracer) endTx(tid int) {
 		b = append(b, ';')
 	}
 	t.keyBuf = b
-	key := string(b)
-	switch p := t.patterns[key]; {
+	switch p := t.patterns[string(b)]; { // no copy of b for the lookup
 	case p != nil:
 		p.count++
 	case len(t.patterns) < maxPatterns:
-		t.patterns[key] = &pattern{steps: tx.steps, count: 1}
+		t.patterns[string(b)] = &pattern{steps: tx.steps, count: 1}
 	default:
 		t.lost++
 	}

@@ -113,25 +113,7 @@ func (p *Probe) Stop() (*Result, error) {
 		res.Dropped += c.Dropped
 		res.Runs += c.Runs
 	}
-	stacks := map[int32][]uint64{}
-	lookup := func(id int32) ([]uint64, string) {
-		if id < 0 {
-			return nil, timeacct.StackErr(id)
-		}
-		if st, ok := stacks[id]; ok {
-			return st, ""
-		}
-		var raw [maxFrames]uint64
-		if err := p.objs.Stacks.Lookup(uint32(id), &raw); err != nil {
-			return nil, "stack lost: " + err.Error()
-		}
-		n := slices.Index(raw[:], 0)
-		if n < 0 {
-			n = len(raw)
-		}
-		stacks[id] = raw[:n:n]
-		return stacks[id], ""
-	}
+	lookup := timeacct.StackLookup(p.objs.Stacks)
 	var key profilePrKey
 	var val profilePrVal
 	it := p.objs.Counts.Iterate()
@@ -152,9 +134,6 @@ func (p *Probe) Stop() (*Result, error) {
 	})
 	return res, errors.Join(errs...)
 }
-
-// maxFrames is PR_MAX_FRAMES.
-const maxFrames = 127
 
 func comm(c [16]int8) string {
 	b := make([]byte, 0, len(c))

@@ -158,6 +158,9 @@ func Start(cfg Config, tracked, threads *ebpf.Map) (_ *Probe, err error) {
 	return p, nil
 }
 
+// pollEvery is how often the SQLite events are read from the ring buffer.
+const pollEvery = 50 * time.Millisecond
+
 // readEvents passes the SQLite events to cfg.OnEvent until the reader is
 // drained and closed.
 func (p *Probe) readEvents() {
@@ -165,9 +168,19 @@ func (p *Probe) readEvents() {
 	// One record buffer, and the sample read in place: this runs for every
 	// SQLite call, on the CPUs the workload uses. The layout is
 	// bpf/storage.h's, little-endian on amd64.
+	//
+	// The probe submits without waking the reader (bpf/storage.h
+	// ST_RING_WAKE), so the reader polls: each deadline returns what is in
+	// the ring, then the next one is set.
 	var rec ringbuf.Record
+	devs := map[uint32]string{} // device names, formatted once
+	p.reader.SetDeadline(time.Now().Add(pollEvery))
 	for {
 		if err := p.reader.ReadInto(&rec); err != nil {
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				p.reader.SetDeadline(time.Now().Add(pollEvery))
+				continue
+			}
 			return // closed, or drained after Stop flushed it
 		}
 		if p.cfg.OnEvent == nil || len(rec.RawSample) < int(unsafe.Sizeof(storageStEvent{})) {
@@ -175,8 +188,13 @@ func (p *Probe) readEvents() {
 		}
 		raw := (*storageStEvent)(unsafe.Pointer(&rec.RawSample[0]))
 		n := int(min(max(raw.Len, 0), int64(len(raw.Head))))
-		p.cfg.OnEvent(Event{TsNs: raw.Ts, Dev: sysinfo.DevString(raw.Dev), Ino: raw.Ino, TID: int(raw.Tid), Op: int(raw.Op), Kind: int(raw.Kind),
-			Off: raw.Off, Len: raw.Len, Head: slices.Clone(raw.Head[:n]), B100: raw.B100, Has100: raw.Has100 != 0})
+		dev, ok := devs[raw.Dev]
+		if !ok {
+			dev = sysinfo.DevString(raw.Dev)
+			devs[raw.Dev] = dev
+		}
+		p.cfg.OnEvent(Event{TsNs: raw.Ts, Dev: dev, Ino: raw.Ino, TID: int(raw.Tid), Op: int(raw.Op), Kind: int(raw.Kind),
+			Off: raw.Off, Len: raw.Len, Head: raw.Head[:n], B100: raw.B100, Has100: raw.Has100 != 0})
 	}
 }
 
@@ -228,15 +246,17 @@ func (p *Probe) read(window time.Duration) (*model.StorageIO, error) {
 	for _, r := range c.Runs {
 		st.ProbeRuns += int64(r)
 	}
+	st.ProbeCPUSec, st.Programs = p.cost(c)
+	if p.cfg.Costs == nil {
+		st.Notes = append(st.Notes, "the storage programs' cost is underestimated: the runs their filters stopped were not calibrated, only the rest was timed")
+	}
 	st.Dropped = model.StorageDropped{Requests: int64(c.RqDropped), FileOps: int64(c.FileDropped), SQLiteEvents: int64(c.EvDropped), Unseen: int64(c.Unseen)}
 	if st.Devices, err = p.readDevices(window); err != nil {
 		errs = append(errs, err)
 	}
-	var cacheRuns uint64
-	if st.Cache, cacheRuns, err = p.readCache(); err != nil {
+	if st.Cache, err = p.readCache(); err != nil {
 		errs = append(errs, err)
 	}
-	st.ProbeRuns += int64(cacheRuns)
 	if p.cfg.Files {
 		if st.Files, err = p.readFiles(); err != nil {
 			errs = append(errs, err)
@@ -256,6 +276,31 @@ func (p *Probe) read(window time.Duration) (*model.StorageIO, error) {
 	return st, errors.Join(errs...)
 }
 
+// cost estimates the CPU time the programs took: every run at its group's
+// calibrated cost of a run stopped by the filter, plus the time the runs
+// past it took (timed in the kernel, all or a sample).
+func (p *Probe) cost(c storageStCounters) (float64, []model.ProgramCost) {
+	var ns float64
+	var progs []model.ProgramCost
+	for i := range NumPrograms {
+		if c.Runs[i] == 0 {
+			continue
+		}
+		pc := model.ProgramCost{Name: "storage/" + ProgramNames[i], Runs: int64(c.Runs[i]), TrackedRuns: int64(c.Worked[i])}
+		if p.cfg.Costs != nil {
+			pc.UntrackedNs = p.cfg.Costs.UntrackedNs[i]
+		}
+		// The frequent programs time a sample of their runs.
+		if c.Timed[i] > 0 {
+			pc.TrackedNs = pc.UntrackedNs + float64(c.WorkNs[i])/float64(c.Timed[i])
+			ns += float64(c.WorkNs[i]) / float64(c.Timed[i]) * float64(c.Worked[i])
+		}
+		ns += float64(c.Runs[i]) * pc.UntrackedNs
+		progs = append(progs, pc)
+	}
+	return ns / 1e9, progs
+}
+
 func (p *Probe) counters() (storageStCounters, error) {
 	var sum storageStCounters
 	var per []storageStCounters
@@ -265,6 +310,9 @@ func (p *Probe) counters() (storageStCounters, error) {
 	for _, c := range per {
 		for i := range sum.Runs {
 			sum.Runs[i] += c.Runs[i]
+			sum.Worked[i] += c.Worked[i]
+			sum.Timed[i] += c.Timed[i]
+			sum.WorkNs[i] += c.WorkNs[i]
 		}
 		sum.RqDropped += c.RqDropped
 		sum.FileDropped += c.FileDropped
@@ -325,13 +373,13 @@ func (p *Probe) readDevices(window time.Duration) ([]model.BlockDevice, error) {
 
 // readCache sums the page-cache counters, and the runs of the page-cache
 // programs (counted there, not in counters, to spare them a lookup).
-func (p *Probe) readCache() (_ *model.PageCache, runs uint64, _ error) {
+func (p *Probe) readCache() (*model.PageCache, error) {
 	if p.coll.Programs["filemap_get_pages"] == nil {
-		return nil, 0, nil
+		return nil, nil
 	}
 	var per []storageStCache
 	if err := p.objs.Cache.Lookup(uint32(0), &per); err != nil {
-		return nil, 0, fmt.Errorf("map cache: %w", err)
+		return nil, fmt.Errorf("map cache: %w", err)
 	}
 	var s storageStCache
 	for _, c := range per {
@@ -344,7 +392,6 @@ func (p *Probe) readCache() (_ *model.PageCache, runs uint64, _ error) {
 		s.Dirtied += c.Dirtied
 		s.Throttled += c.Throttled
 		s.PauseJiffies += c.PauseJiffies
-		runs += c.Runs
 	}
 	pc := &model.PageCache{Lookups: int64(s.Lookups), ReadAdded: int64(s.ReadAdded), HitRatio: hitRatio(int64(s.Lookups), int64(s.ReadAdded)),
 		OtherAdded: int64(s.OtherAdded), FaultLookups: int64(s.FaultLookups), ReadaheadSync: int64(s.RaSync), ReadaheadAsync: int64(s.RaAsync),
@@ -354,7 +401,7 @@ func (p *Probe) readCache() (_ *model.PageCache, runs uint64, _ error) {
 	} else if s.PauseJiffies > 0 {
 		pc.ThrottledSec = -1
 	}
-	return pc, runs, nil
+	return pc, nil
 }
 
 var hzRe = regexp.MustCompile(`(?m)^CONFIG_HZ=(\d+)$`)

@@ -27,8 +27,10 @@ type Event struct {
 	Kind int   // KindDB, KindWAL, KindJournal
 	Off  int64 // -1 for a sync
 	Len  int64 // bytes moved
-	// Head holds the first bytes moved (up to 32, fewer if Len is smaller);
-	// B100 the byte at offset 100 of the buffer when Has100.
+	// Head holds the first bytes moved (up to 32, fewer if Len is smaller),
+	// valid during the OnEvent call only (it is the ring buffer's record,
+	// reused for the next); B100 the byte at offset 100 of the buffer when
+	// Has100.
 	Head   []byte
 	B100   byte
 	Has100 bool
@@ -54,7 +56,12 @@ type Config struct {
 	// read, write and sync system calls, which costs every syscall of the
 	// machine some time (docs/probes.md).
 	Files bool
-	// OnEvent receives the SQLite events, in order, from one goroutine.
+	// Costs are the calibrated costs of the programs' runs stopped by
+	// their filters (Calibrate); nil leaves those runs out of the
+	// estimate of the probe's CPU time, with a note.
+	Costs *Costs
+	// OnEvent receives the SQLite events, in order, from one goroutine;
+	// it must copy what it keeps of Event.Head.
 	OnEvent func(Event)
 }
 
@@ -162,4 +169,29 @@ func mergeRanges(a, b []model.Range) []model.Range {
 	out := slices.Collect(maps.Values(sum))
 	slices.SortFunc(out, func(x, y model.Range) int { return cmp.Compare(x.Low, y.Low) })
 	return out
+}
+
+// NumPrograms is the number of program groups the probe counts runs of
+// (bpf/storage.h ST_NUM_PROGS): the page-cache programs count as one.
+const NumPrograms = 8
+
+// ProgramNames name them, in the order of bpf/storage.h's ST_PROG_*.
+var ProgramNames = [NumPrograms]string{"block_rq_insert", "block_io_start", "block_rq_issue", "block_rq_complete",
+	"block_bio_merge", "sys_enter", "sys_exit", "page_cache"}
+
+// progIndex maps each BPF program to its group in ProgramNames.
+var progIndex = map[string]int{
+	"block_rq_insert": 0, "block_io_start": 1, "block_rq_issue": 2, "block_rq_complete": 3,
+	"block_bio_backmerge": 4, "block_bio_frontmerge": 4, "sys_enter": 5, "sys_exit": 6,
+	"filemap_get_pages": 7, "filemap_add": 7, "filemap_fault": 7, "sync_ra": 7, "async_ra": 7,
+	"dirty_folio": 7, "balance_dirty_pages": 7,
+}
+
+// Costs are what a run of each program group costs when its filter stops
+// it (not the workload's, or not a call it follows), in ns, measured on
+// this host by Calibrate. The block programs have no filter: all their
+// time is timed by the programs themselves.
+type Costs struct {
+	Files       bool
+	UntrackedNs [NumPrograms]float64
 }

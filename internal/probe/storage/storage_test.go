@@ -9,6 +9,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/cilium/ebpf"
 	"github.com/prometheus/procfs/blockdevice"
 	"golang.org/x/sys/unix"
 
@@ -255,5 +256,78 @@ func TestFilePattern(t *testing.T) {
 	}
 	if f := byPath[seqPath]; f.Syncs != 1 {
 		t.Errorf("%s: %d syncs, want 1", seqPath, f.Syncs)
+	}
+}
+
+// TestCostEstimate checks the probe's estimate of its own CPU time against
+// the kernel's BPF statistics over the same window: a workload of syscalls
+// the filters stop and 4 KiB reads, writes and syncs they pass.
+func TestCostEstimate(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("not root: the storage eBPF probe needs root, run the tests with sudo")
+	}
+	dir := t.TempDir()
+	costs, err := Calibrate(true, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range []int{progSysEnter, progSysExit, progCache} {
+		if costs.UntrackedNs[i] <= 0 || costs.UntrackedNs[i] > 10000 {
+			t.Errorf("calibrated %s: %.0f ns a filtered run, want (0, 10000]", ProgramNames[i], costs.UntrackedNs[i])
+		}
+	}
+	stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+	if err != nil {
+		t.Skipf("BPF statistics unavailable: %v", err)
+	}
+	defer stats.Close()
+	ta, err := timeacct.Start(timeacct.Config{RootPID: os.Getpid()})
+	if err != nil {
+		t.Skipf("eBPF time accounting unavailable here: %v", err)
+	}
+	defer ta.Stop()
+	tracked, threads := ta.SharedMaps()
+	p, err := Start(Config{Files: true, Costs: costs}, tracked, threads)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.close()
+	f, err := os.Create(filepath.Join(dir, "data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Truncate(4096 * 4096); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 4096)
+	for i := range 20000 {
+		unix.Getppid()
+		if _, err := f.WriteAt(buf, rand.Int64N(4096)*4096); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.ReadAt(buf, rand.Int64N(4096)*4096); err != nil {
+			t.Fatal(err)
+		}
+		if i%2000 == 0 {
+			unix.Fdatasync(int(f.Fd()))
+		}
+	}
+	// The kernel's measure, read before Stop closes the programs.
+	var kernelNs float64
+	for _, prog := range p.coll.Programs {
+		if s, err := prog.Stats(); err == nil {
+			kernelNs += float64(s.Runtime.Nanoseconds())
+		}
+	}
+	st, err := p.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	est := st.ProbeCPUSec * 1e9
+	t.Logf("estimated %.2f ms, kernel statistics %.2f ms (calibrated filtered runs: sys_enter %.0f ns, sys_exit %.0f ns, page cache %.0f ns)",
+		est/1e6, kernelNs/1e6, costs.UntrackedNs[progSysEnter], costs.UntrackedNs[progSysExit], costs.UntrackedNs[progCache])
+	if kernelNs <= 0 || est < kernelNs/1.5 || est > kernelNs*1.5 {
+		t.Errorf("estimated %.2f ms, the kernel measured %.2f ms: want within a factor 1.5", est/1e6, kernelNs/1e6)
 	}
 }

@@ -44,7 +44,10 @@ type storageStCall struct {
 
 type storageStCounters struct {
 	_           structs.HostLayout
-	Runs        [7]uint64
+	Runs        [8]uint64
+	Worked      [8]uint64
+	Timed       [8]uint64
+	WorkNs      [8]uint64
 	RqDropped   uint64
 	FileDropped uint64
 	EvDropped   uint64
@@ -117,7 +120,7 @@ type storageStFile struct {
 	Depth     uint32
 	Truncated uint32
 	Unlinked  uint32
-	Pad       uint32
+	Announced uint32
 	Names     [8][64]uint8
 }
 

@@ -23,3 +23,8 @@ func Start(cfg Config, tracked, threads *ebpf.Map) (*Probe, error) {
 func (p *Probe) Stop() (*model.StorageIO, error) {
 	return nil, errors.New("storage: not supported on this architecture yet")
 }
+
+// Calibrate fails: the probe has only been built for amd64.
+func Calibrate(files bool, dir string) (*Costs, error) {
+	return nil, errors.New("storage: not supported on this architecture yet")
+}

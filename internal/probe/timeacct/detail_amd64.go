@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
 	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
@@ -110,25 +111,7 @@ func (p *Probe) readOffCPU(res *Result, entries []timeacctTaThread, end uint64) 
 		s.Count++
 		sums[key] = s
 	}
-	stacks := map[int32][]uint64{}
-	lookup := func(id int32) ([]uint64, string) {
-		if id < 0 {
-			return nil, StackErr(id)
-		}
-		if st, ok := stacks[id]; ok {
-			return st, ""
-		}
-		var raw [2 * maxFrames]uint64
-		if err := p.objs.Stacks.Lookup(uint32(id), &raw); err != nil {
-			return nil, "stack lost: " + err.Error()
-		}
-		n := slices.Index(raw[:], 0)
-		if n < 0 {
-			n = len(raw)
-		}
-		stacks[id] = raw[:n:n]
-		return stacks[id], ""
-	}
+	lookup := StackLookup(p.objs.Stacks)
 	for key, s := range sums {
 		o := OffCPUStack{PID: int(key.Tgid), TID: int(key.Tid), Category: int(key.Cat % NumCategories), Ns: s.Ns, Count: s.Count}
 		o.Kernel, o.KernelErr = lookup(key.Kstack)
@@ -139,8 +122,30 @@ func (p *Probe) readOffCPU(res *Result, entries []timeacctTaThread, end uint64) 
 	return errors.Join(errs...)
 }
 
-// maxFrames is TA_MAX_FRAMES; the stack map holds twice as many frames.
-const maxFrames = 32
+// StackLookup returns a function that reads stack id from m, a
+// BPF_MAP_TYPE_STACK_TRACE map, once per id: the frames up to the first
+// zero, or why there are none (StackErr for an id < 0, a lost stack).
+func StackLookup(m *ebpf.Map) func(id int32) ([]uint64, string) {
+	stacks := map[int32][]uint64{}
+	return func(id int32) ([]uint64, string) {
+		if id < 0 {
+			return nil, StackErr(id)
+		}
+		if st, ok := stacks[id]; ok {
+			return st, ""
+		}
+		raw := make([]uint64, m.ValueSize()/8)
+		if err := m.Lookup(uint32(id), raw); err != nil {
+			return nil, "stack lost: " + err.Error()
+		}
+		n := slices.Index(raw, 0)
+		if n < 0 {
+			n = len(raw)
+		}
+		stacks[id] = raw[:n:n]
+		return stacks[id], ""
+	}
+}
 
 // StackErr says why bpf_get_stackid returned no stack (id < 0).
 func StackErr(id int32) string {

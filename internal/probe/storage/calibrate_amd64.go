@@ -1,0 +1,108 @@
+//go:build amd64
+
+package storage
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+)
+
+// minCalibrationRuns is the fewest runs a group's cost is computed from.
+const minCalibrationRuns = 1000
+
+// Calibrate measures what a run of each program group costs when its filter
+// stops it: the probe is loaded with nothing to follow (maps of its own, no
+// time-accounting probe needed) and the kernel's BPF statistics on, and
+// this process makes syscalls, 4 KiB reads and writes of an unnamed file in
+// dir (O_TMPFILE: nothing is left behind, whatever way perfsleuth exits)
+// and a few syncs. About 0.1 s. The block programs have no filter: every
+// run is timed by the program itself, so they need no calibration.
+func Calibrate(files bool, dir string) (*Costs, error) {
+	st, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: BPF run-time statistics unavailable: %w", err)
+	}
+	defer st.Close()
+	spec, err := loadStorage()
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: %w", err)
+	}
+	tracked, err := ebpf.NewMap(spec.Maps["tracked"])
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: %w", err)
+	}
+	defer tracked.Close()
+	threads, err := ebpf.NewMap(spec.Maps["threads"])
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: %w", err)
+	}
+	defer threads.Close()
+	p, err := Start(Config{Files: files}, tracked, threads)
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: %w", err)
+	}
+	defer p.close()
+	if err := calibrationWork(dir); err != nil {
+		return nil, fmt.Errorf("calibrate: %w", err)
+	}
+	var runs, ns [NumPrograms]float64
+	for name, prog := range p.coll.Programs {
+		i, ok := progIndex[name]
+		if !ok {
+			continue
+		}
+		s, err := prog.Stats()
+		if err != nil {
+			return nil, fmt.Errorf("calibrate: %s: %w", name, err)
+		}
+		runs[i] += float64(s.RunCount)
+		ns[i] += float64(s.Runtime.Nanoseconds())
+	}
+	c := &Costs{Files: files}
+	for i := range NumPrograms {
+		if i == progSysEnter || i == progSysExit || i == progCache {
+			if runs[i] >= minCalibrationRuns {
+				c.UntrackedNs[i] = ns[i] / runs[i]
+			}
+		}
+	}
+	return c, nil
+}
+
+// The groups that have a filter, as in ProgramNames.
+const (
+	progSysEnter = 5
+	progSysExit  = 6
+	progCache    = 7
+)
+
+// calibrationWork makes the syscalls, page-cache lookups and dirtied pages
+// the filtered programs see, none of them followed.
+func calibrationWork(dir string) error {
+	for range 20000 {
+		unix.Getppid()
+	}
+	fd, err := unix.Open(dir, unix.O_TMPFILE|unix.O_RDWR|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return fmt.Errorf("an unnamed file in %s: %w", dir, err)
+	}
+	f := os.NewFile(uintptr(fd), "calibration")
+	defer f.Close()
+	buf := make([]byte, 4096)
+	const pages = 1024
+	if err := f.Truncate(pages * 4096); err != nil {
+		return err
+	}
+	for i := range 2 * pages {
+		if _, err := f.WriteAt(buf, int64(i%pages)*4096); err != nil {
+			return err
+		}
+		if _, err := f.ReadAt(buf, int64((i*7)%pages)*4096); err != nil {
+			return err
+		}
+	}
+	return unix.Fdatasync(int(f.Fd()))
+}
