@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/report"
 	"github.com/perfsleuth/perfsleuth/internal/units"
 )
 
@@ -36,9 +37,8 @@ func storageSection(run *model.Run) *section {
 		s.h3("Not measured")
 		s.list(st.Notes)
 	}
-	if x := st.Dropped; x.Requests+x.FileOps+x.SQLiteEvents > 0 {
-		s.warn(fmt.Sprintf("lost: %d requests, %d file calls, %d SQLite events (maps or ring buffer full): the counts above are short by that much",
-			x.Requests, x.FileOps, x.SQLiteEvents))
+	for _, l := range report.StorageLost(st.Dropped) {
+		s.warn(l)
 	}
 	return s
 }

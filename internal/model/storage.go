@@ -37,6 +37,10 @@ type StorageDropped struct {
 	SQLiteEvents int64 `json:"sqlite_events"`
 	// Unseen counts completions of requests started before the probe.
 	Unseen int64 `json:"unseen_completions"`
+	// MissedRuns counts, per program, the runs the kernel skipped because
+	// the program was already running on that CPU (its recursion_misses):
+	// a missed block_rq_complete is a request not counted.
+	MissedRuns map[string]int64 `json:"missed_runs,omitempty"`
 }
 
 // BlockDevice is one whole disk over the window, as iostat -x and

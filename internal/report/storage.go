@@ -2,6 +2,8 @@ package report
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
@@ -26,16 +28,36 @@ func (d *doc) storage(run *model.Run) {
 	d.pageCache(st.Cache)
 	d.files(st.Files, window)
 	d.sqlitePages(st.SQLite)
-	if len(st.Notes) > 0 || st.Dropped != (model.StorageDropped{}) {
+	lost := StorageLost(st.Dropped)
+	if len(st.Notes) > 0 || len(lost) > 0 {
 		d.blank()
 		for _, n := range st.Notes {
 			d.wrapped("  - ", "    ", n)
 		}
-		if x := st.Dropped; x.Requests+x.FileOps+x.SQLiteEvents > 0 {
-			d.wrapped("  ! ", "    ", fmt.Sprintf("lost: %d requests, %d file calls, %d SQLite events (maps or ring buffer full): the counts above are short by that much",
-				x.Requests, x.FileOps, x.SQLiteEvents))
+		for _, l := range lost {
+			d.wrapped("  ! ", "    ", l)
 		}
 	}
+}
+
+// StorageLost says what the storage probe could not record, one warning a
+// cause, none when it recorded everything.
+func StorageLost(x model.StorageDropped) []string {
+	var out []string
+	if x.Requests+x.FileOps+x.SQLiteEvents > 0 {
+		out = append(out, fmt.Sprintf("lost: %d requests, %d file calls, %d SQLite events (maps or ring buffer full): the counts above are short by that much",
+			x.Requests, x.FileOps, x.SQLiteEvents))
+	}
+	if len(x.MissedRuns) > 0 {
+		names := slices.Sorted(maps.Keys(x.MissedRuns))
+		parts := make([]string, len(names))
+		for i, n := range names {
+			parts[i] = fmt.Sprintf("%s %d", n, x.MissedRuns[n])
+		}
+		out = append(out, "runs the kernel skipped because the program was already running on that CPU: "+strings.Join(parts, ", ")+
+			" (a skipped block_rq_complete is a request not counted)")
+	}
+	return out
 }
 
 func (d *doc) blockDevices(devs []model.BlockDevice, window float64) {

@@ -250,7 +250,8 @@ func (p *Probe) read(window time.Duration) (*model.StorageIO, error) {
 	if p.cfg.Costs == nil {
 		st.Notes = append(st.Notes, "the storage programs' cost is underestimated: the runs their filters stopped were not calibrated, only the rest was timed")
 	}
-	st.Dropped = model.StorageDropped{Requests: int64(c.RqDropped), FileOps: int64(c.FileDropped), SQLiteEvents: int64(c.EvDropped), Unseen: int64(c.Unseen)}
+	st.Dropped = model.StorageDropped{Requests: int64(c.RqDropped), FileOps: int64(c.FileDropped), SQLiteEvents: int64(c.EvDropped), Unseen: int64(c.Unseen),
+		MissedRuns: p.missedRuns()}
 	if st.Devices, err = p.readDevices(window); err != nil {
 		errs = append(errs, err)
 	}
@@ -274,6 +275,25 @@ func (p *Probe) read(window time.Duration) (*model.StorageIO, error) {
 		}
 	}
 	return st, errors.Join(errs...)
+}
+
+// missedRuns reads each program's recursion misses: runs the kernel
+// skipped because the program was already running on that CPU (an
+// interrupt's tracepoint firing inside it). They are counted whether or not
+// BPF statistics are on.
+func (p *Probe) missedRuns() map[string]int64 {
+	var m map[string]int64
+	for name, prog := range p.coll.Programs {
+		s, err := prog.Stats()
+		if err != nil || s.RecursionMisses == 0 {
+			continue
+		}
+		if m == nil {
+			m = map[string]int64{}
+		}
+		m[name] = int64(s.RecursionMisses)
+	}
+	return m
 }
 
 // cost estimates the CPU time the programs took: every run at its group's

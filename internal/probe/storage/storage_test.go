@@ -146,12 +146,19 @@ func TestBlockMatchesDiskstats(t *testing.T) {
 			t.Logf("%s: probe %d, /proc/diskstats %d", what, probe, proc)
 		}
 	}
+	t.Logf("runs missed by the kernel: %v; completions of requests started before: %d", st.Dropped.MissedRuns, st.Dropped.Unseen)
 	check("reads", ops["read"].Requests, after.ReadIOs-before.ReadIOs)
 	check("read bytes", ops["read"].Bytes, (after.ReadSectors-before.ReadSectors)*512)
 	check("writes", ops["write"].Requests, after.WriteIOs-before.WriteIOs)
 	check("write bytes", ops["write"].Bytes, (after.WriteSectors-before.WriteSectors)*512)
-	if w := ops["write"]; w.WorkloadRequests < 2000 || w.WorkloadBytes < 2000*4096 {
-		t.Errorf("writes attributed to the workload: %d requests, %d bytes; want at least the 2000 it made", w.WorkloadRequests, w.WorkloadBytes)
+	// Every write the probe saw complete of the 2000 the test made is
+	// attributed to it. Regression: on the CI machine the probe once saw
+	// 1966 of /proc/diskstats' 2005 writes (within the 5% above) and this
+	// check, which wanted 2000, failed on the counting, not the attribution.
+	// Completions the probe did not see are the counting check's to judge.
+	unseen := max(int64(after.WriteIOs-before.WriteIOs)-ops["write"].Requests, 0)
+	if w := ops["write"]; w.WorkloadRequests < 2000-unseen || w.WorkloadBytes < (2000-unseen)*4096 {
+		t.Errorf("writes attributed to the workload: %d requests, %d bytes; want at least the 2000 it made, less the %d completions the probe did not see", w.WorkloadRequests, w.WorkloadBytes, unseen)
 	}
 	if r := ops["read"]; len(r.Service) == 0 || r.ServiceMeanSec <= 0 || len(r.Size) == 0 {
 		t.Errorf("reads without service times or sizes: %+v", r)
