@@ -853,12 +853,18 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
 		return 0;
 	c = count_run(TA_PROG_SYS_ENTER);
 	task = bpf_get_current_task_btf();
-	if (!is_tracked(task->tgid))
-		return 0;
+	/* Storage is made only for tracked threads, and a tracked process
+	 * stays tracked: a thread that has it skips the hash lookup, which
+	 * is most of a tracked run's filter. */
+	st = bpf_task_storage_get(&sys_start, task, 0, 0);
+	if (!st) {
+		if (!is_tracked(task->tgid))
+			return 0;
+		st = bpf_task_storage_get(&sys_start, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (!st)
+			return 0;
+	}
 	count_tracked(c, TA_PROG_SYS_ENTER);
-	st = bpf_task_storage_get(&sys_start, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
-	if (!st)
-		return 0;
 	st->nr = id;
 	st->ts = bpf_ktime_get_ns();
 	return 0;

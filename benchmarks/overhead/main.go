@@ -135,6 +135,12 @@ func main() {
 		fmt.Println("(d), (e), (f) skipped: no bpftrace (apt-get install bpftrace)")
 		return
 	}
+	// bpftrace finds tracepoints through tracefs, which a fresh machine may
+	// not have mounted (perfsleuth's tp_btf programs do not need it).
+	if _, err := os.Stat("/sys/kernel/tracing/events/raw_syscalls"); err != nil {
+		fmt.Println("(d), (e), (f) skipped: bpftrace needs tracefs: mount -t tracefs nodev /sys/kernel/tracing")
+		return
+	}
 	// bpftrace runs a workload under a script; pick reads its rate.
 	bpftrace := func(args []string, pick func(*model.Result) float64, script string) func(ctx context.Context) (float64, error) {
 		return func(ctx context.Context) (float64, error) {
