@@ -784,9 +784,8 @@ static __always_inline struct st_file *file_entry(struct st_file_key *k, struct 
 
 /* enter_call notes a read, write or sync call of the workload on a
  * regular file in the thread's call state. */
-static __always_inline void enter_call(struct task_struct *task, struct pt_regs *regs, long id, __u32 op)
+static __always_inline void enter_call(struct task_struct *task, struct pt_regs *regs, long id, __u32 op, struct st_call *st)
 {
-	struct st_call *st;
 	struct ta_thread *t;
 	struct fileinfo fi = {};
 	struct file *file;
@@ -800,7 +799,8 @@ static __always_inline void enter_call(struct task_struct *task, struct pt_regs 
 	/* Regular files only: pipes, sockets and devices are not storage. */
 	if ((fi.mode & 0170000) != 0100000)
 		return;
-	st = bpf_task_storage_get(&calls, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+	if (!st)
+		st = bpf_task_storage_get(&calls, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
 	if (!st)
 		return;
 	st->nr = id;
@@ -846,6 +846,7 @@ SEC("tp_btf/sys_enter")
 int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
 {
 	struct task_struct *task;
+	struct st_call *st;
 	__u64 t0;
 	__u32 op;
 
@@ -866,10 +867,14 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
 	if (stopped)
 		return 0;
 	task = bpf_get_current_task_btf();
-	if (!is_tracked(task->tgid))
+	/* Call state is made only for the workload's threads (a tracked
+	 * process stays tracked): a thread that has it skips the hash
+	 * lookup. */
+	st = bpf_task_storage_get(&calls, task, 0, 0);
+	if (!st && !is_tracked(task->tgid))
 		return 0;
 	t0 = time_start(ST_PROG_SYS_ENTER);
-	enter_call(task, regs, id, op);
+	enter_call(task, regs, id, op, st);
 	work_done(ST_PROG_SYS_ENTER, t0);
 	return 0;
 }
@@ -898,7 +903,8 @@ static __always_inline void exit_call(struct task_struct *task, struct st_call *
 	struct st_file *f;
 	__u8 head[ST_HEAD] = {};
 	__u64 delta, file;
-	__s64 *pos;
+	__s64 *pos, prev = 0;
+	bool known;
 	__u32 op, tid;
 
 	delta = now - st->ts;
@@ -930,17 +936,30 @@ static __always_inline void exit_call(struct task_struct *task, struct st_call *
 		__sync_fetch_and_add(&f->call_ns[i], delta);
 		__sync_fetch_and_add(&f->size_slots[i][slot_of(ret, ST_SLOTS)], 1);
 		file = st->file;
-		pos = bpf_map_lookup_elem(&positions, &file);
-		if (pos) {
-			if (*pos == st->off)
+		if (f->last_file == file) {
+			known = true;
+			prev = f->last_next;
+		} else {
+			/* Another open file: keep the last one's position in
+			 * the map, take this one's from it. */
+			pos = bpf_map_lookup_elem(&positions, &file);
+			known = pos != NULL;
+			if (pos)
+				prev = *pos;
+			if (f->last_file) {
+				__u64 last = f->last_file;
+				__s64 next = f->last_next;
+
+				bpf_map_update_elem(&positions, &last, &next, BPF_ANY);
+			}
+			f->last_file = file;
+		}
+		f->last_next = st->off + ret;
+		if (known) {
+			if (prev == st->off)
 				__sync_fetch_and_add(&f->seq[i], 1);
 			else
 				__sync_fetch_and_add(&f->random[i], 1);
-			*pos = st->off + ret;
-		} else {
-			__s64 next = st->off + ret;
-
-			bpf_map_update_elem(&positions, &file, &next, BPF_ANY);
 		}
 		if (i == 1)
 			mark_written(&st->key);

@@ -98,6 +98,11 @@ struct st_file {
 	__u64 sync_ns;
 	__u64 errors;
 	__u64 size_slots[2][ST_SLOTS]; /* log2 of the bytes moved */
+	/* The positions map's entry of the open file last used on it, kept
+	 * here (written back when another open file is used): most files
+	 * are used through one open file, so most calls skip the map. */
+	__u64 last_file;
+	__s64 last_next;
 	__u32 tgid;        /* the first process that touched it */
 	__u32 kind;        /* ST_KIND_* */
 	__u32 depth;       /* path components filled */

@@ -266,6 +266,46 @@ func TestFilePattern(t *testing.T) {
 	}
 }
 
+// TestFilePatternTwoOpenFiles: the sequential/random test is per open
+// file. One file opened twice, each open file written sequentially at its
+// own place, the two in alternation, is sequential (every call but each
+// open file's first), and so is the position the probe keeps for the open
+// file last used on a file (bpf/storage.h st_file.last_file), written back
+// when the other is used.
+func TestFilePatternTwoOpenFiles(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "twice")
+	var fds [2]*os.File
+	for i := range fds {
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		fds[i] = f
+	}
+	buf := make([]byte, 4096)
+	const n = 500
+	stop := start(t, Config{Files: true})
+	for i := range n {
+		for j, f := range fds {
+			if _, err := f.WriteAt(buf, int64(j)*(16<<20)+int64(i)*4096); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	st := stop()
+	for _, f := range st.Files {
+		if f.Path != path {
+			continue
+		}
+		if f.Writes.Count != 2*n || f.Writes.Sequential != 2*(n-1) || f.Writes.Random != 0 {
+			t.Errorf("writes %+v: want %d calls, %d sequential, 0 random", f.Writes, 2*n, 2*(n-1))
+		}
+		return
+	}
+	t.Fatalf("%s not among the files: %+v", path, st.Files)
+}
+
 // TestCostEstimate checks the probe's estimate of its own CPU time against
 // the kernel's BPF statistics over the same window: a workload of syscalls
 // the filters stop and 4 KiB reads, writes and syncs they pass.

@@ -115,6 +115,8 @@ type storageStFile struct {
 	SyncNs    uint64
 	Errors    uint64
 	SizeSlots [2][32]uint64
+	LastFile  uint64
+	LastNext  int64
 	Tgid      uint32
 	Kind      uint32
 	Depth     uint32
