@@ -3,6 +3,7 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/perfsleuth/perfsleuth/internal/compare"
@@ -230,7 +231,11 @@ func (d *doc) row(format string, args ...any) {
 func Factor(x compare.Difference) string {
 	switch {
 	case x.Unit == compare.UnitShare || x.Unit == compare.UnitRatio:
-		return fmt.Sprintf("%+.0f points", (x.B-x.A)*100)
+		pts := math.Round((x.B - x.A) * 100)
+		if pts == 0 {
+			pts = 0 // a negative zero, -0.3 rounded, would print "-0"
+		}
+		return fmt.Sprintf("%+.0f points", pts)
 	case x.A == 0 && x.B == 0:
 		return "none in either"
 	case x.A == 0:
