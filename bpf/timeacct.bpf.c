@@ -562,6 +562,42 @@ int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_
 	return 0;
 }
 
+/* fold_exited adds an exited thread to its process's aggregate and frees its
+ * entry. Two threads of a process may exit at once on two CPUs: the sums are
+ * atomic. */
+static __always_inline void fold_exited(struct ta_thread *t, __u64 now)
+{
+	__u32 tgid = t->tgid, tid = t->tid;
+	struct ta_agg *a = bpf_map_lookup_elem(&exited_agg, &tgid);
+
+	if (!a) {
+		bpf_map_update_elem(&exited_agg, &tgid, &zero_agg, BPF_NOEXIST);
+		a = bpf_map_lookup_elem(&exited_agg, &tgid);
+		if (!a)
+			return; /* aggregate map full: keep the thread's own entry */
+		a->tgid = tgid;
+		a->first_ns = t->first_ns;
+		__builtin_memcpy(a->comm, t->comm, sizeof(a->comm));
+	}
+	for (int i = 0; i < TA_NUM_CATS; i++)
+		__sync_fetch_and_add(&a->ns[i], t->ns[i]);
+	__sync_fetch_and_add(&a->wall_ns, now - t->first_ns);
+	__sync_fetch_and_add(&a->utime_ns, t->utime_ns);
+	__sync_fetch_and_add(&a->stime_ns, t->stime_ns);
+	__sync_fetch_and_add(&a->switches, t->switches);
+	__sync_fetch_and_add(&a->involuntary, t->involuntary);
+	__sync_fetch_and_add(&a->wakeups, t->wakeups);
+	__sync_fetch_and_add(&a->futex_lock_blocks, t->futex_lock_blocks);
+	__sync_fetch_and_add(&a->futex_sleep_blocks, t->futex_sleep_blocks);
+	__sync_fetch_and_add(&a->threads, 1);
+	if (t->first_ns < a->first_ns)
+		a->first_ns = t->first_ns;
+	if (now > a->last_ns)
+		a->last_ns = now;
+	if (bpf_map_delete_elem(&threads, &tid) == 0)
+		__sync_fetch_and_add(&entries, -1);
+}
+
 static __always_inline void wakeup(struct task_struct *p, bool new_task)
 {
 	__u32 prog = new_task ? TA_PROG_WAKEUP_NEW : TA_PROG_WAKEUP;
@@ -579,9 +615,20 @@ static __always_inline void wakeup(struct task_struct *p, bool new_task)
 	t = get_or_create(p, TA_STATE_RUNNABLE, now);
 	if (!t)
 		return;
+	if (t->exited && new_task) {
+		/* The tid was reused within the window (pid_max is 32768 on
+		 * many machines: a workload that makes threads by the
+		 * thousand wraps it in a second). The thread that exited is
+		 * folded into its process's aggregate, and the new one gets
+		 * an entry of its own. */
+		fold_exited(t, t->exit_ns);
+		t = get_or_create(p, TA_STATE_RUNNABLE, now);
+		if (!t)
+			return;
+	}
 	if (t->exited) {
-		/* The tid was reused within the window: the entry keeps the
-		 * thread that exited, the new one is not accounted. */
+		/* Still the exited thread's entry (the aggregates are full):
+		 * the new thread is not accounted. */
 		if (new_task && c)
 			c->dropped++;
 		return;
@@ -633,42 +680,6 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 	if (c)
 		c->process_forks++;
 	return 0;
-}
-
-/* fold_exited adds an exited thread to its process's aggregate and frees its
- * entry. Two threads of a process may exit at once on two CPUs: the sums are
- * atomic. */
-static __always_inline void fold_exited(struct ta_thread *t, __u64 now)
-{
-	__u32 tgid = t->tgid, tid = t->tid;
-	struct ta_agg *a = bpf_map_lookup_elem(&exited_agg, &tgid);
-
-	if (!a) {
-		bpf_map_update_elem(&exited_agg, &tgid, &zero_agg, BPF_NOEXIST);
-		a = bpf_map_lookup_elem(&exited_agg, &tgid);
-		if (!a)
-			return; /* aggregate map full: keep the thread's own entry */
-		a->tgid = tgid;
-		a->first_ns = t->first_ns;
-		__builtin_memcpy(a->comm, t->comm, sizeof(a->comm));
-	}
-	for (int i = 0; i < TA_NUM_CATS; i++)
-		__sync_fetch_and_add(&a->ns[i], t->ns[i]);
-	__sync_fetch_and_add(&a->wall_ns, now - t->first_ns);
-	__sync_fetch_and_add(&a->utime_ns, t->utime_ns);
-	__sync_fetch_and_add(&a->stime_ns, t->stime_ns);
-	__sync_fetch_and_add(&a->switches, t->switches);
-	__sync_fetch_and_add(&a->involuntary, t->involuntary);
-	__sync_fetch_and_add(&a->wakeups, t->wakeups);
-	__sync_fetch_and_add(&a->futex_lock_blocks, t->futex_lock_blocks);
-	__sync_fetch_and_add(&a->futex_sleep_blocks, t->futex_sleep_blocks);
-	__sync_fetch_and_add(&a->threads, 1);
-	if (t->first_ns < a->first_ns)
-		a->first_ns = t->first_ns;
-	if (now > a->last_ns)
-		a->last_ns = now;
-	if (bpf_map_delete_elem(&threads, &tid) == 0)
-		__sync_fetch_and_add(&entries, -1);
 }
 
 SEC("tp_btf/sched_process_exit")
