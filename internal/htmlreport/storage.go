@@ -172,7 +172,11 @@ func files(s *section, fs []model.FileIO) {
 	}
 	tb.t.Foot += "most time first; per read, per write: mean size of a call; pattern: where each call began against the previous one on the same open file"
 	s.table(tb.t)
+	s.listIf(report.TopFiles(fs, topFiles))
 }
+
+// topFiles is how many files each line of the top files names.
+const topFiles = 5
 
 // avgSize is the mean bytes per call.
 func avgSize(o model.FileOps) string {

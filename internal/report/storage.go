@@ -1,8 +1,10 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -137,6 +139,51 @@ func (d *doc) files(fs []model.FileIO, window float64) {
 	}
 	d.line("  KiB: average per call; seq/rand/mixed: where each call began against the")
 	d.line("  previous one on the same open file")
+	for _, l := range TopFiles(fs, topFiles) {
+		d.wrapped("  ", "    ", l)
+	}
+}
+
+// topFiles is how many files each TopFiles line names.
+const topFiles = 3
+
+// TopFiles names the n files first by time blocked on storage, by bytes
+// read and written, and by calls (reads, writes, syncs), one line each, as
+// filetop sorts by any column; none with fewer than two files. A file's
+// entry is its path's last element (the table above has the whole path).
+func TopFiles(fs []model.FileIO, n int) []string {
+	if len(fs) < 2 {
+		return nil
+	}
+	type by struct {
+		what  string
+		key   func(f *model.FileIO) float64
+		shown func(v float64) string
+	}
+	var out []string
+	for _, b := range []by{
+		{"blocked on storage", func(f *model.FileIO) float64 { return f.BlockedSec }, secs},
+		{"bytes", func(f *model.FileIO) float64 { return float64(f.Reads.Bytes + f.Writes.Bytes) },
+			func(v float64) string { return units.FormatSize(int64(v)) }},
+		{"calls", func(f *model.FileIO) float64 { return float64(f.Reads.Count + f.Writes.Count + f.Syncs) },
+			func(v float64) string { return units.FormatCount(int64(v)) }},
+	} {
+		idx := make([]int, len(fs))
+		for i := range idx {
+			idx[i] = i
+		}
+		slices.SortStableFunc(idx, func(i, j int) int { return cmp.Compare(b.key(&fs[j]), b.key(&fs[i])) })
+		var parts []string
+		for _, i := range idx[:min(n, len(idx))] {
+			if v := b.key(&fs[i]); v > 0 {
+				parts = append(parts, fmt.Sprintf("%s %s", filepath.Base(fs[i].Path), b.shown(v)))
+			}
+		}
+		if len(parts) > 0 {
+			out = append(out, "most "+b.what+": "+strings.Join(parts, ", "))
+		}
+	}
+	return out
 }
 
 func avgKiB(o model.FileOps) string {
