@@ -177,9 +177,14 @@ func headline(a, b *model.Run) Headline {
 
 // significance decides whether a change between two sets of repeats is
 // real. It mirrors diagnose's classify (internal/analyze/sensitivity.go):
-// the interval must exclude zero and the change must exceed the noise,
-// here of both sides, since either may be the one that moved. Unlike a
-// condition, which takes a resource away, a comparison may go either way.
+// the interval must exclude zero, the change must exceed the noise, here
+// of both sides, since either may be the one that moved, and it must be
+// material (materialChange), as a condition's loss must be to make a
+// bottleneck. Unlike a condition, which takes a resource away, a
+// comparison may go either way. The material bar matters more here than
+// in diagnose: diagnose alternates its conditions' runs, while A's and B's
+// repeats were made one batch after the other, and the machine's drift
+// between two batches is in neither side's noise (driftNote).
 func significance(change float64, iv [2]float64, noiseA, noiseB float64) (class, reason string) {
 	noise := math.Max(noiseA, noiseB)
 	ivs := fmt.Sprintf("[%s, %s]", pct(iv[0]), pct(iv[1]))
@@ -188,6 +193,9 @@ func significance(change float64, iv [2]float64, noiseA, noiseB float64) (class,
 		return NotSignificant, fmt.Sprintf("changed %s but the 95%% interval %s reaches zero: use more --repeat on both sides to tell a small change from none", pct(change), ivs)
 	case math.Abs(change) <= noise:
 		return NotSignificant, fmt.Sprintf("changed %s, interval %s, but one side's own runs move ±%.0f%% (A ±%.0f%%, B ±%.0f%%): use more --repeat", pct(change), ivs, noise*100, noiseA*100, noiseB*100)
+	case math.Abs(change) < materialChange:
+		return NotSignificant, fmt.Sprintf("changed %s, interval %s, beyond both sides' noise (A ±%.0f%%, B ±%.0f%%), but under the %.0f%% %s",
+			pct(change), ivs, noiseA*100, noiseB*100, materialChange*100, driftNote)
 	}
 	return Significant, fmt.Sprintf("changed %s, interval %s excludes zero, beyond both sides' noise (A ±%.0f%%, B ±%.0f%%)", pct(change), ivs, noiseA*100, noiseB*100)
 }

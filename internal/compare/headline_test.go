@@ -42,6 +42,15 @@ func TestHeadline(t *testing.T) {
 				withRepeats(b, 0.40, 600, 605, 595, 610, 590)
 			},
 			sig: NotSignificant, change: 0.2, words: "is 20% faster", reason: "own runs move ±40%"},
+		// Regression: two identical diagnose configurations made one after
+		// the other came out 7% apart here, interval [-9%, -1%], beyond
+		// both sides' noise (±6%, ±4%), and were called significant.
+		{name: "apart and beyond the noise, but under the material change", a: sqliteRun, b: sqliteRun,
+			edit: func(a, b *model.Run) {
+				withRepeats(a, 0.02, 500, 505, 495, 510, 490)
+				withRepeats(b, 0.02, 465, 470, 460, 468, 462)
+			},
+			sig: NotSignificant, change: -0.07, words: "is 7% slower", reason: "under the 10% that two batches of identical runs"},
 		{name: "a command's wall time: lower is better", a: commandRun, b: commandRun,
 			edit: func(a, b *model.Run) {
 				withRepeats(a, 0.01, 10, 10.1, 9.9)

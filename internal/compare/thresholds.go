@@ -13,6 +13,15 @@ package compare
 // pressure was "not the bottleneck" in the field report, 36-52% was).
 const materialChange = 0.10
 
+// driftNote says why a change beyond both sides' noise must still be
+// material (materialChange) to be significant: A's and B's repeats were
+// made one batch after the other, and a shared machine drifts between
+// batches by more than it moves within one. Two batches of five identical
+// `diagnose --conditions baseline --repeat 5 sqlite --rows 500` runs, one
+// after the other on the development VM, were 7% apart (interval [-9%,
+// -1%], noise ±6% and ±4%) and 9% apart (interval [-2%, +14%]).
+const driftNote = "that two batches of identical runs made one after the other drift apart on a shared machine: alternate A's and B's runs on one machine to tell a change this small"
+
 // minCauseShare: a candidate cause is named only when its evidence accounts
 // for at least a tenth of the headline's time difference; smaller ones are
 // within what identical runs' accounting moves by (materialChange).
