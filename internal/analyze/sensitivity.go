@@ -8,6 +8,7 @@ import (
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/stats"
+	"github.com/perfsleuth/perfsleuth/internal/units"
 )
 
 // materialChange is the smallest change in performance that makes a
@@ -228,4 +229,4 @@ func hasClass(sens map[string]model.Sensitivity, class string) bool {
 }
 
 // pct formats a relative change as a signed percentage.
-func pct(x float64) string { return fmt.Sprintf("%+.0f%%", x*100) }
+func pct(x float64) string { return units.FormatChange(x) }

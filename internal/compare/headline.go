@@ -7,6 +7,7 @@ import (
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/stats"
+	"github.com/perfsleuth/perfsleuth/internal/units"
 )
 
 // Headline significance.
@@ -257,7 +258,7 @@ func times(f float64) string {
 	return strings.TrimSuffix(strings.TrimSuffix(fmt.Sprintf("%.1f", f), "0"), ".") + "x"
 }
 
-func pct(x float64) string { return fmt.Sprintf("%+.0f%%", x*100) }
+func pct(x float64) string { return units.FormatChange(x) }
 
 // adviceFor says how to learn a single run's noise: the same workload as
 // diagnose baseline repeats, from the record's own command line.

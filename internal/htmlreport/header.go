@@ -128,7 +128,7 @@ func storageDesc(s *model.Storage) string {
 	return desc
 }
 
-func pct(x float64) string { return fmt.Sprintf("%+.0f%%", x*100) }
+func pct(x float64) string { return units.FormatChange(x) }
 
 func secs(s float64) string {
 	return units.FormatDuration(time.Duration(s * float64(time.Second)))

@@ -7,6 +7,7 @@ import (
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/stats"
+	"github.com/perfsleuth/perfsleuth/internal/units"
 )
 
 // experiments shows diagnose's conditions: each one's runs, median, change
@@ -102,7 +103,7 @@ func (d *doc) experiments(run *model.Run) {
 	}
 }
 
-func pct(x float64) string { return fmt.Sprintf("%+.0f%%", x*100) }
+func pct(x float64) string { return units.FormatChange(x) }
 
 // runAccounting shows, per condition, what the busy threads did in a
 // median run: the mechanism behind a change (under cpu-contention, cpu-wait

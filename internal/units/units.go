@@ -137,3 +137,14 @@ func FormatCount(n int64) string {
 	}
 	return b.String()
 }
+
+// FormatChange formats a relative change (0.07 for 7% more) as a signed
+// whole percentage, "+7%" or "-7%"; a change that rounds to nothing is
+// "+0%", never "-0%".
+func FormatChange(x float64) string {
+	p := math.Round(x * 100)
+	if p == 0 {
+		p = 0 // clears a negative zero
+	}
+	return fmt.Sprintf("%+.0f%%", p)
+}

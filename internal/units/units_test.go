@@ -67,3 +67,11 @@ func TestFormat(t *testing.T) {
 		t.Errorf("FormatDuration = %q", got)
 	}
 }
+
+func TestFormatChange(t *testing.T) {
+	for x, want := range map[float64]string{0.07: "+7%", -0.07: "-7%", -0.004: "+0%", 0.004: "+0%", 0: "+0%", -0.5: "-50%", 1: "+100%"} {
+		if got := FormatChange(x); got != want {
+			t.Errorf("FormatChange(%v) = %q, want %q", x, got, want)
+		}
+	}
+}
