@@ -37,20 +37,13 @@ struct {
 	__type(value, struct pr_counters);
 } counters SEC(".maps");
 
-SEC("perf_event")
-int do_sample(struct bpf_perf_event_data *ctx)
+/* sample counts one sample of a workload thread under its stacks. */
+static __always_inline void sample(struct bpf_perf_event_data *ctx, __u64 id, struct pr_counters *c)
 {
-	__u64 id = bpf_get_current_pid_tgid();
-	__u32 tgid = id >> 32, zero = 0;
-	struct pr_counters *c = bpf_map_lookup_elem(&counters, &zero);
 	struct pr_key key = {};
 	struct pr_val *v;
 
-	if (c)
-		c->runs++;
-	if (!is_tracked(tgid))
-		return 0;
-	key.tgid = tgid;
+	key.tgid = id >> 32;
 	key.tid = (__u32)id;
 	key.kstack = bpf_get_stackid(ctx, &stacks, 0);
 	key.ustack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
@@ -63,12 +56,29 @@ int do_sample(struct bpf_perf_event_data *ctx)
 		v = bpf_map_lookup_elem(&counts, &key);
 	}
 	if (!v) {
-		if (c)
-			c->dropped++;
-		return 0;
+		c->dropped++;
+		return;
 	}
 	__sync_fetch_and_add(&v->samples, 1);
-	if (c)
-		c->samples++;
+	c->samples++;
+}
+
+SEC("perf_event")
+int do_sample(struct bpf_perf_event_data *ctx)
+{
+	__u64 t0 = bpf_ktime_get_ns();
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tgid = id >> 32, zero = 0;
+	struct pr_counters *c = bpf_map_lookup_elem(&counters, &zero);
+
+	if (!c)
+		return 0;
+	c->runs++;
+	if (!is_tracked(tgid)) {
+		c->filter_ns += bpf_ktime_get_ns() - t0;
+		return 0;
+	}
+	sample(ctx, id, c);
+	c->work_ns += bpf_ktime_get_ns() - t0;
 	return 0;
 }

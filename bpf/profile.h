@@ -27,6 +27,11 @@ struct pr_counters {
 	__u64 samples; /* samples of the workload's threads */
 	__u64 dropped; /* samples not counted: the counts map was full */
 	__u64 runs;    /* every run of the program, workload or not */
+	/* The time the runs took, timed by the program itself (two clock
+	 * reads a run, at 99 Hz a CPU: nothing beside a stack walk): those
+	 * the filter stopped, and the workload's (samples + dropped). */
+	__u64 filter_ns;
+	__u64 work_ns;
 };
 
 #endif

@@ -68,8 +68,8 @@ type TimeAccounting struct {
 	// the storage probe's included (its programs are named storage/...,
 	// their tracked runs timed in the kernel: StorageIO.ProbeCPUSec);
 	// ProbeRuns is how often they ran. ProbeNote says what the estimate
-	// leaves out, or why there is none. The on-CPU sampler (--stacks) is
-	// not included (docs/probes.md gives its cost).
+	// leaves out, or why there is none. The on-CPU sampler's (--stacks)
+	// is included as profile/do_sample, timed by the program itself.
 	ProbeCPUSec float64       `json:"probe_cpu_sec"`
 	ProbeRuns   int64         `json:"probe_runs"`
 	ProbeNote   string        `json:"probe_note,omitempty"`

@@ -167,6 +167,10 @@ func (a *accountant) finish(run *model.Run) {
 			if len(prof.Stacks) == 0 && a.profNote == "" {
 				run.TimeAccounting.OnCPUNote = "no sample of the workload's threads on a CPU: it ran for less than a sampling period"
 			}
+			sec, pc := prof.Cost()
+			run.TimeAccounting.ProbeCPUSec += sec
+			run.TimeAccounting.ProbeRuns += pc.Runs
+			run.TimeAccounting.Programs = append(run.TimeAccounting.Programs, pc)
 			if prof.Dropped > 0 {
 				run.Warnings = append(run.Warnings, fmt.Sprintf("%d on-CPU samples dropped: the sampler's map was full", prof.Dropped))
 			}

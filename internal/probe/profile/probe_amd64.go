@@ -112,6 +112,8 @@ func (p *Probe) Stop() (*Result, error) {
 		res.Samples += c.Samples
 		res.Dropped += c.Dropped
 		res.Runs += c.Runs
+		res.FilterNs += c.FilterNs
+		res.WorkNs += c.WorkNs
 	}
 	lookup := timeacct.StackLookup(p.objs.Stacks)
 	var key profilePrKey

@@ -7,6 +7,8 @@
 // cost.
 package profile
 
+import "github.com/perfsleuth/perfsleuth/internal/model"
+
 // DefaultHz is the sampling frequency: 99 Hz, the rate perf and bcc users
 // reach for when profiling production (a prime next to 100, so the samples
 // do not fall in step with a timer of the workload's), ~1% error on a
@@ -24,7 +26,24 @@ type Result struct {
 	// Samples of the workload's threads; Dropped those not counted (the
 	// counts map was full); Runs every sample taken on the machine.
 	Samples, Dropped, Runs uint64
-	Stacks                 []Stack
+	// FilterNs and WorkNs are the time the program's runs took, timed by
+	// the program: those its filter stopped, and the workload's samples
+	// (Samples + Dropped), which walk the stacks.
+	FilterNs, WorkNs uint64
+	Stacks           []Stack
+}
+
+// Cost is the sampler's CPU time in seconds and its runs and costs as the
+// record lists the other programs' (model.ProgramCost).
+func (r *Result) Cost() (float64, model.ProgramCost) {
+	pc := model.ProgramCost{Name: "profile/do_sample", Runs: int64(r.Runs), TrackedRuns: int64(r.Samples + r.Dropped)}
+	if untracked := pc.Runs - pc.TrackedRuns; untracked > 0 {
+		pc.UntrackedNs = float64(r.FilterNs) / float64(untracked)
+	}
+	if pc.TrackedRuns > 0 {
+		pc.TrackedNs = float64(r.WorkNs) / float64(pc.TrackedRuns)
+	}
+	return float64(r.FilterNs+r.WorkNs) / 1e9, pc
 }
 
 // Stack is how often thread TID of process PID was sampled with one pair

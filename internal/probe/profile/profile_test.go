@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
 	"github.com/perfsleuth/perfsleuth/internal/probe/timeacct"
@@ -46,6 +47,11 @@ func TestSamplesMatchCPUTime(t *testing.T) {
 	}
 	defer ta.Stop()
 	tracked, _ := ta.SharedMaps()
+	// The kernel's statistics, to check the program's own timing against.
+	stats, statsErr := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+	if statsErr == nil {
+		defer stats.Close()
+	}
 	p, err := Start(Config{Hz: DefaultHz}, tracked)
 	if err != nil {
 		t.Fatal(err)
@@ -56,9 +62,26 @@ func TestSamplesMatchCPUTime(t *testing.T) {
 	spinProfiled(1500 * time.Millisecond)
 	cpu := threadCPU(t) - before
 	runtime.UnlockOSThread()
+	var kernel ebpf.ProgramStats
+	if statsErr == nil {
+		if s, err := p.objs.DoSample.Stats(); err == nil {
+			kernel = *s
+		}
+	}
 	res, err := p.Stop()
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The cost stated in the record: the program times itself, all but the
+	// dispatch into it, which the kernel's statistics include.
+	sec, pc := res.Cost()
+	t.Logf("cost: %.2f ms in %d runs (%d of the workload at %.0f ns, the rest %.0f ns); kernel statistics %.2f ms in %d runs",
+		sec*1e3, pc.Runs, pc.TrackedRuns, pc.TrackedNs, pc.UntrackedNs, float64(kernel.Runtime.Nanoseconds())/1e6, kernel.RunCount)
+	if pc.TrackedRuns == 0 || pc.TrackedNs <= 0 || sec <= 0 {
+		t.Errorf("no cost stated for %d samples: %+v", res.Samples, pc)
+	}
+	if k := kernel.Runtime.Seconds(); k > 0 && (sec > k*1.05 || sec < k/2) {
+		t.Errorf("stated %.3f ms, the kernel measured %.3f ms: want at most the kernel's and at least half of it", sec*1e3, k*1e3)
 	}
 	if res.Dropped != 0 {
 		t.Errorf("%d samples dropped", res.Dropped)

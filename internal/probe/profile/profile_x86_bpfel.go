@@ -14,10 +14,12 @@ import (
 )
 
 type profilePrCounters struct {
-	_       structs.HostLayout
-	Samples uint64
-	Dropped uint64
-	Runs    uint64
+	_        structs.HostLayout
+	Samples  uint64
+	Dropped  uint64
+	Runs     uint64
+	FilterNs uint64
+	WorkNs   uint64
 }
 
 type profilePrKey struct {
