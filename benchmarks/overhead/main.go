@@ -256,7 +256,11 @@ tracepoint:syscalls:sys_enter_fsync,tracepoint:syscalls:sys_enter_fdatasync /pid
 	@fd[tid] = args->fd; @start[tid] = nsecs;
 }
 tracepoint:syscalls:sys_exit_pwrite64,tracepoint:syscalls:sys_exit_pread64,tracepoint:syscalls:sys_exit_write,tracepoint:syscalls:sys_exit_read,tracepoint:syscalls:sys_exit_fsync,tracepoint:syscalls:sys_exit_fdatasync /pid == cpid && @start[tid]/ {
-	$f = *(curtask->files->fdt->fd + @fd[tid]);
+` + bpftraceFileStats + `	delete(@start[tid]);
+}`
+
+// bpftraceFileStats is what both scripts keep per file at a call's exit.
+const bpftraceFileStats = `	$f = *(curtask->files->fdt->fd + @fd[tid]);
 	$ino = $f->f_inode->i_ino;
 	@calls[$ino, probe] = count();
 	@bytes[$ino, probe] = sum(args->ret);
@@ -264,8 +268,7 @@ tracepoint:syscalls:sys_exit_pwrite64,tracepoint:syscalls:sys_exit_pread64,trace
 	@lat[$ino, probe] = hist(nsecs - @start[tid]);
 	if (@next[$f] == @off[tid]) { @seq[$ino] = count(); } else { @rand[$ino] = count(); }
 	@next[$f] = @off[tid] + args->ret;
-	delete(@start[tid]);
-}`
+`
 
 // bpftraceEvents is bpftraceFiles for the calls (b) makes (pread64,
 // pwrite64, fsync, fdatasync) with what --storage adds for SQLite files:
@@ -278,15 +281,7 @@ tracepoint:syscalls:sys_enter_fsync,tracepoint:syscalls:sys_enter_fdatasync /pid
 	@fd[tid] = args->fd; @off[tid] = -1; @buf[tid] = 0; @start[tid] = nsecs;
 }
 tracepoint:syscalls:sys_exit_pwrite64,tracepoint:syscalls:sys_exit_pread64,tracepoint:syscalls:sys_exit_fsync,tracepoint:syscalls:sys_exit_fdatasync /pid == cpid && @start[tid]/ {
-	$f = *(curtask->files->fdt->fd + @fd[tid]);
-	$ino = $f->f_inode->i_ino;
-	@calls[$ino, probe] = count();
-	@bytes[$ino, probe] = sum(args->ret);
-	@size[$ino, probe] = hist(args->ret);
-	@lat[$ino, probe] = hist(nsecs - @start[tid]);
-	if (@next[$f] == @off[tid]) { @seq[$ino] = count(); } else { @rand[$ino] = count(); }
-	@next[$f] = @off[tid] + args->ret;
-	if (@buf[tid] != 0 && args->ret > 0) {
+` + bpftraceFileStats + `	if (@buf[tid] != 0 && args->ret > 0) {
 		printf("%llu %lld %lld %r\n", $ino, @off[tid], args->ret, buf(@buf[tid], 32));
 	}
 	delete(@start[tid]);
