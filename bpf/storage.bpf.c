@@ -170,7 +170,46 @@ struct st_call {
 	__u32 op;     /* ST_EV_* */
 	__u32 vectored;
 	__u32 has_thread;
+	/* The file the thread last read ([0]) and wrote ([1]): a thread
+	 * that goes on with the same file skips thread_files. */
+	__u64 tf_ino[2];
+	__u32 tf_dev[2];
 };
+
+/* The threads that read or wrote each file, counted once each in the
+ * file's threads[]: whether 16 threads write one file or one each is
+ * what tells an inode lock's queue from spread-out IO. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct st_thread_file_key);
+	__type(value, __u8);
+} thread_files SEC(".maps");
+
+#define ST_EEXIST 17
+
+/* count_thread counts tid among the threads that read (i 0) or wrote (i
+ * 1) the file of st's call, once. */
+static __always_inline void count_thread(struct st_call *st, struct st_file *f, __u32 tid, __u32 i, struct st_counters *c)
+{
+	struct st_thread_file_key k = {};
+	__u8 one = 1;
+	long err;
+
+	i &= 1;
+	if (st->tf_ino[i] == st->key.ino && st->tf_dev[i] == st->key.dev)
+		return;
+	st->tf_ino[i] = st->key.ino;
+	st->tf_dev[i] = st->key.dev;
+	k.ino = st->key.ino;
+	k.dev = st->key.dev;
+	k.tid_op = tid | (i << 31);
+	err = bpf_map_update_elem(&thread_files, &k, &one, BPF_NOEXIST);
+	if (err == 0)
+		__sync_fetch_and_add(&f->threads[i], 1);
+	else if (err != -ST_EEXIST && c)
+		c->tf_dropped++;
+}
 
 struct {
 	__uint(type, BPF_MAP_TYPE_TASK_STORAGE);
@@ -935,6 +974,7 @@ static __always_inline void exit_call(struct task_struct *task, struct st_call *
 		__sync_fetch_and_add(&f->bytes[i], ret);
 		__sync_fetch_and_add(&f->call_ns[i], delta);
 		__sync_fetch_and_add(&f->size_slots[i][slot_of(ret, ST_SLOTS)], 1);
+		count_thread(st, f, tid, i, c);
 		file = st->file;
 		if (f->last_file == file) {
 			known = true;

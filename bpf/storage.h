@@ -76,6 +76,13 @@ struct st_file_key {
 	__u32 _pad;
 };
 
+/* A thread that read (op 0) or wrote (op 1) a file. */
+struct st_thread_file_key {
+	__u64 ino;
+	__u32 dev;
+	__u32 tid_op; /* tid | op << 31 (a tid fits in 22 bits) */
+};
+
 /* SQLite file kinds, told from the bytes at offset 0. */
 #define ST_KIND_NONE 0
 #define ST_KIND_DB 1
@@ -109,6 +116,7 @@ struct st_file {
 	__u32 truncated;   /* the path is deeper than ST_PATH_DEPTH */
 	__u32 unlinked;    /* no name left when it was first seen */
 	__u32 announced;   /* an event of it woke the reader */
+	__u32 threads[2];  /* threads that read it, wrote it (thread_files) */
 	__u8 names[ST_PATH_DEPTH][ST_NAME_LEN]; /* leaf first */
 };
 
@@ -162,6 +170,7 @@ struct st_counters {
 	__u64 rq_dropped;    /* requests not timed: rqs full */
 	__u64 file_dropped;  /* file operations not counted: files full */
 	__u64 ev_dropped;    /* SQLite events lost: ring buffer full */
+	__u64 tf_dropped;    /* threads not counted on a file: thread_files full */
 	__u64 unseen;        /* completions of requests started before attach */
 };
 

@@ -205,12 +205,30 @@ func concurrencyRows(a, b *model.Run) []Difference {
 				A: pa, B: pb, Judged: true, Differs: ratio(pa, pb) >= countRatio, Rule: threadRule})
 		}
 	}
-	if wa, wb := writersPerFile(a), writersPerFile(b); wa > 0 && wb > 0 {
+	if wa, wb := measuredWriters(a), measuredWriters(b); wa > 0 && wb > 0 {
+		out = append(out, Difference{Group: GroupConcurrency, ID: "concurrency.writers_per_file", Name: "writer threads per file (most)", Unit: UnitThreads,
+			A: wa, B: wb, Judged: true, Differs: ratio(wa, wb) >= countRatio, Rule: threadRule,
+			Note: "measured (--storage): the most threads that wrote any one file; many writers on one file queue on its inode lock"})
+	} else if wa, wb := writersPerFile(a), writersPerFile(b); wa > 0 && wb > 0 {
 		out = append(out, Difference{Group: GroupConcurrency, ID: "concurrency.writers_per_file", Name: "writer threads per file", Unit: UnitThreads,
 			A: wa, B: wb, Judged: true, Differs: ratio(wa, wb) >= countRatio, Rule: threadRule,
-			Note: "from the fileio settings (the storage probe records files, not their writers): sequential threads write their own files in turn, random ones any file"})
+			Note: "from the fileio settings (observe both with --storage to measure it): sequential threads write their own files in turn, random ones any file"})
 	}
 	return out
+}
+
+// measuredWriters is the most threads that wrote any one file, as the
+// storage probe counted them (--storage); 0 without the files or their
+// thread counts (records made before they were counted).
+func measuredWriters(r *model.Run) float64 {
+	if r.Storage == nil {
+		return 0
+	}
+	var most int64
+	for _, f := range r.Storage.Files {
+		most = max(most, f.Writes.Threads)
+	}
+	return float64(most)
 }
 
 // writersPerFile is how many fileio threads may write one file at once; 0

@@ -86,6 +86,15 @@ func TestDifferenceRules(t *testing.T) {
 				a.Target.FileIO.RW, b.Target.FileIO.RW, b.Target.FileIO.Files = "write", "write", 4
 			},
 			id: "concurrency.writers_per_file", judged: true, differs: true},
+		{name: "measured writers per file (--storage) before the settings: 16 on one file against 1", a: fileioRun, b: fileioRun,
+			edit: func(a, b *model.Run) {
+				// The settings alone would say 1 against 1.
+				a.Target.FileIO.RW, b.Target.FileIO.RW = "write", "write"
+				a.Storage = &model.StorageIO{Files: []model.FileIO{{Path: "/f", Writes: model.FileOps{Count: 9, Threads: 16}}}}
+				b.Storage = &model.StorageIO{Files: []model.FileIO{{Path: "/f1", Writes: model.FileOps{Count: 9, Threads: 1}},
+					{Path: "/f2", Writes: model.FileOps{Count: 9, Threads: 1}}}}
+			},
+			id: "concurrency.writers_per_file", judged: true, differs: true},
 		{name: "readers have no writers per file", a: fileioRun, b: fileioRun,
 			edit: func(a, b *model.Run) { a.Target.FileIO.RW, b.Target.FileIO.RW = "randread", "randread" },
 			id:   "concurrency.writers_per_file", absent: true},

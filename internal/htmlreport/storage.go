@@ -147,7 +147,7 @@ func files(s *section, fs []model.FileIO) {
 		s.why("the workload read, wrote or synced no regular file")
 		return
 	}
-	tb := newTable("~file", "~sqlite", "reads", "per read", "~pattern", "writes", "per write", "~pattern", "syncs", "sync time", "blocked", "locked", "errors")
+	tb := newTable("~file", "~sqlite", "reads", "per read", "~pattern", "readers", "writes", "per write", "~pattern", "writers", "syncs", "sync time", "blocked", "locked", "errors")
 	for i, f := range fs {
 		if i == maxFileRows {
 			tb.t.Foot = fmt.Sprintf("and %d more files (all are in the JSON record)", len(fs)-maxFileRows)
@@ -162,21 +162,30 @@ func files(s *section, fs []model.FileIO) {
 			tip += fmt.Sprintf(", %d files had this path", f.Instances)
 		}
 		tb.add(cell{Text: path, Class: "mono path", Path: true, Tip: tip}, cell{Text: f.SQLite},
-			cell{Text: units.FormatCount(f.Reads.Count)}, cell{Text: avgSize(f.Reads)}, cell{Text: f.Reads.Pattern},
-			cell{Text: units.FormatCount(f.Writes.Count)}, cell{Text: avgSize(f.Writes)}, cell{Text: f.Writes.Pattern},
+			cell{Text: units.FormatCount(f.Reads.Count)}, cell{Text: avgSize(f.Reads)}, cell{Text: f.Reads.Pattern}, cell{Text: threadCount(f.Reads)},
+			cell{Text: units.FormatCount(f.Writes.Count)}, cell{Text: avgSize(f.Writes)}, cell{Text: f.Writes.Pattern}, cell{Text: threadCount(f.Writes)},
 			cell{Text: units.FormatCount(f.Syncs)}, cell{Text: durSec(f.SyncSec)}, cell{Text: durSec(f.BlockedSec)},
 			cell{Text: durSec(f.LockSec)}, cell{Text: units.FormatCount(f.Errors)})
 	}
 	if tb.t.Foot != "" {
 		tb.t.Foot += "; "
 	}
-	tb.t.Foot += "most time first; per read, per write: mean size of a call; pattern: where each call began against the previous one on the same open file"
+	tb.t.Foot += "most time first; per read, per write: mean size of a call; pattern: where each call began against the previous one on the same open file; readers, writers: the threads that read it, wrote it"
 	s.table(tb.t)
 	s.listIf(report.TopFiles(fs, topFiles))
 }
 
 // topFiles is how many files each line of the top files names.
 const topFiles = 5
+
+// threadCount is how many threads made the calls, blank without calls or
+// in a record made before threads were counted.
+func threadCount(o model.FileOps) string {
+	if o.Count == 0 || o.Threads == 0 {
+		return ""
+	}
+	return units.FormatCount(o.Threads)
+}
 
 // avgSize is the mean bytes per call.
 func avgSize(o model.FileOps) string {

@@ -41,6 +41,9 @@ type StorageDropped struct {
 	// the program was already running on that CPU (its recursion_misses):
 	// a missed block_rq_complete is a request not counted.
 	MissedRuns map[string]int64 `json:"missed_runs,omitempty"`
+	// ThreadFiles counts first calls of a thread on a file that found the
+	// map of (thread, file) pairs full: the files' thread counts are short.
+	ThreadFiles int64 `json:"thread_files"`
 }
 
 // BlockDevice is one whole disk over the window, as iostat -x and
@@ -153,7 +156,11 @@ type FileOps struct {
 	Sequential int64   `json:"sequential"`
 	Random     int64   `json:"random"`
 	Pattern    string  `json:"pattern,omitempty"`
-	CallSec    float64 `json:"call_sec"`
+	// Threads is how many threads made these calls (for files with one
+	// path, the most any of them had): 16 threads writing one file queue
+	// on its inode lock, 16 writing one file each do not.
+	Threads int64   `json:"threads"`
+	CallSec float64 `json:"call_sec"`
 	Sizes      []Range `json:"size_hist,omitempty"`
 }
 

@@ -50,6 +50,9 @@ func StorageLost(x model.StorageDropped) []string {
 		out = append(out, fmt.Sprintf("lost: %d requests, %d file calls, %d SQLite events (maps or ring buffer full): the counts above are short by that much",
 			x.Requests, x.FileOps, x.SQLiteEvents))
 	}
+	if x.ThreadFiles > 0 {
+		out = append(out, fmt.Sprintf("%d threads' first calls on a file were not counted among its threads (the map of thread-file pairs was full): the thread counts are short", x.ThreadFiles))
+	}
 	if len(x.MissedRuns) > 0 {
 		names := slices.Sorted(maps.Keys(x.MissedRuns))
 		parts := make([]string, len(names))
@@ -126,19 +129,19 @@ func (d *doc) files(fs []model.FileIO, window float64) {
 		list = list[:maxIOFiles]
 	}
 	d.heading(title)
-	d.line("  %-30s %7s %6s %-6s %7s %6s %-6s %5s %7s %7s", "file", "reads", "KiB", "", "writes", "KiB", "", "syncs", "blocked", "locked")
+	d.line("  %-30s %7s %6s %-6s %7s %6s %-6s %5s %7s %7s %7s", "file", "reads", "KiB", "", "writes", "KiB", "", "syncs", "blocked", "locked", "threads")
 	for _, f := range list {
 		path := f.Path
 		if f.Deleted {
 			path += " (deleted)"
 		}
-		d.line("  %-30s %7s %6s %-6s %7s %6s %-6s %5s %7s %7s", fitLeft(path, 30),
+		d.line("  %-30s %7s %6s %-6s %7s %6s %-6s %5s %7s %7s %7s", fitLeft(path, 30),
 			units.FormatCount(f.Reads.Count), avgKiB(f.Reads), short(f.Reads.Pattern),
 			units.FormatCount(f.Writes.Count), avgKiB(f.Writes), short(f.Writes.Pattern),
-			units.FormatCount(f.Syncs), secs(f.BlockedSec), secs(f.LockSec))
+			units.FormatCount(f.Syncs), secs(f.BlockedSec), secs(f.LockSec), threadCounts(f))
 	}
 	d.line("  KiB: average per call; seq/rand/mixed: where each call began against the")
-	d.line("  previous one on the same open file")
+	d.line("  previous one on the same open file; threads: that read it / that wrote it")
 	for _, l := range TopFiles(fs, topFiles) {
 		d.wrapped("  ", "    ", l)
 	}
@@ -184,6 +187,15 @@ func TopFiles(fs []model.FileIO, n int) []string {
 		}
 	}
 	return out
+}
+
+// threadCounts is "readers/writers", blank in a record made before
+// threads were counted.
+func threadCounts(f model.FileIO) string {
+	if f.Reads.Threads+f.Writes.Threads == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%d/%d", f.Reads.Threads, f.Writes.Threads)
 }
 
 func avgKiB(o model.FileOps) string {

@@ -251,7 +251,7 @@ func (p *Probe) read(window time.Duration) (*model.StorageIO, error) {
 		st.Notes = append(st.Notes, "the storage programs' cost is underestimated: the runs their filters stopped were not calibrated, only the rest was timed")
 	}
 	st.Dropped = model.StorageDropped{Requests: int64(c.RqDropped), FileOps: int64(c.FileDropped), SQLiteEvents: int64(c.EvDropped), Unseen: int64(c.Unseen),
-		MissedRuns: p.missedRuns()}
+		MissedRuns: p.missedRuns(), ThreadFiles: int64(c.TfDropped)}
 	if st.Devices, err = p.readDevices(window); err != nil {
 		errs = append(errs, err)
 	}
@@ -337,6 +337,7 @@ func (p *Probe) counters() (storageStCounters, error) {
 		sum.RqDropped += c.RqDropped
 		sum.FileDropped += c.FileDropped
 		sum.EvDropped += c.EvDropped
+		sum.TfDropped += c.TfDropped
 		sum.Unseen += c.Unseen
 	}
 	return sum, nil
@@ -465,7 +466,7 @@ func (p *Probe) readFiles() ([]model.FileIO, error) {
 			BlockedSec: float64(f.BlockedNs) / 1e9, LockSec: float64(f.LockNs) / 1e9, Errors: int64(f.Errors)}
 		for i, ops := range []*model.FileOps{&fi.Reads, &fi.Writes} {
 			*ops = model.FileOps{Count: int64(f.Ops[i]), Bytes: int64(f.Bytes[i]), Sequential: int64(f.Seq[i]), Random: int64(f.Random[i]),
-				Pattern: pattern(int64(f.Seq[i]), int64(f.Random[i])), CallSec: float64(f.CallNs[i]) / 1e9, Sizes: ranges(f.SizeSlots[i][:], 1)}
+				Pattern: pattern(int64(f.Seq[i]), int64(f.Random[i])), Threads: int64(f.Threads[i]), CallSec: float64(f.CallNs[i]) / 1e9, Sizes: ranges(f.SizeSlots[i][:], 1)}
 		}
 		fi.Instances = 1
 		out = append(out, fi)

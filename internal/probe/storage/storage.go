@@ -152,6 +152,7 @@ func mergeByPath(fs []model.FileIO) []model.FileIO {
 			a.Random += b.Random
 			a.CallSec += b.CallSec
 			a.Pattern = pattern(a.Sequential, a.Random)
+			a.Threads = max(a.Threads, b.Threads)
 			a.Sizes = mergeRanges(a.Sizes, b.Sizes)
 		}
 	}

@@ -3,9 +3,12 @@
 package storage
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
+	"sync"
 	"testing"
 	"unsafe"
 
@@ -304,6 +307,76 @@ func TestFilePatternTwoOpenFiles(t *testing.T) {
 		return
 	}
 	t.Fatalf("%s not among the files: %+v", path, st.Files)
+}
+
+// TestFileThreads: four threads each write one shared file and a file of
+// their own, in turn; the shared file has 4 writer threads, each own file
+// 1, and none was read. The turns exercise the per-thread last-file cache
+// (st_call.tf_ino): each switch looks the pair up again and must not count
+// a thread twice.
+func TestFileThreads(t *testing.T) {
+	dir := t.TempDir()
+	shared, err := os.Create(filepath.Join(dir, "shared"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shared.Close()
+	const threads, writes = 4, 100
+	own := make([]*os.File, threads)
+	for i := range own {
+		if own[i], err = os.Create(filepath.Join(dir, fmt.Sprintf("own-%d", i))); err != nil {
+			t.Fatal(err)
+		}
+		defer own[i].Close()
+	}
+	stop := start(t, Config{Files: true})
+	var ready, done sync.WaitGroup
+	ready.Add(threads)
+	done.Add(threads)
+	errs := make(chan error, threads)
+	for i := range threads {
+		go func() {
+			defer done.Done()
+			// Each goroutine its own OS thread, all alive at once.
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			ready.Done()
+			ready.Wait()
+			buf := make([]byte, 512)
+			for j := range writes {
+				if _, err := shared.WriteAt(buf, int64((i*writes+j)*512)); err != nil {
+					errs <- err
+					return
+				}
+				if _, err := own[i].WriteAt(buf, int64(j*512)); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	done.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	st := stop()
+	got := map[string]model.FileIO{}
+	for _, f := range st.Files {
+		got[filepath.Base(f.Path)] = f
+	}
+	if f := got["shared"]; f.Writes.Count != threads*writes || f.Writes.Threads != threads || f.Reads.Threads != 0 {
+		t.Errorf("shared: %d writes by %d threads, %d reader threads; want %d by %d, 0", f.Writes.Count, f.Writes.Threads, f.Reads.Threads, threads*writes, threads)
+	}
+	for i := range threads {
+		name := fmt.Sprintf("own-%d", i)
+		if f := got[name]; f.Writes.Count != writes || f.Writes.Threads != 1 {
+			t.Errorf("%s: %d writes by %d threads; want %d by 1", name, f.Writes.Count, f.Writes.Threads, writes)
+		}
+	}
+	if st.Dropped.ThreadFiles != 0 {
+		t.Errorf("%d thread-file pairs dropped", st.Dropped.ThreadFiles)
+	}
 }
 
 // TestCostEstimate checks the probe's estimate of its own CPU time against

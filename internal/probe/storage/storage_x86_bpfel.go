@@ -40,6 +40,8 @@ type storageStCall struct {
 	Op        uint32
 	Vectored  uint32
 	HasThread uint32
+	TfIno     [2]uint64
+	TfDev     [2]uint32
 }
 
 type storageStCounters struct {
@@ -51,6 +53,7 @@ type storageStCounters struct {
 	RqDropped   uint64
 	FileDropped uint64
 	EvDropped   uint64
+	TfDropped   uint64
 	Unseen      uint64
 }
 
@@ -123,6 +126,7 @@ type storageStFile struct {
 	Truncated uint32
 	Unlinked  uint32
 	Announced uint32
+	Threads   [2]uint32
 	Names     [8][64]uint8
 }
 
@@ -139,6 +143,13 @@ type storageStRq struct {
 	IssueNs uint64
 	Owner   uint32
 	Counted uint32
+}
+
+type storageStThreadFileKey struct {
+	_     structs.HostLayout
+	Ino   uint64
+	Dev   uint32
+	TidOp uint32
 }
 
 type storageTaThread struct {
@@ -179,6 +190,7 @@ const (
 	storageMapLastWritten         = "last_written"
 	storageMapPositions           = "positions"
 	storageMapRqs                 = "rqs"
+	storageMapThreadFiles         = "thread_files"
 	storageMapThreads             = "threads"
 	storageMapTracked             = "tracked"
 	storageMapWritten             = "written"
@@ -277,6 +289,7 @@ type storageMapSpecs struct {
 	LastWritten *ebpf.MapSpec `ebpf:"last_written"`
 	Positions   *ebpf.MapSpec `ebpf:"positions"`
 	Rqs         *ebpf.MapSpec `ebpf:"rqs"`
+	ThreadFiles *ebpf.MapSpec `ebpf:"thread_files"`
 	Threads     *ebpf.MapSpec `ebpf:"threads"`
 	Tracked     *ebpf.MapSpec `ebpf:"tracked"`
 	Written     *ebpf.MapSpec `ebpf:"written"`
@@ -323,6 +336,7 @@ type storageMaps struct {
 	LastWritten *ebpf.Map `ebpf:"last_written"`
 	Positions   *ebpf.Map `ebpf:"positions"`
 	Rqs         *ebpf.Map `ebpf:"rqs"`
+	ThreadFiles *ebpf.Map `ebpf:"thread_files"`
 	Threads     *ebpf.Map `ebpf:"threads"`
 	Tracked     *ebpf.Map `ebpf:"tracked"`
 	Written     *ebpf.Map `ebpf:"written"`
@@ -340,6 +354,7 @@ func (m *storageMaps) Close() error {
 		m.LastWritten,
 		m.Positions,
 		m.Rqs,
+		m.ThreadFiles,
 		m.Threads,
 		m.Tracked,
 		m.Written,
