@@ -153,15 +153,15 @@ type FileOps struct {
 	// on the same open file ended, or elsewhere; Pattern sums them up:
 	// "sequential" (80% or more), "random" (20% or less), "mixed", or ""
 	// with fewer than 2 calls.
-	Sequential int64   `json:"sequential"`
-	Random     int64   `json:"random"`
-	Pattern    string  `json:"pattern,omitempty"`
+	Sequential int64  `json:"sequential"`
+	Random     int64  `json:"random"`
+	Pattern    string `json:"pattern,omitempty"`
 	// Threads is how many threads made these calls (for files with one
 	// path, the most any of them had): 16 threads writing one file queue
 	// on its inode lock, 16 writing one file each do not.
 	Threads int64   `json:"threads"`
 	CallSec float64 `json:"call_sec"`
-	Sizes      []Range `json:"size_hist,omitempty"`
+	Sizes   []Range `json:"size_hist,omitempty"`
 }
 
 // SQLiteIO maps the workload's reads and writes of SQLite files to pages.
