@@ -40,24 +40,37 @@ var calibrations struct {
 	sync.Mutex
 	costs map[[2]bool]*timeacct.Costs
 	notes map[[2]bool]string
-	// The storage probe's, per Files setting.
-	storage map[bool]*storage.Costs
+	// The storage probe's, per Files setting, and why there are none.
+	storage      map[bool]*storage.Costs
+	storageNotes map[bool]string
 }
 
 // calibrateStorage returns the storage probe's costs for files, measured
-// once per process (nil if they could not be: the estimate says so).
-func calibrateStorage(files bool) *storage.Costs {
+// once per process, or nil and why they could not be (the probe's
+// estimate then says so).
+func calibrateStorage(files bool) (*storage.Costs, string) {
 	calibrations.Lock()
 	defer calibrations.Unlock()
 	if c, ok := calibrations.storage[files]; ok {
-		return c
+		return c, calibrations.storageNotes[files]
 	}
 	if calibrations.storage == nil {
-		calibrations.storage = map[bool]*storage.Costs{}
+		calibrations.storage, calibrations.storageNotes = map[bool]*storage.Costs{}, map[bool]string{}
 	}
-	c, _ := storage.Calibrate(files, ".")
+	c, err := storage.Calibrate(files, ".")
+	if err != nil {
+		calibrations.storageNotes[files] = err.Error()
+	}
 	calibrations.storage[files] = c
-	return c
+	return c, calibrations.storageNotes[files]
+}
+
+// addProbeCost adds another probe's programs to the accounting's stated
+// cost: the probe's cost is all of perfsleuth's programs'.
+func addProbeCost(ta *model.TimeAccounting, sec float64, runs int64, progs ...model.ProgramCost) {
+	ta.ProbeCPUSec += sec
+	ta.ProbeRuns += runs
+	ta.Programs = append(ta.Programs, progs...)
 }
 
 // calibrate returns the probe's costs for cfg's settings, measured once per
@@ -151,11 +164,7 @@ func (a *accountant) finish(run *model.Run) {
 		run.TimeAccounting.ProbeNote = a.costNote
 	}
 	if st := run.Storage; st != nil {
-		// The probe's stated cost is all of perfsleuth's programs'.
-		ta := run.TimeAccounting
-		ta.ProbeRuns += st.ProbeRuns
-		ta.ProbeCPUSec += st.ProbeCPUSec
-		ta.Programs = append(ta.Programs, st.Programs...)
+		addProbeCost(run.TimeAccounting, st.ProbeCPUSec, st.ProbeRuns, st.Programs...)
 	}
 	if res.Stacks {
 		n := newNamer(a.maps)
@@ -168,9 +177,7 @@ func (a *accountant) finish(run *model.Run) {
 				run.TimeAccounting.OnCPUNote = "no sample of the workload's threads on a CPU: it ran for less than a sampling period"
 			}
 			sec, pc := prof.Cost()
-			run.TimeAccounting.ProbeCPUSec += sec
-			run.TimeAccounting.ProbeRuns += pc.Runs
-			run.TimeAccounting.Programs = append(run.TimeAccounting.Programs, pc)
+			addProbeCost(run.TimeAccounting, sec, pc.Runs, pc)
 			if prof.Dropped > 0 {
 				run.Warnings = append(run.Warnings, fmt.Sprintf("%d on-CPU samples dropped: the sampler's map was full", prof.Dropped))
 			}
@@ -200,7 +207,8 @@ func (a *accountant) close() {
 // startStorage attaches the storage probe to the processes the
 // time-accounting probe follows. A failure leaves a note in the record.
 func (a *accountant) startStorage(opts ObserveOptions) {
-	cfg := storage.Config{Files: opts.Storage, Costs: calibrateStorage(opts.Storage)}
+	cfg := storage.Config{Files: opts.Storage}
+	cfg.Costs, cfg.CostsNote = calibrateStorage(opts.Storage)
 	if opts.Storage {
 		a.sqlite = sqlitetrace.New()
 		cfg.OnEvent = a.sqlite.Add

@@ -248,7 +248,11 @@ func (p *Probe) read(window time.Duration) (*model.StorageIO, error) {
 	}
 	st.ProbeCPUSec, st.Programs = p.cost(c)
 	if p.cfg.Costs == nil {
-		st.Notes = append(st.Notes, "the storage programs' cost is underestimated: the runs their filters stopped were not calibrated, only the rest was timed")
+		note := "the storage programs' cost is underestimated: the runs their filters stopped were not calibrated, only the rest was timed"
+		if p.cfg.CostsNote != "" {
+			note += " (" + p.cfg.CostsNote + ")"
+		}
+		st.Notes = append(st.Notes, note)
 	}
 	st.Dropped = model.StorageDropped{Requests: int64(c.RqDropped), FileOps: int64(c.FileDropped), SQLiteEvents: int64(c.EvDropped), Unseen: int64(c.Unseen),
 		MissedRuns: p.missedRuns(), ThreadFiles: int64(c.TfDropped)}

@@ -60,6 +60,8 @@ type Config struct {
 	// their filters (Calibrate); nil leaves those runs out of the
 	// estimate of the probe's CPU time, with a note.
 	Costs *Costs
+	// CostsNote says why Costs is nil (Calibrate's error), for the note.
+	CostsNote string
 	// OnEvent receives the SQLite events, in order, from one goroutine;
 	// it must copy what it keeps of Event.Head.
 	OnEvent func(Event)
