@@ -126,10 +126,13 @@ func TestExperimentCPUHalf(t *testing.T) {
 }
 
 func TestExperimentSyncBound(t *testing.T) {
-	// 5 repeats of 6000 syncs (about a second a run): with 3 repeats of
+	// 7 repeats of 6000 syncs (about a second a run): with 3 repeats of
 	// 3000 the CI machine's baseline moved ±16% and cpu-half's interval
-	// [-26%, +16%] could not rule out a large loss.
-	run := experiment(t, "--repeat", "5", "--conditions", "cpu-half,io-pressure", "--", scenario(t, "storagesync"), "6000")
+	// [-26%, +16%] could not rule out a large loss; with 5, one slow run
+	// in the baseline and one in cpu-half (978 ms and 1.0 s among ~800 ms)
+	// widened the interval to [-20%, +20%] (a clean-clone run here). With
+	// 7 a single slow run is rarely a resample's median.
+	run := experiment(t, "--repeat", "7", "--conditions", "cpu-half,io-pressure", "--", scenario(t, "storagesync"), "6000")
 	class(t, run, "io-pressure", "sensitive")
 	class(t, run, "cpu-half", "insensitive")
 	if run.Verdict.Bottleneck != "io" {
