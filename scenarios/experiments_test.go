@@ -126,13 +126,16 @@ func TestExperimentCPUHalf(t *testing.T) {
 }
 
 func TestExperimentSyncBound(t *testing.T) {
-	// 7 repeats of 6000 syncs (about a second a run): with 3 repeats of
-	// 3000 the CI machine's baseline moved ±16% and cpu-half's interval
-	// [-26%, +16%] could not rule out a large loss; with 5, one slow run
-	// in the baseline and one in cpu-half (978 ms and 1.0 s among ~800 ms)
-	// widened the interval to [-20%, +20%] (a clean-clone run here). With
-	// 7 a single slow run is rarely a resample's median.
-	run := experiment(t, "--repeat", "7", "--conditions", "cpu-half,io-pressure", "--", scenario(t, "storagesync"), "6000")
+	// 7 repeats of 12000 syncs (about 1.6 s a run). With 3 repeats of 3000
+	// the CI machine's baseline moved ±16% and cpu-half's interval [-26%,
+	// +16%] could not rule out a large loss. With 5 of 6000 (~0.8 s), one
+	// slow run in the baseline and one in cpu-half (978 ms and 1.0 s among
+	// ~800 ms) widened the interval to [-20%, +20%]; with 7 of 6000, one
+	// slow baseline run (952 ms among ~830) made the baseline's noise ±13%,
+	// more than a weak io-pressure's -11% (clean-clone runs here). The
+	// noise is the largest single run's change, so a hiccup of ~150 ms
+	// weighs half as much in runs twice as long.
+	run := experiment(t, "--repeat", "7", "--conditions", "cpu-half,io-pressure", "--", scenario(t, "storagesync"), "12000")
 	class(t, run, "io-pressure", "sensitive")
 	class(t, run, "cpu-half", "insensitive")
 	if run.Verdict.Bottleneck != "io" {
