@@ -233,13 +233,10 @@ static __always_inline struct st_counters *count_run(__u32 prog)
 	return c;
 }
 
-/* work_done counts a run past the filter, and its time if it began at
- * t0 (0: not timed). */
-static __always_inline void work_done(__u32 prog, __u64 t0)
+/* work_done counts a run past the filter in c (count_run's), and its
+ * time if it began at t0 (0: not timed). */
+static __always_inline void work_done(struct st_counters *c, __u32 prog, __u64 t0)
 {
-	__u32 zero = 0;
-	struct st_counters *c = bpf_map_lookup_elem(&counters, &zero);
-
 	if (!c)
 		return;
 	c->worked[prog % ST_NUM_PROGS]++;
@@ -253,19 +250,16 @@ static __always_inline void work_done(__u32 prog, __u64 t0)
  * one of the 1 in ST_TIME_EVERY that time themselves: two clock reads on
  * every run cost the frequent programs (page cache, syscalls) more than
  * their estimate gains. */
-static __always_inline bool sampled(__u32 prog)
+static __always_inline bool sampled(struct st_counters *c, __u32 prog)
 {
-	__u32 zero = 0;
-	struct st_counters *c = bpf_map_lookup_elem(&counters, &zero);
-
 	return c && (c->worked[prog % ST_NUM_PROGS] & (ST_TIME_EVERY - 1)) == 0;
 }
 
 /* time_start is the time a sampled run's work begins, 0 if it is not
  * timed (work_done's t0). */
-static __always_inline __u64 time_start(__u32 prog)
+static __always_inline __u64 time_start(struct st_counters *c, __u32 prog)
 {
-	return sampled(prog) ? bpf_ktime_get_ns() : 0;
+	return sampled(c, prog) ? bpf_ktime_get_ns() : 0;
 }
 
 
@@ -386,8 +380,10 @@ int BPF_PROG(block_io_start, struct request *rq)
 {
 	__u64 t0 = bpf_ktime_get_ns();
 
-	rq_start(rq, count_run(ST_PROG_IO_START));
-	work_done(ST_PROG_IO_START, t0);
+	struct st_counters *c = count_run(ST_PROG_IO_START);
+
+	rq_start(rq, c);
+	work_done(c, ST_PROG_IO_START, t0);
 	return 0;
 }
 
@@ -396,19 +392,20 @@ int BPF_PROG(block_rq_insert, struct request *rq)
 {
 	__u64 t0 = bpf_ktime_get_ns();
 
-	rq_start(rq, count_run(ST_PROG_INSERT));
-	work_done(ST_PROG_INSERT, t0);
+	struct st_counters *c = count_run(ST_PROG_INSERT);
+
+	rq_start(rq, c);
+	work_done(c, ST_PROG_INSERT, t0);
 	return 0;
 }
 
-static __always_inline void rq_issue(struct request *rq, __u64 now)
+static __always_inline void rq_issue(struct request *rq, __u64 now, struct st_counters *c)
 {
 	__u64 key = (__u64)rq;
 	struct st_dev_stats *s;
 	struct st_disk *d;
 	struct st_rq *r;
 	__s64 depth;
-	struct st_counters *c = count_run(ST_PROG_ISSUE);
 
 	if (stopped)
 		return;
@@ -440,15 +437,16 @@ int BPF_PROG(block_rq_issue, struct request *rq)
 {
 	__u64 t0 = bpf_ktime_get_ns();
 
-	rq_issue(rq, t0);
-	work_done(ST_PROG_ISSUE, t0);
+	struct st_counters *c = count_run(ST_PROG_ISSUE);
+
+	rq_issue(rq, t0, c);
+	work_done(c, ST_PROG_ISSUE, t0);
 	return 0;
 }
 
-static __always_inline void rq_complete(struct request *rq, unsigned int nr_bytes, __u64 now)
+static __always_inline void rq_complete(struct request *rq, unsigned int nr_bytes, __u64 now, struct st_counters *c)
 {
 	__u64 key = (__u64)rq;
-	struct st_counters *c = count_run(ST_PROG_COMPLETE);
 	__u32 dev = rq_dev(rq), done = 0;
 	struct st_dev_stats *s;
 	struct st_disk *d;
@@ -506,8 +504,10 @@ int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned
 {
 	__u64 t0 = bpf_ktime_get_ns();
 
-	rq_complete(rq, nr_bytes, t0);
-	work_done(ST_PROG_COMPLETE, t0);
+	struct st_counters *c = count_run(ST_PROG_COMPLETE);
+
+	rq_complete(rq, nr_bytes, t0, c);
+	work_done(c, ST_PROG_COMPLETE, t0);
 	return 0;
 }
 
@@ -517,7 +517,6 @@ static __always_inline void bio_merge(struct bio *bio)
 	struct st_dev_stats *s;
 	__u32 dev;
 
-	count_run(ST_PROG_MERGE);
 	if (stopped || !disk)
 		return;
 	dev = disk_dev(disk);
@@ -531,8 +530,10 @@ int BPF_PROG(block_bio_backmerge, struct bio *bio)
 {
 	__u64 t0 = bpf_ktime_get_ns();
 
+	struct st_counters *c = count_run(ST_PROG_MERGE);
+
 	bio_merge(bio);
-	work_done(ST_PROG_MERGE, t0);
+	work_done(c, ST_PROG_MERGE, t0);
 	return 0;
 }
 
@@ -541,23 +542,27 @@ int BPF_PROG(block_bio_frontmerge, struct bio *bio)
 {
 	__u64 t0 = bpf_ktime_get_ns();
 
+	struct st_counters *c = count_run(ST_PROG_MERGE);
+
 	bio_merge(bio);
-	work_done(ST_PROG_MERGE, t0);
+	work_done(c, ST_PROG_MERGE, t0);
 	return 0;
 }
 
 /* ---- page cache ---- */
 
 /* cache_run counts a run of a page-cache program and returns the per-CPU
- * counts if the current task is the workload's, NULL otherwise. */
-static __always_inline struct st_cache *cache_run(void)
+ * counts if the current task is the workload's, NULL otherwise; cnt, if
+ * not NULL, gets count_run's counters (for the programs that time their
+ * work). */
+static __always_inline struct st_cache *cache_run(struct st_counters **cnt)
 {
 	__u32 zero = 0;
 	struct st_cache *c = bpf_map_lookup_elem(&cache, &zero);
+	struct st_counters *r = count_run(ST_PROG_CACHE);
 
-	count_run(ST_PROG_CACHE);
-	if (c)
-		c->runs++;
+	if (cnt)
+		*cnt = r;
 	if (stopped || !current_tracked())
 		return NULL;
 	return c;
@@ -596,7 +601,7 @@ static __always_inline bool in_read(void)
 SEC("tp_btf/mm_filemap_get_pages")
 int BPF_PROG(filemap_get_pages, struct address_space *mapping, unsigned long index, unsigned long last)
 {
-	struct st_cache *c = cache_run();
+	struct st_cache *c = cache_run(NULL);
 
 	if (c && last >= index)
 		c->lookups += last - index + 1;
@@ -606,24 +611,25 @@ int BPF_PROG(filemap_get_pages, struct address_space *mapping, unsigned long ind
 SEC("tp_btf/mm_filemap_add_to_page_cache")
 int BPF_PROG(filemap_add, struct folio *folio)
 {
-	struct st_cache *c = cache_run();
+	struct st_counters *cnt = NULL;
+	struct st_cache *c = cache_run(&cnt);
 	__u64 t0;
 
 	if (!c)
 		return 0;
-	t0 = time_start(ST_PROG_CACHE);
+	t0 = time_start(cnt, ST_PROG_CACHE);
 	if (in_read())
 		c->read_added += folio_pages(folio);
 	else
 		c->other_added += folio_pages(folio);
-	work_done(ST_PROG_CACHE, t0);
+	work_done(cnt, ST_PROG_CACHE, t0);
 	return 0;
 }
 
 SEC("tp_btf/mm_filemap_fault")
 int BPF_PROG(filemap_fault, struct address_space *mapping, unsigned long index)
 {
-	struct st_cache *c = cache_run();
+	struct st_cache *c = cache_run(NULL);
 
 	if (c)
 		c->fault_lookups++;
@@ -633,7 +639,7 @@ int BPF_PROG(filemap_fault, struct address_space *mapping, unsigned long index)
 SEC("tp_btf/page_cache_sync_ra")
 int BPF_PROG(sync_ra, struct inode *inode, unsigned long index)
 {
-	struct st_cache *c = cache_run();
+	struct st_cache *c = cache_run(NULL);
 
 	if (c)
 		c->ra_sync++;
@@ -643,7 +649,7 @@ int BPF_PROG(sync_ra, struct inode *inode, unsigned long index)
 SEC("tp_btf/page_cache_async_ra")
 int BPF_PROG(async_ra, struct inode *inode, unsigned long index)
 {
-	struct st_cache *c = cache_run();
+	struct st_cache *c = cache_run(NULL);
 
 	if (c)
 		c->ra_async++;
@@ -672,15 +678,16 @@ static __always_inline void mark_mapping_written(struct address_space *mapping)
 SEC("tp_btf/writeback_dirty_folio")
 int BPF_PROG(dirty_folio, struct folio *folio, struct address_space *mapping)
 {
-	struct st_cache *c = cache_run();
+	struct st_counters *cnt = NULL;
+	struct st_cache *c = cache_run(&cnt);
 	__u64 t0;
 
 	if (!c)
 		return 0;
-	t0 = time_start(ST_PROG_CACHE);
+	t0 = time_start(cnt, ST_PROG_CACHE);
 	c->dirtied += folio_pages(folio);
 	mark_mapping_written(mapping);
-	work_done(ST_PROG_CACHE, t0);
+	work_done(cnt, ST_PROG_CACHE, t0);
 	return 0;
 }
 
@@ -689,7 +696,7 @@ int BPF_PROG(balance_dirty_pages, struct bdi_writeback *wb, struct dirty_throttl
 	     unsigned long dirty_ratelimit, unsigned long task_ratelimit, unsigned long dirtied,
 	     unsigned long period, long pause, unsigned long start_time)
 {
-	struct st_cache *c = cache_run();
+	struct st_cache *c = cache_run(NULL);
 
 	if (!c)
 		return 0;
@@ -884,12 +891,12 @@ static __always_inline void enter_call(struct task_struct *task, struct pt_regs 
 SEC("tp_btf/sys_enter")
 int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
 {
+	struct st_counters *c = count_run(ST_PROG_SYS_ENTER);
 	struct task_struct *task;
 	struct st_call *st;
 	__u64 t0;
 	__u32 op;
 
-	count_run(ST_PROG_SYS_ENTER);
 	switch (id) {
 	case NR_read: case NR_pread64: case NR_readv: case NR_preadv: case NR_preadv2:
 		op = ST_EV_READ;
@@ -912,9 +919,9 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
 	st = bpf_task_storage_get(&calls, task, 0, 0);
 	if (!st && !is_tracked(task->tgid))
 		return 0;
-	t0 = time_start(ST_PROG_SYS_ENTER);
+	t0 = time_start(c, ST_PROG_SYS_ENTER);
 	enter_call(task, regs, id, op, st);
-	work_done(ST_PROG_SYS_ENTER, t0);
+	work_done(c, ST_PROG_SYS_ENTER, t0);
 	return 0;
 }
 
@@ -1057,6 +1064,6 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 		return 0;
 	now = bpf_ktime_get_ns();
 	exit_call(task, st, ret, c, now);
-	work_done(ST_PROG_SYS_EXIT, sampled(ST_PROG_SYS_EXIT) ? now : 0);
+	work_done(c, ST_PROG_SYS_EXIT, sampled(c, ST_PROG_SYS_EXIT) ? now : 0);
 	return 0;
 }

@@ -67,7 +67,6 @@ struct st_cache {
 	__u64 dirtied;        /* pages dirtied */
 	__u64 throttled;      /* balance_dirty_pages pauses */
 	__u64 pause_jiffies;  /* their summed pause */
-	__u64 runs;           /* program runs, machine-wide */
 };
 
 struct st_file_key {

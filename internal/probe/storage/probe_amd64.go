@@ -396,8 +396,8 @@ func (p *Probe) readDevices(window time.Duration) ([]model.BlockDevice, error) {
 	return out, nil
 }
 
-// readCache sums the page-cache counters, and the runs of the page-cache
-// programs (counted there, not in counters, to spare them a lookup).
+// readCache sums the page-cache counters (the programs' runs are in
+// counters, with the other programs').
 func (p *Probe) readCache() (*model.PageCache, error) {
 	if p.coll.Programs["filemap_get_pages"] == nil {
 		return nil, nil

@@ -24,7 +24,6 @@ type storageStCache struct {
 	Dirtied      uint64
 	Throttled    uint64
 	PauseJiffies uint64
-	Runs         uint64
 }
 
 type storageStCall struct {
