@@ -8,6 +8,7 @@ import (
 
 	"github.com/perfsleuth/perfsleuth/internal/compare"
 	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/report/rows"
 )
 
 // The comparison page shows what the terminal view of compare shows
@@ -105,31 +106,22 @@ type causeView struct {
 func buildCompare(c *compare.Comparison) *comparePage {
 	p := &comparePage{CSP: policy(compareCSS, ""), CSS: template.CSS(compareCSS), Comparable: c.Comparable}
 	p.Title = "B against A: " + c.B.Description + " against " + c.A.Description
-	for _, s := range []struct {
-		side string
-		r    compare.RunRef
-	}{{"A", c.A}, {"B", c.B}} {
-		v := runView{Side: s.side, What: s.r.Description,
-			From: fmt.Sprintf("%s on %s, %s", s.r.Verb, orDash(s.r.Hostname), s.r.StartedAt.UTC().Format("2006-01-02 15:04 UTC"))}
-		if s.r.Path != "" {
-			v.From += " · " + s.r.Path
-		}
-		if len(s.r.Args) > 0 {
-			v.Command = "perfsleuth " + strings.Join(s.r.Args, " ")
+	for _, r := range rows.Runs(c) {
+		v := runView{Side: r.Side, What: r.What, From: r.From, Command: r.Command}
+		if r.Path != "" {
+			v.From += " · " + r.Path
 		}
 		p.Runs = append(p.Runs, v)
 	}
-	var keep []string
-	for _, is := range c.Issues {
-		if is.Severity == compare.NotComparable {
-			p.NotComparable = append(p.NotComparable, is)
-		} else {
-			keep = append(keep, is.Aspect)
-		}
+	notComparable, keep := rows.Issues(c)
+	p.NotComparable = notComparable
+	var aspects []string
+	for _, is := range keep {
+		aspects = append(aspects, is.Aspect)
 	}
-	p.KeepInMind = strings.Join(keep, ", ")
+	p.KeepInMind = strings.Join(aspects, ", ")
 	if len(c.Issues) == 0 {
-		p.ComparableText = "the same settings, host, file system and observer"
+		p.ComparableText = rows.Comparable
 	} else if len(p.NotComparable) == 0 {
 		p.ComparableText = "nothing makes the runs not comparable like for like"
 	}
@@ -146,12 +138,12 @@ func buildCompare(c *compare.Comparison) *comparePage {
 
 // significance maps a headline's significance to its pill: the colour of
 // the experiment class that means the same (a real change, none, not yet
-// known), the words, and the short answer the terminal gives.
-var significance = map[string]struct{ class, label, answer string }{
-	compare.Significant:          {"cls-sensitive", "beyond the noise", "yes"},
-	compare.NotSignificant:       {"cls-insensitive", "within the noise", "no"},
-	compare.Unknown:              {"cls-inconclusive", "noise unknown", "unknown"},
-	compare.NotComparableMeasure: {"", "no change to compute", "no change to compute"},
+// known), and the words.
+var significance = map[string]struct{ class, label string }{
+	compare.Significant:          {"cls-sensitive", "beyond the noise"},
+	compare.NotSignificant:       {"cls-insensitive", "within the noise"},
+	compare.Unknown:              {"cls-inconclusive", "noise unknown"},
+	compare.NotComparableMeasure: {"", "no change to compute"},
 }
 
 func headlineOf(h compare.Headline) headlineView {
@@ -169,56 +161,24 @@ func headlineOf(h compare.Headline) headlineView {
 	default:
 		v.Measure = "measure: " + measureWords(m)
 	}
-	value := func(m model.Measure, x compare.Value) string {
-		switch {
-		case len(x.Runs) == 0:
-			return "-"
-		case m.Unit == "s":
-			return secs(x.Median)
-		}
-		return rate(x.Median)
-	}
-	noise := func(x compare.Value) string {
-		switch {
-		case x.Noise != nil:
-			return fmt.Sprintf("±%.0f%%", *x.Noise*100)
-		case len(x.Runs) == 0:
-			return "-"
-		}
-		return "unknown"
-	}
+	x := rows.HeadlineOf(h)
 	v.Rows = []abRow{
-		{"median" + unitSuffix(m, mb), value(m, h.A), value(mb, h.B)},
-		{"runs", fmt.Sprint(len(h.A.Runs)), fmt.Sprint(len(h.B.Runs))},
-		{"noise", noise(h.A), noise(h.B)},
+		{"median" + unitSuffix(m, mb), x.MedianA, x.MedianB},
+		{"runs", fmt.Sprint(x.RunsA), fmt.Sprint(x.RunsB)},
+		{"noise", x.NoiseA, x.NoiseB},
 	}
-	for _, s := range []struct {
-		side string
-		m    model.Measure
-		x    compare.Value
-	}{{"A", m, h.A}, {"B", mb, h.B}} {
-		if len(s.x.Runs) > 1 {
-			var runs []string
-			for _, r := range s.x.Runs {
-				runs = append(runs, value(s.m, compare.Value{Median: r, Runs: []float64{r}}))
-			}
-			v.Runs = append(v.Runs, kv{s.side + "'s runs", strings.Join(runs, " · ") + " (" + s.x.From + ")"})
-		}
+	for _, l := range x.Runs {
+		v.Runs = append(v.Runs, kv{l.Side + "'s runs", strings.Join(l.Runs, " · ") + " (" + l.From + ")"})
 	}
-	if h.Significance != compare.NotComparableMeasure && h.Words != "" {
-		v.Change = "B " + h.Words
-		if strings.Contains(h.Words, "x ") {
-			v.Change += " (" + pct(h.Change) + ")"
-		}
-		if h.Interval != nil {
-			v.Change += fmt.Sprintf(", 95%% interval [%s, %s]", pct(h.Interval[0]), pct(h.Interval[1]))
-		}
+	v.Change = x.Change
+	if x.Change != "" && h.Interval != nil {
+		v.Change += fmt.Sprintf(", 95%% interval [%s, %s]", rows.Pct(h.Interval[0]), rows.Pct(h.Interval[1]))
 	}
 	sig, ok := significance[h.Significance]
 	if !ok {
-		sig.label, sig.answer = h.Significance, h.Significance
+		sig.label = h.Significance
 	}
-	v.SigClass, v.SigLabel, v.Answer, v.Reason = sig.class, sig.label, sig.answer, h.Reason
+	v.SigClass, v.SigLabel, v.Answer, v.Reason = sig.class, sig.label, x.Answer, h.Reason
 	for _, a := range h.Advice {
 		// The advice ends in the command line to run: shown as code, to
 		// copy.
@@ -229,7 +189,7 @@ func headlineOf(h compare.Headline) headlineView {
 		}
 	}
 	if h.MeasureB == nil && len(h.A.Runs) > 0 && len(h.B.Runs) > 0 {
-		v.Figs = append(v.Figs, figure{Caption: "Each run's " + orDash(m.Name), Sub: betterWords(m), Wide: true,
+		v.Figs = append(v.Figs, figure{Caption: "Each run's " + rows.OrDash(m.Name), Sub: rows.BetterWords(m), Wide: true,
 			Chart: measureChart(m, h)})
 		if h.Interval != nil {
 			v.Figs = append(v.Figs, changeFigure(m, h))
@@ -239,18 +199,11 @@ func headlineOf(h compare.Headline) headlineView {
 }
 
 func measureWords(m model.Measure) string {
-	s := orDash(m.Name)
+	s := rows.OrDash(m.Name)
 	if m.Unit != "" && m.Unit != m.Name {
 		s += " (" + m.Unit + ")"
 	}
-	return s + ", " + betterWords(m)
-}
-
-func betterWords(m model.Measure) string {
-	if m.HigherIsBetter {
-		return "higher is better"
-	}
-	return "lower is better"
+	return s + ", " + rows.BetterWords(m)
 }
 
 // unitSuffix names the unit of the medians, when both sides share it.
@@ -267,7 +220,7 @@ func measureChart(m model.Measure, h compare.Headline) template.HTML {
 		if v == 0 {
 			return "0" // the axis's origin, not "0.0"
 		}
-		return rate(v)
+		return rows.Rate(v)
 	}
 	if m.Unit == "s" {
 		format = durSec
@@ -285,7 +238,7 @@ func measureChart(m model.Measure, h compare.Headline) template.HTML {
 // run against A's median, over A's noise band.
 func changeFigure(m model.Measure, h compare.Headline) figure {
 	base := h.A.Median
-	change := changeFrom(m, base)
+	change := rows.ChangeFrom(m, base)
 	var pa, pb []float64
 	for _, r := range h.A.Runs {
 		pa = append(pa, change(r))
@@ -305,42 +258,35 @@ func changeFigure(m model.Measure, h compare.Headline) figure {
 	if h.B.Noise != nil {
 		sub += fmt.Sprintf("; B's noise ±%.0f%%", *h.B.Noise*100)
 	}
-	rows := []IntervalRow{
+	ivs := []IntervalRow{
 		{Label: "A", Points: pa, Note: "A's runs against their median"},
 		{Label: "B", Change: h.Change, Lo: h.Interval[0], Hi: h.Interval[1], Points: pb, Class: class,
-			Note: fmt.Sprintf("%s [%s, %s] %s", pct(h.Change), pct(h.Interval[0]), pct(h.Interval[1]), significance[h.Significance].label)},
+			Note: fmt.Sprintf("%s [%s, %s] %s", rows.Pct(h.Change), rows.Pct(h.Interval[0]), rows.Pct(h.Interval[1]), significance[h.Significance].label)},
 	}
 	return figure{Caption: "Change of B against A", Sub: sub, Wide: true,
-		Chart: IntervalChart("headline-change", rows, IntervalOptions{Title: "change of B against A", Noise: noiseA})}
+		Chart: IntervalChart("headline-change", ivs, IntervalOptions{Title: "change of B against A", Noise: noiseA})}
 }
 
 func explanationOf(e compare.Explanation) explanationView {
 	v := explanationView{Summary: e.Summary, Notes: e.Notes}
-	if e.Basis != "" && len(e.Causes) > 0 {
-		v.Basis = "(" + e.Basis + ")"
-	}
-	var rows []BarRow
+	basis, causes := rows.Causes(e)
+	v.Basis = basis
+	var bars []BarRow
 	longest := 0.0
-	for i, x := range e.Causes {
-		cv := causeView{Rank: fmt.Sprint(i + 1), Name: x.Name, Share: fmt.Sprintf("%.0f%%", x.AccountsFor*100), Evidence: x.Evidence}
-		// The first cause is what the summary says; the others say
-		// themselves, as in the terminal.
-		if i > 0 {
-			cv.Summary = x.Summary
-		}
-		v.Causes = append(v.Causes, cv)
+	for _, x := range causes {
+		v.Causes = append(v.Causes, causeView{Rank: fmt.Sprint(x.Rank), Name: x.Name, Share: x.Share, Summary: x.Says, Evidence: x.Evidence})
 		color := causeColor(x.ID)
 		for _, side := range []struct {
 			name string
 			sec  float64
 		}{{"A", x.ASec}, {"B", x.BSec}} {
-			rows = append(rows, BarRow{Label: x.Name + " · " + side.name, Note: durSec(side.sec),
+			bars = append(bars, BarRow{Label: x.Name + " · " + side.name, Note: durSec(side.sec),
 				Segments: []Segment{{Label: side.name, Value: side.sec, Color: color}}})
 			longest = max(longest, side.sec)
 		}
 	}
 	if longest > 0 {
-		v.Chart = StackedBars("cause-time", rows, BarOptions{Title: "each cause's time in A and in B", Max: longest, Format: durSec})
+		v.Chart = StackedBars("cause-time", bars, BarOptions{Title: "each cause's time in A and in B", Max: longest, Format: durSec})
 		v.ChartNote = fmt.Sprintf("for B's amount of work; B took %s longer in all", durSec(e.TimeDiffSec))
 		if e.TimeDiffSec < 0 {
 			v.ChartNote = fmt.Sprintf("for B's amount of work; B took %s less in all", durSec(-e.TimeDiffSec))

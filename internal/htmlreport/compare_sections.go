@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/perfsleuth/perfsleuth/internal/compare"
-	"github.com/perfsleuth/perfsleuth/internal/report"
+	"github.com/perfsleuth/perfsleuth/internal/report/rows"
 )
 
 // The side-by-side sections of the comparison page: the time accounting of
@@ -15,13 +15,8 @@ import (
 // side on one scale, and the shares as a table.
 func compareTimeSection(c *compare.Comparison) *section {
 	s := &section{ID: "time", Title: "Where the time goes"}
-	var rows []compare.Difference
-	for _, x := range c.Differences {
-		if x.Group == compare.GroupAccounting {
-			rows = append(rows, x)
-		}
-	}
-	if len(rows) == 0 {
+	shares := rows.AccountingShares(c)
+	if len(shares) == 0 {
 		s.Why = "no time accounting side by side: both records need the same accounting (observe or diagnose both, as root for eBPF)"
 		for _, is := range c.Issues {
 			if is.ID == "observer.source" {
@@ -33,7 +28,7 @@ func compareTimeSection(c *compare.Comparison) *section {
 	var segA, segB []Segment
 	var legend []LegendItem
 	sumA, sumB := 0.0, 0.0
-	for _, x := range rows {
+	for _, x := range shares {
 		color := CategoryColor(x.Name)
 		segA = append(segA, Segment{Label: x.Name, Value: x.A, Color: color})
 		segB = append(segB, Segment{Label: x.Name, Value: x.B, Color: color})
@@ -45,15 +40,15 @@ func compareTimeSection(c *compare.Comparison) *section {
 		Chart: StackedBars("time-compare", []BarRow{{Label: "A", Segments: segA}, {Label: "B", Segments: segB}},
 			BarOptions{Title: "busy threads' time per category, A and B", Max: max(1, sumA, sumB), Percent: true, Legend: legend, Format: share})})
 	tb := newTable("~category", "A", "B", "B against A", "~differs")
-	for _, x := range rows {
-		tb.add(cell{Text: x.Name, Class: categoryClass(x.Name)}, cell{Text: x.Format(x.A)}, cell{Text: x.Format(x.B)},
-			cell{Text: report.Factor(x)}, verdictCell(x))
+	for _, x := range rows.DiffRows(shares) {
+		tb.add(cell{Text: x.Name, Class: categoryClass(x.Name)}, cell{Text: x.ValueA}, cell{Text: x.ValueB},
+			cell{Text: x.Factor}, verdictCell(x.Difference))
 	}
 	s.table(tb.t)
-	if rows[0].Note != "" {
-		s.why(rows[0].Note)
+	if shares[0].Note != "" {
+		s.why(shares[0].Note)
 	} else {
-		s.p("“differs” marks a share that " + rows[0].Rule)
+		s.p("“differs” marks a share that " + shares[0].Rule)
 	}
 	return s
 }
@@ -82,16 +77,7 @@ func verdictCell(x compare.Difference) cell {
 // beyond their thresholds, then the others compared.
 func compareDifferencesSection(c *compare.Comparison) *section {
 	s := &section{ID: "differences", Title: "What differs"}
-	var differs, rest []compare.Difference
-	for _, x := range c.Differences {
-		switch {
-		case x.Group == compare.GroupAccounting:
-		case x.Differs:
-			differs = append(differs, x)
-		default:
-			rest = append(rest, x)
-		}
-	}
+	differs, rest := rows.Differences(c)
 	compared := len(differs) + len(rest)
 	if compared == 0 {
 		s.Why = "nothing measured in both records to set side by side: syncs, page cache, concurrency, context switches and block requests need both runs observed (observe or diagnose, as root for eBPF)"
@@ -112,19 +98,18 @@ func compareDifferencesSection(c *compare.Comparison) *section {
 
 // differenceTable shows rows by group, each group named on its first row;
 // hover a measure for its rule.
-func differenceTable(rows []compare.Difference, notes bool) *table {
+func differenceTable(diffs []compare.Difference, notes bool) *table {
 	head := []string{"~group", "~measure", "A", "B", "B against A"}
 	if notes {
 		head = append(head, "~note")
 	}
 	tb := newTable(head...)
-	group := ""
-	for _, x := range rows {
+	for _, x := range rows.DiffRows(diffs) {
 		g := ""
-		if x.Group != group {
-			group, g = x.Group, x.Group
+		if x.First {
+			g = x.Group
 		}
-		row := []cell{{Text: g}, {Text: x.Name, Tip: x.Rule}, {Text: x.Format(x.A)}, {Text: x.Format(x.B)}, {Text: report.Factor(x)}}
+		row := []cell{{Text: g}, {Text: x.Name, Tip: x.Rule}, {Text: x.ValueA}, {Text: x.ValueB}, {Text: x.Factor}}
 		if notes {
 			note := x.Note
 			if note == "" {
@@ -142,18 +127,14 @@ func differenceTable(rows []compare.Difference, notes bool) *table {
 // observer, and settings that do not decide the result.
 func environmentSection(c *compare.Comparison) *section {
 	s := &section{ID: "environment", Title: "Environment and other differences"}
-	tb := newTable("~what differs", "~A", "~B", "~why it matters", "~id")
-	n := 0
-	for _, is := range c.Issues {
-		if is.Severity == compare.NotComparable {
-			continue
-		}
-		n++
-		tb.add(cell{Text: is.Aspect}, cell{Text: is.A, Class: "mono"}, cell{Text: is.B, Class: "mono"}, cell{Text: is.Why}, cell{Text: is.ID, Class: "mono"})
-	}
-	if n == 0 {
+	_, keep := rows.Issues(c)
+	if len(keep) == 0 {
 		s.Why = "nothing else differs to keep in mind: the same host, kernel, file system and observer"
 		return s
+	}
+	tb := newTable("~what differs", "~A", "~B", "~why it matters", "~id")
+	for _, is := range keep {
+		tb.add(cell{Text: is.Aspect}, cell{Text: is.A, Class: "mono"}, cell{Text: is.B, Class: "mono"}, cell{Text: is.Why}, cell{Text: is.ID, Class: "mono"})
 	}
 	s.p("differences that do not by themselves make the comparison meaningless; often the very thing compared (another machine, kernel or file system)")
 	s.table(tb.t)

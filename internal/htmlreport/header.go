@@ -2,13 +2,10 @@ package htmlreport
 
 import (
 	"fmt"
-	"sort"
 	"strings"
-	"time"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
-	"github.com/perfsleuth/perfsleuth/internal/report"
-	"github.com/perfsleuth/perfsleuth/internal/units"
+	"github.com/perfsleuth/perfsleuth/internal/report/rows"
 )
 
 // severities are the finding severities the page colours; another value
@@ -18,8 +15,9 @@ var severities = map[string]bool{"info": true, "warning": true, "critical": true
 // header fills the top of the page: what ran, where, the verdict and the
 // findings.
 func header(p *page, run *model.Run) {
-	p.Verb, p.What = title(run)
-	if run.Interrupted {
+	t := rows.TitleOf(run)
+	p.Verb, p.What = t.Verb, t.What
+	if t.Interrupted {
 		p.What += " · INTERRUPTED"
 	}
 	m := []kv{}
@@ -28,16 +26,12 @@ func header(p *page, run *model.Run) {
 		// only the offset, and its page must match the run's.
 		m = append(m, kv{"started", run.StartedAt.Format("2006-01-02 15:04:05 -07:00")})
 		if d := run.EndedAt.Sub(run.StartedAt); d > 0 {
-			m = append(m, kv{"took", secs(d.Seconds())})
+			m = append(m, kv{"took", rows.Secs(d.Seconds())})
 		}
 	}
 	h := run.Host
-	host := fmt.Sprintf("%s, Linux %s %s, %d CPUs", orDash(h.Hostname), firstWord(h.Kernel), h.Arch, h.CPUsOnline)
-	if h.MemTotalBytes > 0 {
-		host += ", " + units.FormatSize(h.MemTotalBytes) + " memory"
-	}
-	m = append(m, kv{"host", host})
-	if c := report.CPUGroups(h.CPUs); c != "" {
+	m = append(m, kv{"host", rows.HostLine(h)})
+	if c := rows.CPUGroups(h.CPUs); c != "" {
 		m = append(m, kv{"cpus", c})
 	}
 	if s := h.Storage; s != nil {
@@ -51,15 +45,9 @@ func header(p *page, run *model.Run) {
 	if v := run.Verdict; v != nil {
 		vv := &verdictView{Primary: knownCategory(v.Primary), Secondary: knownCategory(v.Secondary), Summary: v.Summary,
 			Conclusion: v.Conclusion, Bottleneck: v.Bottleneck}
-		var rs []string
-		for r := range v.Sensitivity {
-			rs = append(rs, r)
-		}
-		sort.Strings(rs)
-		for _, r := range rs {
-			s := v.Sensitivity[r]
-			vv.Sensitivity = append(vv.Sensitivity, sensView{Resource: r, Class: s.Class,
-				Text: fmt.Sprintf("%s changed the result %s [%s, %s]", s.Condition, pct(s.Change), pct(s.Interval[0]), pct(s.Interval[1]))})
+		for _, s := range rows.Sensitivity(v) {
+			vv.Sensitivity = append(vv.Sensitivity, sensView{Resource: s.Resource, Class: s.Class,
+				Text: fmt.Sprintf("%s changed the result %s [%s, %s]", s.Condition, rows.Pct(s.Change), rows.Pct(s.Interval[0]), rows.Pct(s.Interval[1]))})
 		}
 		if ta := run.TimeAccounting; ta != nil {
 			vv.Chart, vv.ChartNote = totalChart(ta)
@@ -103,43 +91,10 @@ func knownCategory(c string) string {
 	return ""
 }
 
-// title says what ran, as the terminal report's first line does.
-func title(run *model.Run) (verb, what string) {
-	verb = "bench"
-	if run.Observation != nil {
-		verb = "observe"
-	}
-	if ex := run.Experiments; ex != nil {
-		verb = "diagnose"
-	}
-	return verb, report.Describe(run.Target)
-}
-
-func firstWord(s string) string {
-	w, _, _ := strings.Cut(s, " ")
-	return w
-}
-
 func storageDesc(s *model.Storage) string {
-	desc := report.StorageDesc(s)
+	desc := rows.StorageDesc(s)
 	if s.MountPoint != "" {
 		desc += "; mounted on " + s.MountPoint + " (" + s.MountOptions + ")"
 	}
 	return desc
 }
-
-func pct(x float64) string { return units.FormatChange(x) }
-
-func secs(s float64) string {
-	return units.FormatDuration(time.Duration(s * float64(time.Second)))
-}
-
-// rate prints a throughput: whole numbers from 100 up, one decimal below.
-func rate(v float64) string {
-	if v >= 100 {
-		return units.FormatCount(int64(v + 0.5))
-	}
-	return fmt.Sprintf("%.1f", v)
-}
-
-func ns(v float64) string { return units.FormatNs(v) }

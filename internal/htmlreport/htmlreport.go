@@ -2,7 +2,8 @@
 // the verdict and findings first, then the charts and tables behind them,
 // in the order the terminal report shows them. RenderCompare does the same
 // for a comparison of two runs (compare.go), in the order of compare's
-// terminal view.
+// terminal view. The rows of every table come from report/rows, as the
+// terminal's do: this package only lays them out.
 //
 // Self-contained means nothing is fetched to view it: the styles and the one
 // small script (flame-graph zoom) are inline, the charts are SVG drawn here
@@ -28,6 +29,7 @@ import (
 	"strings"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/report/rows"
 )
 
 //go:embed templates/report.html.tmpl templates/compare.html.tmpl templates/blocks.html.tmpl
@@ -232,13 +234,6 @@ func build(run *model.Run) *page {
 	}
 	p.Warnings = run.Warnings
 	p.Footer = fmt.Sprintf("%s %s · run record schema_version %d · this page loads nothing from the network",
-		orDash(run.Tool.Name), orDash(run.Tool.Version), run.SchemaVersion)
+		rows.OrDash(run.Tool.Name), rows.OrDash(run.Tool.Version), run.SchemaVersion)
 	return p
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }

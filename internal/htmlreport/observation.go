@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/report/rows"
 	"github.com/perfsleuth/perfsleuth/internal/units"
 )
 
@@ -45,19 +46,11 @@ func observationSection(run *model.Run) *section {
 // timelines draws the machine's CPUs, the workload's CPU and context
 // switches, and each disk's iostat figures over the samples.
 func timelines(s *section, o *model.Observation) {
-	n := len(o.Timeline)
+	samples := rows.Timeline(o)
+	n := len(samples)
 	x := make([]float64, n)
-	dt := make([]float64, n)
-	for i, sm := range o.Timeline {
+	for i, sm := range samples {
 		x[i] = sm.TSec
-		switch {
-		case i > 0:
-			dt[i] = sm.TSec - o.Timeline[i-1].TSec
-		case sm.TSec > 0:
-			dt[i] = sm.TSec
-		default:
-			dt[i] = o.IntervalSec
-		}
 	}
 	// CPUs in the order they first appear, the average (-1) first.
 	var cpus []int
@@ -97,14 +90,12 @@ func timelines(s *section, o *model.Observation) {
 		return out
 	}
 	legend := len(cpus) <= maxCPULines+1
-	busy := cpuSeries(func(c model.CPUUse) float64 { return max(100-c.Idle-c.IOWait, 0) })
+	busy := cpuSeries(rows.Busy)
 	iowait := cpuSeries(func(c model.CPUUse) float64 { return c.IOWait })
-	perSec := func(f func(model.ProcessUse) float64) []float64 {
+	perSec := func(f func(rows.Sample) float64) []float64 {
 		y := make([]float64, n)
-		for i, sm := range o.Timeline {
-			if dt[i] > 0 {
-				y[i] = f(sm.Process) / dt[i]
-			}
+		for i, sm := range samples {
+			y[i] = f(sm)
 		}
 		return y
 	}
@@ -114,12 +105,12 @@ func timelines(s *section, o *model.Observation) {
 		{Caption: "CPU iowait %", Sub: "idle with IO outstanding", Chart: LineChart("timeline-cpu-iowait", x, iowait,
 			LineOptions{Title: "CPU iowait percent", YUnit: UnitPercent, XLabel: "s", Legend: legend})},
 		{Caption: "Workload CPU", Sub: "CPUs busy with its process tree", Chart: LineChart("timeline-process-cpu", x, []Series{
-			{Label: "user", Color: CategoryColor(model.CatCPU), Y: perSec(func(p model.ProcessUse) float64 { return p.UserSec })},
-			{Label: "system", Color: "#e0723a", Y: perSec(func(p model.ProcessUse) float64 { return p.SystemSec })},
+			{Label: "user", Color: CategoryColor(model.CatCPU), Y: perSec(func(s rows.Sample) float64 { return s.UserCPUs })},
+			{Label: "system", Color: "#e0723a", Y: perSec(func(s rows.Sample) float64 { return s.SystemCPUs })},
 		}, LineOptions{Title: "workload CPUs", XLabel: "s", Legend: true})},
 		{Caption: "Workload context switches per second", Sub: "voluntary: blocked; involuntary: preempted", Chart: LineChart("timeline-process-ctxsw", x, []Series{
-			{Label: "voluntary", Color: "#6aa96a", Y: perSec(func(p model.ProcessUse) float64 { return float64(p.VolCtxSw) })},
-			{Label: "involuntary", Color: "#c0392b", Y: perSec(func(p model.ProcessUse) float64 { return float64(p.InvolCtxSw) })},
+			{Label: "voluntary", Color: "#6aa96a", Y: perSec(func(s rows.Sample) float64 { return s.VolPerSec })},
+			{Label: "involuntary", Color: "#c0392b", Y: perSec(func(s rows.Sample) float64 { return s.InvolPerSec })},
 		}, LineOptions{Title: "context switches per second", XLabel: "s", Legend: true})},
 	}
 	var disks []string
@@ -169,56 +160,36 @@ func totals(s *section, run *model.Run, o *model.Observation) {
 	if len(t.CPUs) > 0 {
 		s.h3("CPUs over the window")
 		tb := newTable("cpu", "user %", "sys %", "iowait %", "irq %", "steal %", "idle %")
-		for _, c := range t.CPUs {
-			name := fmt.Sprintf("cpu%d", c.CPU)
-			if c.CPU < 0 {
-				name = "all"
-			}
-			f := func(v float64) cell { return cell{Text: fmt.Sprintf("%.1f", v)} }
-			tb.add(cell{Text: name}, f(c.User+c.Nice), f(c.System), f(c.IOWait), f(c.IRQ+c.SoftIRQ), f(c.Steal), f(c.Idle))
+		for _, c := range rows.CPUs(t.CPUs) {
+			tb.add(cell{Text: c.Name}, dec1(c.User), dec1(c.System), dec1(c.IOWait), dec1(c.IRQ), dec1(c.Steal), dec1(c.Idle))
 		}
 		s.table(tb.t)
 	}
-	p := t.Process
+	p := rows.ProcessOf(o, rows.Units{Dur: durSec})
 	s.h3("The workload's process tree")
-	cpuShare := ""
-	if o.DurationSec > 0 {
-		cpuShare = fmt.Sprintf(" (%.2f CPUs busy on average)", (p.UserSec+p.SystemSec)/o.DurationSec)
+	k := []kv{{"processes", p.Workload}, {"switches", p.Switches}, {"io", p.IO}}
+	if p.IODelay != "" {
+		k = append(k, kv{"io delay", p.IODelay})
 	}
-	k := []kv{
-		{"processes", fmt.Sprintf("%d process(es), %d thread(s); CPU user %s, system %s%s", p.Processes, p.Threads, durSec(p.UserSec), durSec(p.SystemSec), cpuShare)},
-		{"switches", fmt.Sprintf("%s voluntary (blocked), %s involuntary (preempted)", units.FormatCount(p.VolCtxSw), units.FormatCount(p.InvolCtxSw))},
-		{"io", fmt.Sprintf("read %s from storage of %s asked (%s read calls); wrote %s to storage of %s (%s write calls)",
-			units.FormatSize(p.ReadBytes), units.FormatSize(p.RChar), units.FormatCount(p.SyscR),
-			units.FormatSize(p.WriteBytes), units.FormatSize(p.WChar), units.FormatCount(p.SyscW))},
-	}
-	if p.IODelaySec > 0 {
-		k = append(k, kv{"io delay", durSec(p.IODelaySec) + " blocked on block IO (delay accounting)"})
-	}
-	if p.RunDelaySec > 0 {
-		k = append(k, kv{"run delay", durSec(p.RunDelaySec) + " runnable but waiting for a CPU (schedstat)"})
+	if p.RunDelay != "" {
+		k = append(k, kv{"run delay", p.RunDelay})
 	}
 	if o.DelayAcct != "" {
 		k = append(k, kv{"delay accounting", o.DelayAcct})
 	}
 	s.kvs(k)
 	if len(t.Threads) > 0 {
-		sorted := append([]model.ThreadUse(nil), t.Threads...)
-		sort.SliceStable(sorted, func(i, j int) bool {
-			return sorted[i].UserSec+sorted[i].SystemSec > sorted[j].UserSec+sorted[j].SystemSec
-		})
+		threads, exited := rows.ProcThreads(t.Threads, maxThreadRows)
 		title := "Threads, by CPU time"
-		if len(sorted) > maxThreadRows {
-			title = fmt.Sprintf("Threads, the %d of %d with the most CPU time", maxThreadRows, len(sorted))
-			sorted = sorted[:maxThreadRows]
+		if threads.More() > 0 {
+			title = fmt.Sprintf("Threads, the %d of %d with the most CPU time", len(threads.Rows), threads.Total)
 		}
 		s.h3(title)
 		tb := newTable("pid", "tid", "~comm", "user", "sys", "vol cs", "invol cs", "run delay", "io delay")
-		for _, th := range sorted {
+		for _, th := range threads.Rows {
 			comm := th.Comm
 			if th.Exited {
 				comm += " †"
-				tb.t.Foot = "† exited during the window"
 			}
 			runDelay := "-"
 			if th.SchedStat {
@@ -228,27 +199,21 @@ func totals(s *section, run *model.Run, o *model.Observation) {
 				cell{Text: durSec(th.UserSec)}, cell{Text: durSec(th.SystemSec)}, cell{Text: units.FormatCount(th.VolCtxSw)},
 				cell{Text: units.FormatCount(th.InvolCtxSw)}, cell{Text: runDelay}, cell{Text: durSec(th.IODelaySec)})
 		}
+		if exited {
+			tb.t.Foot = "† exited during the window"
+		}
 		s.table(tb.t)
 	}
 	if len(t.Disks) > 0 {
 		s.h3("Disks (iostat -x over the window)")
 		tb := newTable("device", "r/s", "w/s", "rMB/s", "wMB/s", "rrqm/s", "wrqm/s", "KiB/req", "queue", "r_await ms", "w_await ms", "%util")
 		for _, d := range t.Disks {
-			f := func(v float64) cell { return cell{Text: fmt.Sprintf("%.1f", v)} }
-			tb.add(cell{Text: d.Device}, f(d.ReadsPerSec), f(d.WritesPerSec), f(d.ReadMBps), f(d.WriteMBps), f(d.RMergedPerSec),
-				f(d.WMergedPerSec), f(d.AvgRqKiB), f(d.AvgQueue), f(d.RAwaitMs), f(d.WAwaitMs), f(d.UtilPct))
+			tb.add(cell{Text: d.Device}, dec1(d.ReadsPerSec), dec1(d.WritesPerSec), dec1(d.ReadMBps), dec1(d.WriteMBps), dec1(d.RMergedPerSec),
+				dec1(d.WMergedPerSec), dec1(d.AvgRqKiB), dec1(d.AvgQueue), dec1(d.RAwaitMs), dec1(d.WAwaitMs), dec1(d.UtilPct))
 		}
 		s.table(tb.t)
 	}
-	if o.DurationSec > 0 {
-		txt := fmt.Sprintf("/proc sampling used %s of CPU (%.2f%% of one CPU)", durSec(o.ObserverCPUSec), o.ObserverCPUSec/o.DurationSec*100)
-		if ta := run.TimeAccounting; ta != nil && ta.Source == "ebpf" {
-			txt += fmt.Sprintf("; the eBPF programs ran %s times for an estimated %s of CPU in all (%.2f%% of one CPU)",
-				units.FormatCount(ta.ProbeRuns), durSec(ta.ProbeCPUSec), ta.ProbeCPUSec/o.DurationSec*100)
-			if ta.ProbeNote != "" {
-				txt += "; " + ta.ProbeNote
-			}
-		}
+	if txt := rows.Overhead(run, o, rows.Units{Dur: durSec}, false); txt != "" {
 		s.h3("Overhead")
 		s.p(txt)
 	}
@@ -257,3 +222,6 @@ func totals(s *section, run *model.Run, o *model.Observation) {
 		s.list(o.Missing)
 	}
 }
+
+// dec1 is a number cell with one decimal.
+func dec1(v float64) cell { return cell{Text: fmt.Sprintf("%.1f", v)} }

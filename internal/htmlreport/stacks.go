@@ -2,9 +2,9 @@ package htmlreport
 
 import (
 	"fmt"
-	"slices"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/report/rows"
 	"github.com/perfsleuth/perfsleuth/internal/units"
 )
 
@@ -19,84 +19,60 @@ func stacksSection(run *model.Run) *section {
 		s.Why = "no stacks: they are taken while observing (observe or diagnose with --stacks)"
 		return s
 	}
-	comms := map[int]string{}
-	for _, t := range ta.Threads {
-		comms[t.TID] = t.Comm
-	}
 	s.p("Icicle graphs: the root on top, each frame as wide as its share, callees below their callers. " +
 		"Hover a frame for its figures, click it to zoom in, click the top row to zoom out.")
 
 	s.h3("On-CPU")
+	on := rows.OnCPUOf(ta, 0)
 	switch {
-	case len(ta.OnCPU) > 0:
+	case len(on.Stacks) > 0:
 		var stacks []FlameStack
-		var samples int64
-		for _, st := range ta.OnCPU {
-			root := Frame{Name: orDash(st.Comm), Kind: FrameRoot}
+		for _, st := range on.Stacks {
+			root := Frame{Name: rows.OrDash(st.Comm), Kind: FrameRoot}
 			stacks = append(stacks, FlameStack{Frames: stackFrames(root, st.User, st.UserNote, st.Kernel, st.KernelNote), Value: float64(st.Samples)})
-			samples += st.Samples
 		}
-		hz := ta.OnCPUHz
-		sub := fmt.Sprintf("%s samples", units.FormatCount(samples))
+		hz := on.Hz
+		sub := fmt.Sprintf("%s samples", units.FormatCount(on.Samples))
 		format := func(v float64) string { return units.FormatCount(int64(v)) + " samples" }
 		if hz > 0 {
-			sub += fmt.Sprintf(" at %d Hz on every CPU, about %s of CPU", hz, durSec(float64(samples)/float64(hz)))
+			sub += fmt.Sprintf(" at %d Hz on every CPU, about %s of CPU", hz, durSec(on.CPUSec))
 			format = func(v float64) string {
 				return fmt.Sprintf("%s samples, ~%s", units.FormatCount(int64(v)), durSec(v/float64(hz)))
 			}
 		}
 		s.figs(figure{Caption: "On-CPU flame graph", Sub: sub, Wide: true,
 			Chart: FlameGraph("flame-oncpu", stacks, FlameOptions{Title: "on-CPU stacks", Format: format})})
-	case ta.OnCPUNote != "":
-		s.why("no on-CPU samples: " + ta.OnCPUNote)
+	case on.Note != "":
+		s.why("no on-CPU samples: " + on.Note)
 	default:
 		s.why("no on-CPU samples: observe with --stacks to sample the running threads' stacks")
 	}
 
 	s.h3("Off-CPU")
-	if ta.OffCPU == nil {
+	off := rows.OffCPUOf(ta)
+	if !off.Taken {
 		s.why("no off-CPU stacks: observe with --stacks to take the stack of every sleep")
 		return s
 	}
-	if len(ta.OffCPU) == 0 {
+	if len(off.Stacks) == 0 {
 		s.why("no sleeps of busy threads seen")
 	}
-	byCat := map[string][]FlameStack{}
-	totals := map[string]float64{}
-	counts := map[string]int64{}
-	for _, st := range ta.OffCPU {
-		comm := comms[st.TID]
-		if comm == "" {
-			comm = fmt.Sprintf("pid %d", st.PID)
-		}
-		root := Frame{Name: comm, Kind: FrameRoot}
-		byCat[st.Category] = append(byCat[st.Category], FlameStack{Frames: stackFrames(root, st.User, st.UserNote, st.Kernel, st.KernelNote), Value: st.Seconds})
-		totals[st.Category] += st.Seconds
-		counts[st.Category] += st.Count
-	}
-	// Categories in display order, then any this version does not know.
-	cats := slices.Clone(model.Categories)
-	var other []string
-	for c := range byCat {
-		if !slices.Contains(cats, c) {
-			other = append(other, c)
-		}
-	}
-	slices.Sort(other)
 	var figs []figure
-	for _, c := range append(cats, other...) {
-		if len(byCat[c]) == 0 {
-			continue
+	for _, g := range off.Groups {
+		var stacks []FlameStack
+		for _, st := range g.Stacks {
+			root := Frame{Name: st.Comm, Kind: FrameRoot}
+			stacks = append(stacks, FlameStack{Frames: stackFrames(root, st.User, st.UserNote, st.Kernel, st.KernelNote), Value: st.Seconds})
 		}
-		figs = append(figs, figure{Caption: "Off-CPU: " + c,
-			Sub:  fmt.Sprintf("%s in %s sleeps", durSec(totals[c]), units.FormatCount(counts[c])),
+		figs = append(figs, figure{Caption: "Off-CPU: " + g.Category,
+			Sub:  fmt.Sprintf("%s in %s sleeps", durSec(g.Seconds), units.FormatCount(g.Count)),
 			Wide: true,
-			Chart: FlameGraph(chartName("flame-offcpu", c), byCat[c], FlameOptions{Title: "off-CPU stacks: " + c,
+			Chart: FlameGraph(chartName("flame-offcpu", g.Category), stacks, FlameOptions{Title: "off-CPU stacks: " + g.Category,
 				Format: durSec, OffCPU: true})})
 	}
 	s.figs(figs...)
-	if ta.OffCPUIdleSec > 0 {
-		s.p(fmt.Sprintf("idle threads' stacks (%s of sleep) are left out", durSec(ta.OffCPUIdleSec)))
+	if off.IdleSec > 0 {
+		s.p(fmt.Sprintf("idle threads' stacks (%s of sleep) are left out", durSec(off.IdleSec)))
 	}
 	return s
 }

@@ -2,10 +2,9 @@ package htmlreport
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
-	"github.com/perfsleuth/perfsleuth/internal/report"
+	"github.com/perfsleuth/perfsleuth/internal/report/rows"
 	"github.com/perfsleuth/perfsleuth/internal/units"
 )
 
@@ -29,7 +28,7 @@ func storageSection(run *model.Run) *section {
 	if run.TimeAccounting != nil {
 		window = run.TimeAccounting.WindowSec
 	}
-	blockDevices(s, st.Devices, window)
+	blockDevices(s, rows.Devices(st.Devices, window))
 	pageCache(s, st.Cache)
 	files(s, st.Files)
 	sqlitePages(s, st.SQLite)
@@ -37,71 +36,56 @@ func storageSection(run *model.Run) *section {
 		s.h3("Not measured")
 		s.list(st.Notes)
 	}
-	for _, l := range report.StorageLost(st.Dropped) {
+	for _, l := range rows.StorageLost(st.Dropped) {
 		s.warn(l)
 	}
 	return s
 }
 
-func blockDevices(s *section, devs []model.BlockDevice, window float64) {
+// histStyles are how each of a request's histograms is drawn.
+var histStyles = map[string]struct {
+	unit  Unit
+	color string
+}{
+	"service": {UnitNs, "#b3322a"},
+	"queue":   {UnitNs, "#e0723a"},
+	"size":    {UnitBytes, "#3a78c9"},
+	"depth":   {UnitCount, "#8b5fbf"},
+}
+
+func blockDevices(s *section, devs []rows.DeviceRow) {
 	s.h3("Block devices")
 	if len(devs) == 0 {
 		s.why("no block device completed a request in the window")
 		return
 	}
+	f := func(format string, v *float64) string {
+		if v == nil {
+			return ""
+		}
+		return fmt.Sprintf(format, *v)
+	}
 	tb := newTable("device", "~op", "requests", "req/s", "MiB", "KiB/req", "merges", "queue", "service", "workload %")
 	for _, d := range devs {
-		name := d.Name
-		if name == "" {
-			name = d.Dev
-		}
 		for _, o := range d.Ops {
-			rate, kib, wl := "", "", ""
-			if window > 0 {
-				rate = fmt.Sprintf("%.1f", float64(o.Requests)/window)
-			}
-			if o.Requests > 0 {
-				kib = fmt.Sprintf("%.1f", float64(o.Bytes)/float64(o.Requests)/1024)
-				wl = fmt.Sprintf("%.0f", float64(o.WorkloadRequests+o.WritebackRequests)/float64(o.Requests)*100)
-			}
-			tb.add(cell{Text: name}, cell{Text: o.Op}, cell{Text: units.FormatCount(o.Requests)}, cell{Text: rate},
-				cell{Text: fmt.Sprintf("%.1f", float64(o.Bytes)/(1<<20))}, cell{Text: kib}, cell{Text: units.FormatCount(o.Merges)},
-				cell{Text: durSec(o.QueueMeanSec)}, cell{Text: durSec(o.ServiceMeanSec)}, cell{Text: wl})
+			tb.add(cell{Text: d.Name}, cell{Text: o.Op}, cell{Text: units.FormatCount(o.Requests)}, cell{Text: f("%.1f", o.PerSec)},
+				cell{Text: fmt.Sprintf("%.1f", o.MiB)}, cell{Text: f("%.1f", o.KiBPerReq)}, cell{Text: units.FormatCount(o.Merges)},
+				cell{Text: durSec(o.QueueSec)}, cell{Text: durSec(o.ServiceSec)}, cell{Text: f("%.0f", o.WorkloadPct)})
 		}
 	}
 	tb.t.Foot = "queue: start to issue to the driver; service: issue to completion (means); workload %: requests issued by the workload or written back for its files"
 	s.table(tb.t)
 	for _, d := range devs {
-		name := d.Name
-		if name == "" {
-			name = d.Dev
-		}
 		var figs []figure
 		for _, o := range d.Ops {
-			for _, h := range []struct {
-				what, label string
-				r           []model.Range
-				unit        Unit
-				color       string
-			}{
-				{"service", "service time", o.Service, UnitNs, "#b3322a"},
-				{"queue", "queue time", o.Queue, UnitNs, "#e0723a"},
-				{"size", "request size", o.Size, UnitBytes, "#3a78c9"},
-				{"depth", "requests in flight at issue", o.Depth, UnitCount, "#8b5fbf"},
-			} {
-				if len(h.r) == 0 {
-					continue
-				}
-				var n int64
-				for _, b := range h.r {
-					n += b.Count
-				}
-				figs = append(figs, figure{Caption: fmt.Sprintf("%s %s: %s", name, o.Op, h.label), Sub: units.FormatCount(n) + " requests",
-					Chart: Histogram(chartName("block", name, o.Op, h.what), rangeBuckets(h.r), HistogramOptions{
-						Title: fmt.Sprintf("%s %s %s", name, o.Op, h.label), Unit: h.unit, Color: h.color})})
+			for _, h := range o.Hists {
+				style := histStyles[h.What]
+				figs = append(figs, figure{Caption: fmt.Sprintf("%s %s: %s", d.Name, o.Op, h.Label), Sub: units.FormatCount(h.Count) + " requests",
+					Chart: Histogram(chartName("block", d.Name, o.Op, h.What), rangeBuckets(h.Buckets), HistogramOptions{
+						Title: fmt.Sprintf("%s %s %s", d.Name, o.Op, h.Label), Unit: style.unit, Color: style.color})})
 			}
 		}
-		s.h3(fmt.Sprintf("%s (%s): busy %s, %%util %.1f", name, d.Dev, durSec(d.BusySec), d.UtilPct))
+		s.h3(fmt.Sprintf("%s (%s): busy %s, %%util %.1f", d.Name, d.Dev, durSec(d.BusySec), d.UtilPct))
 		if len(figs) == 0 {
 			s.why("no histograms recorded for this device")
 			continue
@@ -116,24 +100,13 @@ func pageCache(s *section, c *model.PageCache) {
 		s.why("not measured: the kernel lacks the page-cache tracepoints (see the notes below)")
 		return
 	}
-	hit := "no buffered read"
-	if c.HitRatio >= 0 {
-		hit = fmt.Sprintf("%.1f%% (%s pages looked up by reads, %s added to the cache during them)", c.HitRatio*100,
-			units.FormatCount(c.Lookups), units.FormatCount(c.ReadAdded))
-	}
-	throttle := "none"
-	switch {
-	case c.Throttled > 0 && c.ThrottledSec >= 0:
-		throttle = fmt.Sprintf("%s pauses, %s in all", units.FormatCount(c.Throttled), durSec(c.ThrottledSec))
-	case c.Throttled > 0:
-		throttle = fmt.Sprintf("%s pauses (their length is unknown: no CONFIG_HZ found)", units.FormatCount(c.Throttled))
-	}
+	p := rows.PageCacheOf(c, rows.Units{Dur: durSec})
 	s.kvs([]kv{
-		{"read hits", hit},
-		{"other pages added", fmt.Sprintf("%s (writes to new pages, mmap faults; %s fault lookups)", units.FormatCount(c.OtherAdded), units.FormatCount(c.FaultLookups))},
-		{"readahead", fmt.Sprintf("%s windows started by a miss, %s by the previous window", units.FormatCount(c.ReadaheadSync), units.FormatCount(c.ReadaheadAsync))},
-		{"writes", fmt.Sprintf("%s pages dirtied; %s written to disk for its files", units.FormatCount(c.Dirtied), units.FormatSize(c.WrittenBackBytes))},
-		{"throttled", throttle},
+		{"read hits", p.ReadHits},
+		{"other pages added", p.OtherAdded},
+		{"readahead", p.Readahead},
+		{"writes", p.Writes},
+		{"throttled", p.Throttled},
 	})
 }
 
@@ -147,32 +120,25 @@ func files(s *section, fs []model.FileIO) {
 		s.why("the workload read, wrote or synced no regular file")
 		return
 	}
+	list := rows.Files(fs, maxFileRows)
 	tb := newTable("~file", "~sqlite", "reads", "per read", "~pattern", "readers", "writes", "per write", "~pattern", "writers", "syncs", "sync time", "blocked", "locked", "errors")
-	for i, f := range fs {
-		if i == maxFileRows {
-			tb.t.Foot = fmt.Sprintf("and %d more files (all are in the JSON record)", len(fs)-maxFileRows)
-			break
-		}
-		path := f.Path
-		if f.Deleted {
-			path += " (deleted)"
-		}
+	for _, f := range list.Rows {
 		tip := fmt.Sprintf("dev %s inode %d, pid %d", f.Dev, f.Ino, f.PID)
 		if f.Instances > 1 {
 			tip += fmt.Sprintf(", %d files had this path", f.Instances)
 		}
-		tb.add(cell{Text: path, Class: "mono path", Path: true, Tip: tip}, cell{Text: f.SQLite},
-			cell{Text: units.FormatCount(f.Reads.Count)}, cell{Text: avgSize(f.Reads)}, cell{Text: f.Reads.Pattern}, cell{Text: threadCount(f.Reads)},
-			cell{Text: units.FormatCount(f.Writes.Count)}, cell{Text: avgSize(f.Writes)}, cell{Text: f.Writes.Pattern}, cell{Text: threadCount(f.Writes)},
+		tb.add(cell{Text: f.Path, Class: "mono path", Path: true, Tip: tip}, cell{Text: f.SQLite},
+			cell{Text: units.FormatCount(f.Reads.Count)}, cell{Text: meanSize(f.Reads)}, cell{Text: f.Reads.Pattern}, cell{Text: threadCount(f.Reads)},
+			cell{Text: units.FormatCount(f.Writes.Count)}, cell{Text: meanSize(f.Writes)}, cell{Text: f.Writes.Pattern}, cell{Text: threadCount(f.Writes)},
 			cell{Text: units.FormatCount(f.Syncs)}, cell{Text: durSec(f.SyncSec)}, cell{Text: durSec(f.BlockedSec)},
 			cell{Text: durSec(f.LockSec)}, cell{Text: units.FormatCount(f.Errors)})
 	}
-	if tb.t.Foot != "" {
-		tb.t.Foot += "; "
+	if n := list.More(); n > 0 {
+		tb.t.Foot = fmt.Sprintf("and %d more files (all are in the JSON record); ", n)
 	}
 	tb.t.Foot += "most time first; per read, per write: mean size of a call; pattern: where each call began against the previous one on the same open file; readers, writers: the threads that read it, wrote it"
 	s.table(tb.t)
-	s.listIf(report.TopFiles(fs, topFiles))
+	s.listIf(rows.TopFiles(fs, topFiles))
 }
 
 // topFiles is how many files each line of the top files names.
@@ -180,27 +146,28 @@ const topFiles = 5
 
 // threadCount is how many threads made the calls, blank without calls or
 // in a record made before threads were counted.
-func threadCount(o model.FileOps) string {
+func threadCount(o rows.FileSide) string {
 	if o.Count == 0 || o.Threads == 0 {
 		return ""
 	}
 	return units.FormatCount(o.Threads)
 }
 
-// avgSize is the mean bytes per call.
-func avgSize(o model.FileOps) string {
+// meanSize is the mean bytes per call, blank without calls.
+func meanSize(o rows.FileSide) string {
 	if o.Count == 0 {
 		return ""
 	}
-	return units.FormatSize(o.Bytes / o.Count)
+	return units.FormatSize(int64(o.MeanBytes))
 }
 
-func sqlitePages(s *section, q *model.SQLiteIO) {
+func sqlitePages(s *section, io *model.SQLiteIO) {
 	s.h3("SQLite pages")
-	if q == nil {
+	if io == nil {
 		s.why("no SQLite pages: no SQLite file was touched, or --storage was off")
 		return
 	}
+	q := rows.SQLitePagesOf(io)
 	s.p(fmt.Sprintf("%s reads and writes of SQLite files, mapped to pages", units.FormatCount(q.Events)))
 	var fk []kv
 	for _, f := range q.Files {
@@ -221,7 +188,7 @@ func sqlitePages(s *section, q *model.SQLiteIO) {
 		tb := newTable("~file", "~page type", "reads", "writes", "read", "written", "random %")
 		for _, p := range q.ByType {
 			tb.add(cell{Text: p.Kind}, cell{Text: p.Type}, cell{Text: units.FormatCount(p.Reads)}, cell{Text: units.FormatCount(p.Writes)},
-				cell{Text: units.FormatSize(p.ReadBytes)}, cell{Text: units.FormatSize(p.WriteBytes)}, cell{Text: randomPct(p)})
+				cell{Text: units.FormatSize(p.ReadBytes)}, cell{Text: units.FormatSize(p.WriteBytes)}, cell{Text: p.RandomPct})
 		}
 		s.table(tb.t)
 	}
@@ -229,35 +196,24 @@ func sqlitePages(s *section, q *model.SQLiteIO) {
 		tb := newTable("table or index", "reads", "writes", "read", "written", "random %")
 		for _, p := range q.ByObject {
 			tb.add(cell{Text: p.Object, Class: "mono"}, cell{Text: units.FormatCount(p.Reads)}, cell{Text: units.FormatCount(p.Writes)},
-				cell{Text: units.FormatSize(p.ReadBytes)}, cell{Text: units.FormatSize(p.WriteBytes)}, cell{Text: randomPct(p)})
+				cell{Text: units.FormatSize(p.ReadBytes)}, cell{Text: units.FormatSize(p.WriteBytes)}, cell{Text: p.RandomPct})
 		}
 		s.table(tb.t)
 	}
 	if len(q.Patterns) > 0 {
 		tb := newTable("transactions", "~wrote, in order")
 		for _, p := range q.Patterns {
-			tb.add(cell{Text: units.FormatCount(p.Count)}, cell{Text: strings.Join(p.Steps, " → "), Class: "mono"})
+			tb.add(cell{Text: units.FormatCount(p.Count)}, cell{Text: p.Steps, Class: "mono"})
 		}
 		s.table(tb.t)
 	}
 	if len(q.Transactions) > 0 {
 		var lines []string
-		for i, tx := range q.Transactions {
-			if i == maxTxExamples {
-				break
-			}
-			lines = append(lines, fmt.Sprintf("thread %d: %s", tx.TID, strings.Join(tx.Steps, " → ")))
+		for _, tx := range q.Transactions[:min(maxTxExamples, len(q.Transactions))] {
+			lines = append(lines, fmt.Sprintf("thread %d: %s", tx.TID, tx.Steps))
 		}
 		s.h3(fmt.Sprintf("The first %d transactions seen", len(lines)))
 		s.code(lines)
 	}
 	s.listIf(q.Notes)
-}
-
-func randomPct(p model.SQLitePages) string {
-	n := p.Sequential + p.Random
-	if n == 0 {
-		return ""
-	}
-	return fmt.Sprintf("%.0f", float64(p.Random)/float64(n)*100)
 }

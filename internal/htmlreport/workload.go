@@ -5,7 +5,7 @@ import (
 	"strings"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
-	"github.com/perfsleuth/perfsleuth/internal/report"
+	"github.com/perfsleuth/perfsleuth/internal/report/rows"
 	"github.com/perfsleuth/perfsleuth/internal/units"
 )
 
@@ -14,45 +14,35 @@ import (
 func workloadSection(run *model.Run) *section {
 	s := &section{ID: "workload", Title: "Workload and result"}
 	t := run.Target
+	set, dur := rows.TargetSettings(t)
+	k := settingsKV(set)
+	if dur != nil {
+		k = append(k, kv{"duration", secsOrZero(*dur)})
+	}
 	switch {
-	case t.FileIO != nil:
-		s.settings(settingsKV(t.FileIO))
-	case t.SQLite != nil:
-		s.settings(settingsKV(t.SQLite))
-	case t.Command != nil:
-		s.kvs([]kv{{"argv", strings.Join(t.Command.Argv, " ")}, {"dir", t.Command.Dir}})
-	case t.PID != nil:
-		s.kvs([]kv{{"pid", fmt.Sprint(t.PID.PID)}, {"comm", t.PID.Comm}, {"cmdline", t.PID.Cmdline},
-			{"duration", secsOrZero(t.PID.DurationSec)}})
+	case t.FileIO != nil || t.SQLite != nil:
+		s.settings(k)
+	case k != nil:
+		s.kvs(k)
 	}
 	if len(t.Notices) > 0 {
 		s.h3("What this run does that you might not expect")
 		s.list(t.Notices)
 	}
-	r := run.Result
-	if r == nil {
-		s.h3("Result")
-		s.why("no result: the run ended before its measured phase")
-		return s
-	}
-	switch {
-	case r.FileIO != nil:
-		fileioResult(s, r)
-	case r.SQLite != nil:
-		sqliteResult(s, r)
-	case r.Command != nil:
-		s.h3("Result")
-		c := r.Command
-		switch {
-		case t.Kind == "pid" && !c.Exited:
-			s.p(fmt.Sprintf("observed for %s; the process is still running", secs(c.WallSec)))
-		case t.Kind == "pid":
-			s.p(fmt.Sprintf("the process exited after %s of observation", secs(c.WallSec)))
-		case c.Signal != "":
-			s.p(fmt.Sprintf("killed by %s after %s", c.Signal, secs(c.WallSec)))
-		default:
-			s.p(fmt.Sprintf("exit status %d after %s", c.ExitCode, secs(c.WallSec)))
+	r := rows.ResultOf(run)
+	switch r.Kind {
+	case "":
+		if r.None {
+			s.h3("Result")
+			s.why("no result: the run ended before its measured phase")
 		}
+	case "fileio":
+		fileioResult(s, r)
+	case "sqlite":
+		sqliteResult(s, r)
+	case "command":
+		s.h3("Result")
+		s.p(r.Command)
 		s.why("no latency histogram: a command's own operations are not visible to perfsleuth (its syscalls are, with --syscalls)")
 	}
 	return s
@@ -62,46 +52,40 @@ func secsOrZero(v float64) string {
 	if v == 0 {
 		return "0 (until it exits)"
 	}
-	return secs(v)
+	return rows.Secs(v)
 }
 
-func fileioResult(s *section, r *model.Result) {
-	p := r.FileIO.Prepare
-	prep := fmt.Sprintf("prepare: %d file(s), %s in %s, not measured", p.Files, units.FormatSize(p.Bytes), secs(p.DurationSec))
-	if p.Reused {
-		prep = fmt.Sprintf("prepare: reused %d kept file(s), %s", p.Files, units.FormatSize(p.Bytes))
-	}
-	s.h3(fmt.Sprintf("Result: %s measured", secs(r.DurationSec)))
-	s.p(prep)
+func fileioResult(s *section, r rows.Result) {
+	s.h3(fmt.Sprintf("Result: %s measured", rows.Secs(r.DurationSec)))
+	s.p(r.Prepare)
 	tb := newTable("op", "ops/s", "MiB/s", "ops", "bytes", "p50", "p90", "p99", "p99.9", "max")
 	var figs []figure
-	for _, op := range r.FileIO.Ops {
-		mib := fmt.Sprintf("%.1f", op.MiBPerSec)
+	for _, op := range r.Ops {
 		bytes := units.FormatSize(op.Bytes)
 		if op.Bytes == 0 {
-			mib, bytes = "-", "-"
+			bytes = "-"
 		}
-		row := []cell{{Text: op.Op}, {Text: rate(op.OpsPerSec)}, {Text: mib}, {Text: units.FormatCount(op.Count)}, {Text: bytes}}
+		row := []cell{{Text: op.Op}, {Text: op.Rate}, {Text: op.MiBPerSec}, {Text: units.FormatCount(op.Count)}, {Text: bytes}}
 		tb.add(append(row, latencyCells(op.Latency)...)...)
-		figs = append(figs, latencyFigure("latency-"+op.Op, op.Op+" latency", op.Latency, opColor(op.Op)))
+		figs = append(figs, latencyFigure("latency-"+op.Op, op.Op+" latency", op.Latency.Raw, opColor(op.Op)))
 	}
 	s.table(tb.t)
-	if n := len(r.FileIO.ThreadOps); n > 1 {
-		s.p("per thread: " + report.Fairness(r.FileIO.ThreadOps))
+	if r.Fairness != "" {
+		s.p("per thread: " + r.Fairness)
 	}
 	s.h3("Latency of the benchmark's operations")
 	s.figs(figs...)
 }
 
-func sqliteResult(s *section, r *model.Result) {
-	s.h3(fmt.Sprintf("Result: %s measured", secs(r.DurationSec)))
+func sqliteResult(s *section, r rows.Result) {
+	s.h3(fmt.Sprintf("Result: %s measured", rows.Secs(r.DurationSec)))
 	tb := newTable("phase", "tx/s", "transactions", "statements", "p50", "p90", "p99", "p99.9", "max", "rows after")
 	var figs []figure
-	for _, p := range r.SQLite.Phases {
-		row := []cell{{Text: p.Phase}, {Text: rate(p.TxPerSec)}, {Text: units.FormatCount(p.Transactions)}, {Text: units.FormatCount(p.Statements)}}
+	for _, p := range r.Phases {
+		row := []cell{{Text: p.Phase}, {Text: p.Rate}, {Text: units.FormatCount(p.Transactions)}, {Text: units.FormatCount(p.Statements)}}
 		row = append(row, latencyCells(p.Latency)...)
 		tb.add(append(row, cell{Text: units.FormatCount(p.RowsAfter)})...)
-		figs = append(figs, latencyFigure("latency-"+p.Phase, p.Phase+" transaction latency", p.Latency, CategoryColor(model.CatCPU)))
+		figs = append(figs, latencyFigure("latency-"+p.Phase, p.Phase+" transaction latency", p.Latency.Raw, CategoryColor(model.CatCPU)))
 	}
 	tb.t.Foot = "latency is per transaction; rows after is the table's row count when the phase ended"
 	s.table(tb.t)
@@ -120,12 +104,12 @@ func opColor(op string) string {
 	return CategoryColor(model.CatStorageSync)
 }
 
-func latencyCells(l model.Latency) []cell {
-	if l.Count == 0 {
-		return []cell{{Text: "-"}, {Text: "-"}, {Text: "-"}, {Text: "-"}, {Text: "-"}}
+func latencyCells(l rows.Latency) []cell {
+	out := make([]cell, len(l.Cols))
+	for i, c := range l.Cols {
+		out[i] = cell{Text: c}
 	}
-	f := func(v int64) cell { return cell{Text: ns(float64(v))} }
-	return []cell{f(l.P50Ns), f(l.P90Ns), f(l.P99Ns), f(l.P999Ns), f(l.MaxNs)}
+	return out
 }
 
 // latencyFigure draws an HDR latency summary's buckets with its percentiles.
@@ -143,6 +127,8 @@ func latencyFigure(name, caption string, l model.Latency, color string) figure {
 	})}
 }
 
+func ns(v float64) string { return units.FormatNs(v) }
+
 func nsBuckets(bs []model.Bucket) []HistBucket {
 	out := make([]HistBucket, 0, len(bs))
 	for _, b := range bs {
@@ -159,10 +145,10 @@ func rangeBuckets(rs []model.Range) []HistBucket {
 	return out
 }
 
-// settingsKV lists a settings struct's fields as the terminal does.
-func settingsKV(v any) []kv {
+// settingsKV lists settings as the terminal does, one row each.
+func settingsKV(set []rows.Setting) []kv {
 	var out []kv
-	for _, s := range report.Settings(v) {
+	for _, s := range set {
 		out = append(out, kv{s.Name, s.Value})
 	}
 	return out

@@ -1,15 +1,11 @@
 package report
 
 import (
-	"cmp"
 	"fmt"
-	"maps"
-	"slices"
-	"sort"
 	"strings"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
-	"github.com/perfsleuth/perfsleuth/internal/symbolize"
+	"github.com/perfsleuth/perfsleuth/internal/report/rows"
 	"github.com/perfsleuth/perfsleuth/internal/units"
 )
 
@@ -19,37 +15,16 @@ const barWidth = 30
 // accounting renders the time accounting as bars per category, the
 // busiest threads, the verdict and the findings.
 func (d *doc) accounting(run *model.Run) {
-	ta := run.TimeAccounting
-	if ta != nil {
-		busy, idle := 0, 0
-		for _, t := range ta.Threads {
-			if t.Idle {
-				idle++
-			} else {
-				busy++
-			}
-		}
-		d.heading(fmt.Sprintf("where the time goes (%s, %d busy thread(s), %d idle)", ta.Source, busy, idle))
-		total := 0.0
-		for _, s := range ta.Total {
-			total += s
-		}
-		for _, c := range model.Categories {
-			s, ok := ta.Total[c]
-			if !ok || (s == 0 && c == model.CatUnknown) {
-				continue
-			}
-			frac := 0.0
-			if total > 0 {
-				frac = s / total
-			}
-			n := int(frac*barWidth + 0.5)
+	if ta := run.TimeAccounting; ta != nil {
+		a := rows.AccountingOf(ta)
+		d.heading(fmt.Sprintf("where the time goes (%s, %d busy thread(s), %d idle)", ta.Source, a.Busy, a.Idle))
+		for _, c := range a.Cats {
+			n := int(c.Share*barWidth + 0.5)
 			extra := ""
-			if c == model.CatCPU && s > 0 && ta.UserSec+ta.SystemSec > 0 {
-				u := ta.UserSec / (ta.UserSec + ta.SystemSec)
-				extra = fmt.Sprintf(" user %.0f%% sys %.0f%%", u*100, (1-u)*100)
+			if c.Name == model.CatCPU && c.Sec > 0 && a.CPUSplit {
+				extra = fmt.Sprintf(" user %.0f%% sys %.0f%%", a.CPUUser*100, (1-a.CPUUser)*100)
 			}
-			d.line("  %-13s %-*s %5.1f%% %8s%s", c, barWidth, strings.Repeat("#", n), frac*100, secs(s), extra)
+			d.line("  %-13s %-*s %5.1f%% %8s%s", c.Name, barWidth, strings.Repeat("#", n), c.Share*100, rows.Secs(c.Sec), extra)
 		}
 		d.threadShares(ta)
 		if ta.Source == "ebpf" {
@@ -63,8 +38,8 @@ func (d *doc) accounting(run *model.Run) {
 		for _, u := range ta.Unknown {
 			d.wrapped("  - ", "    ", u)
 		}
-		if ta.Dropped > 0 {
-			d.wrapped("  "+d.paint(ansiRed, "!")+" ", "    ", fmt.Sprintf("%d events were dropped: the accounting is incomplete", ta.Dropped))
+		if a.Dropped != "" {
+			d.wrapped("  "+d.paint(ansiRed, "!")+" ", "    ", a.Dropped)
 		}
 	}
 	if v := run.Verdict; v != nil {
@@ -86,54 +61,28 @@ func (d *doc) accounting(run *model.Run) {
 	}
 }
 
-// threadShares lists the busiest threads with their three largest categories.
+// maxShares is how many of a thread's categories threadShares names.
+const maxShares = 3
+
+// threadShares lists the busiest threads with their largest categories.
 func (d *doc) threadShares(ta *model.TimeAccounting) {
-	var busy []model.ThreadTime
-	for _, t := range ta.Threads {
-		if !t.Idle {
-			busy = append(busy, t)
-		}
-	}
-	if len(busy) == 0 {
+	busy := rows.BusyThreads(ta, maxThreads)
+	if len(busy.Rows) == 0 {
 		return
 	}
-	sort.SliceStable(busy, func(i, j int) bool { return busy[i].WallSec > busy[j].WallSec })
-	if len(busy) > maxThreads {
-		busy = busy[:maxThreads]
-	}
 	d.line("  %8s %-14s %8s  %s", "tid", "comm", "wall", "largest shares")
-	for _, t := range busy {
-		type cs struct {
-			c string
-			s float64
-		}
-		var parts []cs
-		for c, s := range t.Seconds {
-			if s > 0 {
-				parts = append(parts, cs{c, s})
-			}
-		}
-		sort.Slice(parts, func(i, j int) bool {
-			if parts[i].s != parts[j].s {
-				return parts[i].s > parts[j].s
-			}
-			return parts[i].c < parts[j].c
-		})
+	for _, t := range busy.Rows {
 		var txt []string
-		for i, p := range parts {
-			if i == 3 {
-				break
-			}
+		for _, c := range t.Largest[:min(maxShares, len(t.Largest))] {
 			if t.WallSec > 0 {
-				txt = append(txt, fmt.Sprintf("%s %.0f%%", p.c, p.s/t.WallSec*100))
+				txt = append(txt, fmt.Sprintf("%s %.0f%%", c.Name, c.Share*100))
 			}
 		}
-		tid, comm := fmt.Sprint(t.TID), fit(t.Comm, 14)
+		tid := fmt.Sprint(t.TID)
 		if t.Folded > 0 {
-			// Exited threads folded together: their walls add up.
-			tid, comm = "-", fit(fmt.Sprintf("%d× %s", t.Folded, t.Comm), 14)
+			tid = "-"
 		}
-		d.line("  %8s %-14s %8s  %s", tid, comm, secs(t.WallSec), fit(strings.Join(txt, ", "), 42))
+		d.line("  %8s %-14s %8s  %s", tid, fit(t.Name, 14), rows.Secs(t.WallSec), fit(strings.Join(txt, ", "), 42))
 	}
 }
 
@@ -143,22 +92,13 @@ func (d *doc) syncCalls(ta *model.TimeAccounting) {
 	if ta.SyncNote != "" {
 		d.wrapped("  - ", "    ", "sync calls not timed: "+ta.SyncNote)
 	}
-	if len(ta.Syncs) == 0 {
+	syncs := rows.Syncs(ta)
+	if len(syncs) == 0 {
 		return
 	}
 	d.line("  %-16s %9s %9s %9s  %s", "sync call", "calls", "total", "mean", "median in")
-	for _, s := range ta.Syncs {
-		mean := s.TotalSec / float64(s.Count) * 1e9
-		med := ""
-		var seen int64
-		for _, b := range s.Buckets {
-			seen += b.Count
-			if seen*2 >= s.Count {
-				med = fmt.Sprintf("[%s, %s)", units.FormatNs(float64(b.LowNs)), units.FormatNs(float64(b.HighNs+1)))
-				break
-			}
-		}
-		d.line("  %-16s %9s %9s %9s  %s", s.Kind, units.FormatCount(s.Count), secs(s.TotalSec), units.FormatNs(mean), med)
+	for _, s := range syncs {
+		d.line("  %-16s %9s %9s %9s  %s", s.Kind, units.FormatCount(s.Count), rows.Secs(s.TotalSec), units.FormatNs(s.MeanSec*1e9), s.MedianIn)
 	}
 }
 
@@ -173,26 +113,26 @@ const (
 
 // syncedFiles lists the files synced, most time first.
 func (d *doc) syncedFiles(ta *model.TimeAccounting) {
-	if len(ta.SyncedFiles) == 0 {
+	files := rows.SyncedFiles(ta, maxFiles)
+	if files.Total == 0 {
 		return
 	}
 	d.line("  %-40s %7s %9s %9s %9s", "file synced", "syncs", "total", "mean", "max")
-	for i, f := range ta.SyncedFiles {
-		if i == maxFiles {
-			d.line("  ... and %d more files", len(ta.SyncedFiles)-maxFiles)
-			break
-		}
-		d.line("  %-40s %7s %9s %9s %9s", fitLeft(f.Path, 40), units.FormatCount(f.Count), secs(f.TotalSec),
-			units.FormatNs(f.TotalSec/float64(max(f.Count, 1))*1e9), units.FormatNs(f.MaxSec*1e9))
+	for _, f := range files.Rows {
+		d.line("  %-40s %7s %9s %9s %9s", fitLeft(f.Path, 40), units.FormatCount(f.Count), rows.Secs(f.TotalSec),
+			units.FormatNs(f.MeanSec*1e9), units.FormatNs(f.MaxSec*1e9))
+	}
+	if n := files.More(); n > 0 {
+		d.line("  ... and %d more files", n)
 	}
 }
 
 // fitLeft shortens s to n columns by cutting its start (paths end in what
-// matters).
+// matters), made printable as fit does.
 func fitLeft(s string, n int) string {
-	r := []rune(s)
+	r := []rune(printable(s))
 	if len(r) <= n {
-		return s
+		return string(r)
 	}
 	return "…" + string(r[len(r)-n+1:])
 }
@@ -200,90 +140,61 @@ func fitLeft(s string, n int) string {
 // syscalls lists the syscalls of all threads together, most time first, as
 // strace -c -w does (the record has them per thread).
 func (d *doc) syscalls(ta *model.TimeAccounting) {
-	if ta.Syscalls == nil {
+	list, counted := rows.Syscalls(ta, maxSyscalls)
+	if !counted {
 		return
 	}
-	type agg struct {
-		name          string
-		count, errors int64
-		total, maxSec float64
-	}
-	by := map[string]*agg{}
-	var all float64
-	for _, s := range ta.Syscalls {
-		a := by[s.Name]
-		if a == nil {
-			a = &agg{name: s.Name}
-			by[s.Name] = a
-		}
-		a.count += s.Count
-		a.errors += s.Errors
-		a.total += s.TotalSec
-		a.maxSec = max(a.maxSec, s.MaxSec)
-		all += s.TotalSec
-	}
-	list := make([]*agg, 0, len(by))
-	for _, a := range by {
-		list = append(list, a)
-	}
-	sort.Slice(list, func(i, j int) bool {
-		if list[i].total != list[j].total {
-			return list[i].total > list[j].total
-		}
-		return list[i].name < list[j].name
-	})
 	d.line("  %-18s %6s %9s %9s %9s %9s %7s", "syscall", "time%", "total", "calls", "mean", "max", "errors")
-	for i, a := range list {
-		if i == maxSyscalls {
-			d.line("  ... and %d more syscalls", len(list)-maxSyscalls)
-			break
-		}
-		pct := 0.0
-		if all > 0 {
-			pct = a.total / all * 100
-		}
-		d.line("  %-18s %6.1f %9s %9s %9s %9s %7s", fit(a.name, 18), pct, secs(a.total), units.FormatCount(a.count),
-			units.FormatNs(a.total/float64(max(a.count, 1))*1e9), units.FormatNs(a.maxSec*1e9), units.FormatCount(a.errors))
+	for _, s := range list.Rows {
+		d.line("  %-18s %6.1f %9s %9s %9s %9s %7s", fit(s.Name, 18), s.Pct, rows.Secs(s.TotalSec), units.FormatCount(s.Count),
+			units.FormatNs(s.MeanSec*1e9), units.FormatNs(s.MaxSec*1e9), units.FormatCount(s.Errors))
 	}
-	if len(list) == 0 {
+	if n := list.More(); n > 0 {
+		d.line("  ... and %d more syscalls", n)
+	}
+	if list.Total == 0 {
 		d.line("  no syscalls counted")
 	}
 }
 
 // offCPU shows, per blocked category, the stacks that slept longest.
 func (d *doc) offCPU(ta *model.TimeAccounting) {
-	if ta.OffCPU == nil {
+	o := rows.OffCPUOf(ta)
+	if !o.Taken {
 		return
 	}
-	shown := map[string]int{}
 	d.line("  off-CPU stacks, longest per category (innermost frame first):")
-	for _, o := range ta.OffCPU {
-		if shown[o.Category] == maxStacksPerCategory {
-			continue
-		}
-		shown[o.Category]++
-		d.line("  %s %s in %s sleeps (pid %d)", o.Category, secs(o.Seconds), units.FormatCount(o.Count), o.PID)
-		frames := func(fs []string, note string) {
-			for i, f := range fs {
-				if i == maxFrames {
-					d.line("      ... %d more", len(fs)-maxFrames)
-					break
-				}
-				d.line("      %s", fit(f, 72))
-			}
-			if note != "" {
-				d.wrapped("      (", "       ", note+")")
-			}
-		}
-		frames(o.Kernel, o.KernelNote)
+	for _, s := range o.Longest(maxStacksPerCategory) {
+		d.line("  %s %s in %s sleeps (pid %d)", s.Category, rows.Secs(s.Seconds), units.FormatCount(s.Count), s.PID)
+		d.frames(s.Kernel)
+		d.note(s.KernelNote)
 		d.line("      --")
-		frames(o.User, o.UserNote)
+		d.frames(s.User)
+		d.note(s.UserNote)
 	}
-	if len(ta.OffCPU) == 0 {
+	if len(o.Stacks) == 0 {
 		d.line("  no sleeps of busy threads seen")
 	}
-	if ta.OffCPUIdleSec > 0 {
-		d.line("  (idle threads' stacks, %s of sleep, left out)", secs(ta.OffCPUIdleSec))
+	if o.IdleSec > 0 {
+		d.line("  (idle threads' stacks, %s of sleep, left out)", rows.Secs(o.IdleSec))
+	}
+}
+
+// frames prints a stack's innermost frames, at most maxFrames.
+func (d *doc) frames(fs []string) {
+	for i, f := range fs {
+		if i == maxFrames {
+			d.line("      ... %d more", len(fs)-maxFrames)
+			break
+		}
+		d.line("      %s", fit(f, 72))
+	}
+}
+
+// note prints what a stack walk said about a stack, if anything.
+func (d *doc) note(n string) {
+	if n != "" {
+		d.wrapped("      (", "       ", n+")")
 	}
 }
 
@@ -294,56 +205,34 @@ const maxHotFunctions = 10
 // fell in (the innermost frame: kernel when the sample hit the kernel,
 // else user), as perf report --no-children does, and the hottest stack.
 func (d *doc) onCPU(ta *model.TimeAccounting) {
-	if ta.OnCPU == nil {
-		if ta.OnCPUNote != "" {
-			d.wrapped("  on-CPU: ", "          ", ta.OnCPUNote)
+	o := rows.OnCPUOf(ta, maxHotFunctions)
+	if !o.Taken {
+		if o.Note != "" {
+			d.wrapped("  on-CPU: ", "          ", o.Note)
 		}
 		return
 	}
-	var total int64
-	self := map[string]int64{}
-	for _, o := range ta.OnCPU {
-		total += o.Samples
-		leaf := "[unknown]"
-		switch {
-		case len(o.Kernel) > 0:
-			leaf = symbolize.Function(o.Kernel[0]) + " [k]"
-		case len(o.User) > 0:
-			leaf = symbolize.Function(o.User[0])
-		}
-		self[leaf] += o.Samples
+	d.line("  on-CPU samples at %d Hz: %s (%s of CPU); functions the samples fell in:", o.Hz, units.FormatCount(o.Samples), rows.Secs(o.CPUSec))
+	for _, f := range o.Funcs.Rows {
+		d.line("    %5.1f%%  %s", f.Pct, fit(f.Name, 68))
 	}
-	d.line("  on-CPU samples at %d Hz: %s (%s of CPU); functions the samples fell in:", ta.OnCPUHz, units.FormatCount(total), secs(float64(total)/float64(max(ta.OnCPUHz, 1))))
-	names := slices.Collect(maps.Keys(self))
-	slices.SortFunc(names, func(a, b string) int { return cmp.Or(cmp.Compare(self[b], self[a]), strings.Compare(a, b)) })
-	for i, n := range names {
-		if i == maxHotFunctions {
-			d.line("    ... %d more", len(names)-maxHotFunctions)
-			break
-		}
-		d.line("    %5.1f%%  %s", 100*float64(self[n])/float64(max(total, 1)), fit(n, 68))
+	if n := o.Funcs.More(); n > 0 {
+		d.line("    ... %d more", n)
 	}
-	if len(ta.OnCPU) == 0 {
-		d.line("    %s", orDash(ta.OnCPUNote))
+	if len(o.Stacks) == 0 {
+		d.line("    %s", rows.OrDash(o.Note))
 		return
 	}
-	o := ta.OnCPU[0]
-	d.line("  hottest stack: %s samples of tid %d (%s), innermost frame first:", units.FormatCount(o.Samples), o.TID, o.Comm)
-	for k, fs := range [][]string{o.Kernel, o.User} {
-		if k == 1 && len(o.Kernel) > 0 && len(o.User) > 0 {
-			d.line("      --")
-		}
-		for i, f := range fs {
-			if i == maxFrames {
-				d.line("      ... %d more", len(fs)-maxFrames)
-				break
-			}
-			d.line("      %s", fit(f, 72))
-		}
+	s := o.Stacks[0]
+	d.line("  hottest stack: %s samples of tid %d (%s), innermost frame first:", units.FormatCount(s.Samples), s.TID, s.Comm)
+	d.frames(s.Kernel)
+	if len(s.Kernel) > 0 && len(s.User) > 0 {
+		d.line("      --")
 	}
-	for _, note := range []string{o.KernelNote, o.UserNote} {
-		if note != "" && !strings.HasPrefix(note, "no stack") {
-			d.wrapped("      (", "       ", note+")")
+	d.frames(s.User)
+	for _, n := range []string{s.KernelNote, s.UserNote} {
+		if !strings.HasPrefix(n, "no stack") {
+			d.note(n)
 		}
 	}
 }

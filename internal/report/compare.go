@@ -3,11 +3,10 @@ package report
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"strings"
 
 	"github.com/perfsleuth/perfsleuth/internal/compare"
-	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/report/rows"
 )
 
 // CompareTerminal renders a comparison for an 80-column terminal, in the
@@ -36,117 +35,63 @@ func CompareJSON(c *compare.Comparison) ([]byte, error) {
 }
 
 func (d *doc) compareRuns(c *compare.Comparison) {
-	for _, s := range []struct {
-		name string
-		r    compare.RunRef
-	}{{"A", c.A}, {"B", c.B}} {
+	for _, r := range rows.Runs(c) {
 		d.blank()
-		d.wrapped("  "+s.name+"  ", "     ", s.r.Description)
-		from := fmt.Sprintf("%s on %s, %s", s.r.Verb, orDash(s.r.Hostname), s.r.StartedAt.UTC().Format("2006-01-02 15:04 UTC"))
-		if s.r.Path != "" {
-			from += " (" + s.r.Path + ")"
+		d.wrapped("  "+r.Side+"  ", "     ", r.What)
+		from := r.From
+		if r.Path != "" {
+			from += " (" + r.Path + ")"
 		}
 		d.wrapped("     ", "     ", from)
 	}
 }
 
 func (d *doc) comparability(c *compare.Comparison) {
-	groups := []struct {
-		severity, title, mark, color string
+	notComparable, keep := rows.Issues(c)
+	for _, g := range []struct {
+		issues             []compare.Issue
+		title, mark, color string
 	}{
-		{compare.NotComparable, "not comparable like for like: the difference may come from these alone", "✗", ansiRed},
-		{compare.KeepInMind, "differs, keep in mind", "~", ansiYellow},
-	}
-	for _, g := range groups {
-		first := true
-		for _, is := range c.Issues {
-			if is.Severity != g.severity {
-				continue
-			}
-			if first {
-				d.heading(g.title)
-				first = false
-			}
+		{notComparable, "not comparable like for like: the difference may come from these alone", "✗", ansiRed},
+		{keep, "differs, keep in mind", "~", ansiYellow},
+	} {
+		if len(g.issues) > 0 {
+			d.heading(g.title)
+		}
+		for _, is := range g.issues {
 			d.wrapped(fmt.Sprintf("  %s %-22s A ", d.paint(g.color, g.mark), fit(is.Aspect, 22)), strings.Repeat(" ", 29), is.A)
 			d.wrapped(fmt.Sprintf("    %-22s B ", ""), strings.Repeat(" ", 29), is.B)
 			d.wrapped("      ", "      ", is.Why)
 		}
 	}
 	if len(c.Issues) == 0 {
-		d.heading("comparable: the same settings, host, file system and observer")
+		d.heading("comparable: " + rows.Comparable)
 	}
 }
 
 func (d *doc) compareHeadline(h compare.Headline) {
 	m := h.Measure
-	better := "higher is better"
-	if !m.HigherIsBetter {
-		better = "lower is better"
-	}
 	switch {
 	case h.MeasureB != nil:
-		d.heading(fmt.Sprintf("headline: A %s, B %s", orDash(m.Name), orDash(h.MeasureB.Name)))
+		d.heading(fmt.Sprintf("headline: A %s, B %s", rows.OrDash(m.Name), rows.OrDash(h.MeasureB.Name)))
 	case m.Name == "":
 		d.heading("headline")
 	default:
-		d.heading(fmt.Sprintf("headline: %s, %s", m.Name, better))
+		d.heading(fmt.Sprintf("headline: %s, %s", m.Name, rows.BetterWords(m)))
 	}
-	value := func(m model.Measure, v compare.Value) string {
-		switch {
-		case len(v.Runs) == 0:
-			return "-"
-		case m.Unit == "s":
-			return secs(v.Median)
-		}
-		return rate(v.Median)
-	}
-	mb := m
-	if h.MeasureB != nil {
-		mb = *h.MeasureB
-	}
-	noise := func(v compare.Value) string {
-		if v.Noise == nil {
-			if len(v.Runs) == 0 {
-				return "-"
-			}
-			return "unknown"
-		}
-		return fmt.Sprintf("±%.0f%%", *v.Noise*100)
-	}
+	x := rows.HeadlineOf(h)
 	row := "  %-8s %14s %14s  %s"
 	d.row(row, "", "A", "B", "")
-	change := ""
-	if h.Significance != compare.NotComparableMeasure {
-		change = "B " + h.Words
-		if strings.Contains(h.Words, "x ") {
-			change += " (" + pct(h.Change) + ")"
-		}
+	d.row(row, "median", x.MedianA, x.MedianB, x.Change)
+	d.row(row, "runs", fmt.Sprint(x.RunsA), fmt.Sprint(x.RunsB), "")
+	d.row(row, "noise", x.NoiseA, x.NoiseB, "")
+	for _, l := range x.Runs {
+		d.wrapped(fmt.Sprintf("  %s's runs ", l.Side), "          ", strings.Join(l.Runs, " ")+" ("+l.From+")")
 	}
-	d.row(row, "median", value(m, h.A), value(mb, h.B), change)
-	d.row(row, "runs", fmt.Sprint(len(h.A.Runs)), fmt.Sprint(len(h.B.Runs)), "")
-	d.row(row, "noise", noise(h.A), noise(h.B), "")
-	for _, s := range []struct {
-		name string
-		v    compare.Value
-	}{{"A", h.A}, {"B", h.B}} {
-		if len(s.v.Runs) > 1 {
-			var runs []string
-			for _, r := range s.v.Runs {
-				if m.Unit == "s" {
-					runs = append(runs, secs(r))
-				} else {
-					runs = append(runs, rate(r))
-				}
-			}
-			d.wrapped(fmt.Sprintf("  %s's runs ", s.name), "          ", strings.Join(runs, " ")+" ("+s.v.From+")")
-		}
+	answer := x.Answer
+	if h.Significance == compare.Significant {
+		answer = d.paint(ansiBold, answer)
 	}
-	answer := map[string]string{
-		compare.Significant:          d.paint(ansiBold, "yes"),
-		compare.NotSignificant:       "no",
-		compare.Unknown:              "unknown",
-		compare.NotComparableMeasure: "no change to compute",
-	}[h.Significance]
 	d.wrapped("  beyond the noise? ", "    ", answer+": "+h.Reason)
 	for _, a := range h.Advice {
 		d.wrapped("    -> ", "       ", a)
@@ -156,13 +101,8 @@ func (d *doc) compareHeadline(h compare.Headline) {
 // compareAccounting draws the time accounting of both runs as bars, one
 // pair per category: the picture of where each run's time went.
 func (d *doc) compareAccounting(c *compare.Comparison) {
-	var rows []compare.Difference
-	for _, x := range c.Differences {
-		if x.Group == compare.GroupAccounting {
-			rows = append(rows, x)
-		}
-	}
-	if len(rows) == 0 {
+	shares := rows.AccountingShares(c)
+	if len(shares) == 0 {
 		return
 	}
 	d.heading("where the time goes, share of the busy threads' time")
@@ -171,7 +111,7 @@ func (d *doc) compareAccounting(c *compare.Comparison) {
 		n := int(v*width + 0.5)
 		return strings.Repeat("#", n) + strings.Repeat(" ", width-n)
 	}
-	for _, x := range rows {
+	for _, x := range shares {
 		mark := " "
 		if x.Differs {
 			mark = d.paint(ansiRed, "*")
@@ -179,27 +119,18 @@ func (d *doc) compareAccounting(c *compare.Comparison) {
 		d.line("  %s %-13s A %s %4.0f%%", mark, x.Name, bar(x.A), x.A*100)
 		d.line("    %-13s B %s %4.0f%%", "", bar(x.B), x.B*100)
 	}
-	if rows[0].Note != "" {
-		d.wrapped("  - ", "    ", rows[0].Note)
+	if shares[0].Note != "" {
+		d.wrapped("  - ", "    ", shares[0].Note)
 	} else {
-		d.wrapped("  (", "   ", "* marks a share that "+rows[0].Rule+")")
+		d.wrapped("  (", "   ", "* marks a share that "+shares[0].Rule+")")
 	}
 }
 
 // compareDifferences lists the measured quantities beyond their thresholds,
 // by group; the JSON has every row compared.
 func (d *doc) compareDifferences(c *compare.Comparison) {
-	var differs []compare.Difference
-	compared := 0
-	for _, x := range c.Differences {
-		if x.Group == compare.GroupAccounting {
-			continue
-		}
-		compared++
-		if x.Differs {
-			differs = append(differs, x)
-		}
-	}
+	differs, rest := rows.Differences(c)
+	compared := len(differs) + len(rest)
 	if compared == 0 {
 		return
 	}
@@ -210,13 +141,11 @@ func (d *doc) compareDifferences(c *compare.Comparison) {
 	}
 	d.heading("what differs beyond its threshold (docs/compare.md)")
 	const row = "    %-38s %10s %10s  %s"
-	group := ""
-	for _, x := range differs {
-		if x.Group != group {
-			group = x.Group
-			d.line("  %-40s %10s %10s", group, "A", "B")
+	for _, x := range rows.DiffRows(differs) {
+		if x.First {
+			d.line("  %-40s %10s %10s", x.Group, "A", "B")
 		}
-		d.line(row, fit(x.Name, 38), x.Format(x.A), x.Format(x.B), Factor(x))
+		d.line(row, fit(x.Name, 38), x.ValueA, x.ValueB, x.Factor)
 	}
 	d.line("  %d of %d measures compared differ; the rest and every rule are in --json", len(differs), compared)
 }
@@ -226,46 +155,18 @@ func (d *doc) row(format string, args ...any) {
 	d.line("%s", strings.TrimRight(fmt.Sprintf(format, args...), " "))
 }
 
-// Factor says how far apart a row's values are: points for shares and
-// ratios, else a factor, "none in A/B/either" where one side is zero.
-func Factor(x compare.Difference) string {
-	switch {
-	case x.Unit == compare.UnitShare || x.Unit == compare.UnitRatio:
-		pts := math.Round((x.B - x.A) * 100)
-		if pts == 0 {
-			pts = 0 // a negative zero, -0.3 rounded, would print "-0"
-		}
-		return fmt.Sprintf("%+.0f points", pts)
-	case x.A == 0 && x.B == 0:
-		return "none in either"
-	case x.A == 0:
-		return "none in A"
-	case x.B == 0:
-		return "none in B"
-	case x.B >= x.A:
-		return fmt.Sprintf("%s more", timesWord(x.B/x.A))
-	}
-	return fmt.Sprintf("%s less", timesWord(x.A/x.B))
-}
-
-func timesWord(f float64) string {
-	if f >= 10 {
-		return fmt.Sprintf("%.0fx", f)
-	}
-	return fmt.Sprintf("%.1fx", f)
-}
-
 func (d *doc) compareExplanation(e compare.Explanation) {
 	d.heading("why")
 	d.wrapped("  ", "  ", e.Summary)
-	if e.Basis != "" && len(e.Causes) > 0 {
-		d.wrapped("  ", "  ", "("+e.Basis+")")
+	basis, causes := rows.Causes(e)
+	if basis != "" {
+		d.wrapped("  ", "  ", basis)
 	}
-	for i, x := range e.Causes {
-		if i > 0 {
-			d.wrapped(fmt.Sprintf("  %d. ", i+1), "     ", x.Summary)
+	for _, x := range causes {
+		if x.Rank > 1 {
+			d.wrapped(fmt.Sprintf("  %d. ", x.Rank), "     ", x.Says)
 		} else {
-			d.line("  1. %s, accounting for %.0f%% of the difference", x.Name, x.AccountsFor*100)
+			d.line("  1. %s, accounting for %s of the difference", x.Name, x.Share)
 		}
 		for _, ev := range x.Evidence {
 			d.wrapped("       - ", "         ", ev)

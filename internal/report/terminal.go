@@ -2,12 +2,11 @@ package report
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/report/rows"
 	"github.com/perfsleuth/perfsleuth/internal/units"
 )
 
@@ -16,6 +15,10 @@ const (
 	maxThreads  = 8
 	maxTimeline = 12
 )
+
+// termUnits are how the terminal prints durations in sentences: "850ms",
+// "12.3s".
+var termUnits = rows.Units{Dur: rows.Secs}
 
 // Terminal renders a run for an 80-column terminal.
 func Terminal(run *model.Run, o Options) []byte {
@@ -39,36 +42,14 @@ func Terminal(run *model.Run, o Options) []byte {
 	return d.b.Bytes()
 }
 
-// Describe says what ran in one line: the workload and its main settings,
-// the command, or the process.
-func Describe(t model.Target) string {
-	switch {
-	case t.FileIO != nil:
-		c := t.FileIO
-		return fmt.Sprintf("fileio %s, %s blocks, %d file(s), %s, %d thread(s)",
-			c.RW, units.FormatSize(c.BS), c.Files, units.FormatSize(c.Size), c.Threads)
-	case t.SQLite != nil:
-		c := t.SQLite
-		return fmt.Sprintf("sqlite %s, journal=%s sync=%s, %d rows, %d per tx",
-			strings.Join(c.Phases, "/"), c.Journal, c.Sync, c.Rows, c.TxSize)
-	case t.Command != nil:
-		return "command: " + strings.Join(t.Command.Argv, " ")
-	case t.PID != nil:
-		return fmt.Sprintf("pid %d (%s)", t.PID.PID, t.PID.Comm)
-	}
-	return t.Kind
-}
-
 func (d *doc) title(run *model.Run) {
-	verb := "bench"
-	if run.Observation != nil {
-		verb = "observe"
+	t := rows.TitleOf(run)
+	verb := t.Verb
+	if t.Verb == "diagnose" {
+		verb = fmt.Sprintf("diagnose (the baseline run with the median result, of %d runs)", t.Runs)
 	}
-	if ex := run.Experiments; ex != nil {
-		verb = fmt.Sprintf("diagnose (the baseline run with the median result, of %d runs)", len(ex.Order))
-	}
-	head := "perfsleuth " + verb + " · " + Describe(run.Target)
-	if run.Interrupted {
+	head := "perfsleuth " + verb + " · " + t.What
+	if t.Interrupted {
 		head += " · INTERRUPTED"
 	}
 	d.wrapped("", "  ", head)
@@ -76,66 +57,26 @@ func (d *doc) title(run *model.Run) {
 
 func (d *doc) host(h model.Host) {
 	d.blank()
-	mem := ""
-	if h.MemTotalBytes > 0 {
-		mem = ", " + units.FormatSize(h.MemTotalBytes) + " memory"
-	}
-	release, _, _ := strings.Cut(h.Kernel, " ")
-	d.field("host", fmt.Sprintf("%s, Linux %s %s, %d CPUs%s", h.Hostname, release, h.Arch, h.CPUsOnline, mem))
-	if cpus := CPUGroups(h.CPUs); cpus != "" {
+	d.field("host", rows.HostLine(h))
+	if cpus := rows.CPUGroups(h.CPUs); cpus != "" {
 		d.field("cpus", cpus)
 	}
 	if s := h.Storage; s != nil {
-		d.field("storage", StorageDesc(s))
+		d.field("storage", rows.StorageDesc(s))
 		d.field("mount", s.MountPoint+" "+s.MountOptions)
 	}
 }
 
-// CPUGroups describes the CPUs as runs of the same type and frequency, so a
-// big.LITTLE phone reads "0-3 Cortex-A53 1.80 GHz; 4-7 Cortex-A73 2.36 GHz".
-func CPUGroups(cpus []model.CPU) string {
-	type key struct {
-		typ string
-		max int64
-		gov string
-	}
-	var parts []string
-	for i := 0; i < len(cpus); {
-		k := key{cpus[i].Type, cpus[i].MaxFreqKHz, cpus[i].Governor}
-		j := i
-		for j+1 < len(cpus) && (key{cpus[j+1].Type, cpus[j+1].MaxFreqKHz, cpus[j+1].Governor}) == k {
-			j++
-		}
-		ids := fmt.Sprint(cpus[i].ID)
-		if j > i {
-			ids += fmt.Sprintf("-%d", cpus[j].ID)
-		}
-		p := ids + " " + k.typ
-		if k.max > 0 {
-			p += fmt.Sprintf(" %.2f GHz", float64(k.max)/1e6)
-		}
-		if k.gov != "" {
-			p += " (" + k.gov + ")"
-		}
-		parts = append(parts, p)
-		i = j + 1
-	}
-	return strings.Join(parts, "; ")
-}
-
 func (d *doc) target(t model.Target) {
-	var s string
-	switch {
-	case t.FileIO != nil:
-		s = settings(t.FileIO)
-	case t.SQLite != nil:
-		s = settings(t.SQLite)
-	case t.Command != nil:
-		s = "argv=" + strings.Join(t.Command.Argv, " ") + " dir=" + t.Command.Dir
-	case t.PID != nil:
-		s = fmt.Sprintf("pid=%d comm=%s duration=%gs cmdline=%s", t.PID.PID, t.PID.Comm, t.PID.DurationSec, t.PID.Cmdline)
+	set, dur := rows.TargetSettings(t)
+	var parts []string
+	for _, s := range set {
+		parts = append(parts, s.Name+"="+s.Value)
 	}
-	d.field("settings", s)
+	if dur != nil {
+		parts = append(parts, fmt.Sprintf("duration=%gs", *dur))
+	}
+	d.field("settings", strings.Join(parts, " "))
 	if len(t.Notices) > 0 {
 		d.heading("what this run does that you might not expect")
 		for _, n := range t.Notices {
@@ -145,81 +86,45 @@ func (d *doc) target(t model.Target) {
 }
 
 func (d *doc) result(run *model.Run) {
-	r := run.Result
-	if r == nil {
-		d.heading("result")
-		d.line("  no result: the run ended before its measured phase")
-		return
-	}
-	switch {
-	case r.FileIO != nil:
-		p := r.FileIO.Prepare
-		prep := fmt.Sprintf("prepare: %d file(s), %s in %s, not measured", p.Files, units.FormatSize(p.Bytes), secs(p.DurationSec))
-		if p.Reused {
-			prep = fmt.Sprintf("prepare: reused %d kept file(s), %s", p.Files, units.FormatSize(p.Bytes))
+	r := rows.ResultOf(run)
+	switch r.Kind {
+	case "":
+		if r.None {
+			d.heading("result")
+			d.line("  no result: the run ended before its measured phase")
 		}
-		d.heading(fmt.Sprintf("result: %s measured (%s)", secs(r.DurationSec), prep))
+	case "fileio":
+		d.heading(fmt.Sprintf("result: %s measured (%s)", rows.Secs(r.DurationSec), r.Prepare))
 		d.line("  %-10s %11s %9s %8s %8s %8s %8s %8s", "op", "ops/s", "MiB/s", "p50", "p90", "p99", "p99.9", "max")
-		for _, op := range r.FileIO.Ops {
-			mib := fmt.Sprintf("%.1f", op.MiBPerSec)
-			if op.Bytes == 0 {
-				mib = "-"
-			}
-			d.line("  %-10s %11s %9s %s", op.Op, rate(op.OpsPerSec), mib, latencyCols(op.Latency))
+		for _, op := range r.Ops {
+			d.line("  %-10s %11s %9s %s", op.Op, op.Rate, op.MiBPerSec, latencyCols(op.Latency))
 		}
-		for _, op := range r.FileIO.Ops {
+		for _, op := range r.Ops {
 			total := units.FormatCount(op.Count) + " " + op.Op + "s"
 			if op.Bytes > 0 {
 				total += ", " + units.FormatSize(op.Bytes)
 			}
 			d.line("  in total: %s", total)
 		}
-		if n := len(r.FileIO.ThreadOps); n > 1 {
-			d.line("  per thread: %s", Fairness(r.FileIO.ThreadOps))
+		if r.Fairness != "" {
+			d.line("  per thread: %s", r.Fairness)
 		}
-	case r.SQLite != nil:
-		d.heading(fmt.Sprintf("result: %s measured", secs(r.DurationSec)))
+	case "sqlite":
+		d.heading(fmt.Sprintf("result: %s measured", rows.Secs(r.DurationSec)))
 		d.line("  %-7s %9s %6s %8s %8s %8s %8s %8s %7s", "phase", "tx/s", "txs", "p50", "p90", "p99", "p99.9", "max", "rows")
-		for _, p := range r.SQLite.Phases {
-			d.line("  %-7s %9s %6d %s %7d", p.Phase, rate(p.TxPerSec), p.Transactions, latencyCols(p.Latency), p.RowsAfter)
+		for _, p := range r.Phases {
+			d.line("  %-7s %9s %6d %s %7d", p.Phase, p.Rate, p.Transactions, latencyCols(p.Latency), p.RowsAfter)
 		}
 		d.line("  latency is per transaction; rows is the table's row count after the phase")
-	case r.Command != nil:
-		c := r.Command
+	case "command":
 		d.heading("result")
-		switch {
-		case run.Target.Kind == "pid" && !c.Exited:
-			d.line("  observed for %s; the process is still running", secs(c.WallSec))
-		case run.Target.Kind == "pid":
-			d.line("  the process exited after %s of observation", secs(c.WallSec))
-		case c.Signal != "":
-			d.line("  killed by %s after %s", c.Signal, secs(c.WallSec))
-		default:
-			d.line("  exit status %d after %s", c.ExitCode, secs(c.WallSec))
-		}
+		d.line("  %s", r.Command)
 	}
 }
 
-func latencyCols(l model.Latency) string {
-	if l.Count == 0 {
-		return fmt.Sprintf("%8s %8s %8s %8s %8s", "-", "-", "-", "-", "-")
-	}
-	f := func(ns int64) string { return units.FormatNs(float64(ns)) }
-	return fmt.Sprintf("%8s %8s %8s %8s %8s", f(l.P50Ns), f(l.P90Ns), f(l.P99Ns), f(l.P999Ns), f(l.MaxNs))
-}
-
-// Fairness summarises per-thread op counts: min, max and their spread.
-func Fairness(ops []int64) string {
-	lo, hi, sum := ops[0], ops[0], int64(0)
-	for _, v := range ops {
-		lo, hi, sum = min(lo, v), max(hi, v), sum+v
-	}
-	mean := float64(sum) / float64(len(ops))
-	spread := 0.0
-	if mean > 0 {
-		spread = float64(hi-lo) / mean * 100
-	}
-	return fmt.Sprintf("%d threads did %s to %s reads+writes (spread %.0f%%)", len(ops), units.FormatCount(lo), units.FormatCount(hi), spread)
+func latencyCols(l rows.Latency) string {
+	c := l.Cols
+	return fmt.Sprintf("%8s %8s %8s %8s %8s", c[0], c[1], c[2], c[3], c[4])
 }
 
 // num prints v in at most w columns, with one decimal if it fits,
@@ -243,67 +148,28 @@ func num(v float64, w int) string {
 	return strconv.FormatFloat(v, 'g', 2, 64)
 }
 
-func rate(v float64) string {
-	if v >= 100 {
-		return units.FormatCount(int64(v + 0.5))
-	}
-	return fmt.Sprintf("%.1f", v)
-}
-
-func secs(s float64) string {
-	return units.FormatDuration(time.Duration(s * float64(time.Second)))
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
-}
-
 func (d *doc) observation(run *model.Run, o *model.Observation) {
-	d.heading(fmt.Sprintf("observation: %s every %s over %s, %d samples", o.Source, secs(o.IntervalSec), secs(o.DurationSec), len(o.Timeline)))
+	d.heading(fmt.Sprintf("observation: %s every %s over %s, %d samples", o.Source, rows.Secs(o.IntervalSec), rows.Secs(o.DurationSec), len(o.Timeline)))
 	t := o.Totals
 	if len(t.CPUs) > 0 {
 		d.line("  %-8s %7s %7s %7s %7s %7s %7s", "cpu", "user%", "sys%", "iowait%", "irq%", "steal%", "idle%")
 	}
-	for _, c := range t.CPUs {
-		name := fmt.Sprintf("cpu%d", c.CPU)
-		if c.CPU < 0 {
-			name = "all"
-		}
-		d.line("  %-8s %7.1f %7.1f %7.1f %7.1f %7.1f %7.1f",
-			name, c.User+c.Nice, c.System, c.IOWait, c.IRQ+c.SoftIRQ, c.Steal, c.Idle)
+	for _, c := range rows.CPUs(t.CPUs) {
+		d.line("  %-8s %7.1f %7.1f %7.1f %7.1f %7.1f %7.1f", c.Name, c.User, c.System, c.IOWait, c.IRQ, c.Steal, c.Idle)
 	}
-	p := t.Process
+	p := rows.ProcessOf(o, termUnits)
 	d.blank()
-	cpuShare := ""
-	if o.DurationSec > 0 {
-		cpuShare = fmt.Sprintf(" (%.2f CPUs busy on average)", (p.UserSec+p.SystemSec)/o.DurationSec)
-	}
-	d.field("  workload", fmt.Sprintf("%d process(es), %d thread(s); CPU user %s, system %s%s",
-		p.Processes, p.Threads, secs(p.UserSec), secs(p.SystemSec), cpuShare))
-	d.field("  switches", fmt.Sprintf("%s voluntary (blocked), %s involuntary (preempted)",
-		units.FormatCount(p.VolCtxSw), units.FormatCount(p.InvolCtxSw)))
-	d.field("  io", fmt.Sprintf("read %s from storage of %s asked (%s read calls); wrote %s to storage of %s (%s write calls)",
-		units.FormatSize(p.ReadBytes), units.FormatSize(p.RChar), units.FormatCount(p.SyscR),
-		units.FormatSize(p.WriteBytes), units.FormatSize(p.WChar), units.FormatCount(p.SyscW)))
-	if p.IODelaySec > 0 {
-		d.field("  io delay", fmt.Sprintf("%s blocked on block IO (delay accounting)", secs(p.IODelaySec)))
+	d.field("  workload", p.Workload)
+	d.field("  switches", p.Switches)
+	d.field("  io", p.IO)
+	if p.IODelay != "" {
+		d.field("  io delay", p.IODelay)
 	}
 	d.threads(t.Threads)
 	d.disks("disks (iostat -x over the window)", t.Disks)
 	d.timeline(o)
-	if o.DurationSec > 0 {
+	if txt := rows.Overhead(run, o, termUnits, true); txt != "" {
 		d.blank()
-		txt := fmt.Sprintf("/proc sampling used %s of CPU (%.2f%% of one CPU)", secs(o.ObserverCPUSec), o.ObserverCPUSec/o.DurationSec*100)
-		if ta := run.TimeAccounting; ta != nil && ta.Source == "ebpf" {
-			txt += fmt.Sprintf("; the eBPF programs ran %s times for an estimated %s of CPU in all (%.2f%% of one CPU: each program's runs times its cost calibrated on this host)",
-				units.FormatCount(ta.ProbeRuns), secs(ta.ProbeCPUSec), ta.ProbeCPUSec/o.DurationSec*100)
-			if ta.ProbeNote != "" {
-				txt += "; " + ta.ProbeNote
-			}
-		}
 		d.field("overhead", txt)
 	}
 	if len(o.Missing) > 0 {
@@ -318,30 +184,23 @@ func (d *doc) threads(ts []model.ThreadUse) {
 	if len(ts) == 0 {
 		return
 	}
-	sorted := append([]model.ThreadUse(nil), ts...)
-	sort.SliceStable(sorted, func(i, j int) bool {
-		return sorted[i].UserSec+sorted[i].SystemSec > sorted[j].UserSec+sorted[j].SystemSec
-	})
+	l, exited := rows.ProcThreads(ts, maxThreads)
 	title := "threads, by CPU time"
-	if len(sorted) > maxThreads {
-		title = fmt.Sprintf("threads, top %d of %d by CPU time", maxThreads, len(sorted))
-		sorted = sorted[:maxThreads]
+	if l.More() > 0 {
+		title = fmt.Sprintf("threads, top %d of %d by CPU time", len(l.Rows), l.Total)
 	}
 	d.heading(title)
 	d.line("  %8s %8s %-16s %9s %9s %10s %10s", "pid", "tid", "comm", "user", "sys", "vol cs", "invol cs")
-	for _, th := range sorted {
+	for _, th := range l.Rows {
 		comm := fit(th.Comm, 16)
 		if th.Exited {
 			comm = fit(th.Comm, 14) + " †"
 		}
-		d.line("  %8d %8d %-16s %9s %9s %10s %10s", th.PID, th.TID, comm, secs(th.UserSec), secs(th.SystemSec),
+		d.line("  %8d %8d %-16s %9s %9s %10s %10s", th.PID, th.TID, comm, rows.Secs(th.UserSec), rows.Secs(th.SystemSec),
 			units.FormatCount(th.VolCtxSw), units.FormatCount(th.InvolCtxSw))
 	}
-	for _, th := range ts {
-		if th.Exited {
-			d.line("  † exited during the window")
-			break
-		}
+	if exited {
+		d.line("  † exited during the window")
 	}
 }
 
@@ -366,10 +225,11 @@ func (d *doc) timeline(o *model.Observation) {
 	if len(o.Timeline) < 2 {
 		return
 	}
-	step := (len(o.Timeline) + maxTimeline - 1) / maxTimeline
+	samples := rows.Timeline(o)
+	step := (len(samples) + maxTimeline - 1) / maxTimeline
 	title := "timeline"
 	if step > 1 {
-		title = fmt.Sprintf("timeline (every %d. of %d samples; all are in the JSON record)", step, len(o.Timeline))
+		title = fmt.Sprintf("timeline (every %d. of %d samples; all are in the JSON record)", step, len(samples))
 	}
 	d.heading(title)
 	d.line("  %7s %6s %7s %8s %8s %-7s %8s %8s %6s", "t", "busy%", "iowait%", "wl CPUs", "wl ctxsw", "disk", "rMB/s", "wMB/s", "%util")
@@ -379,57 +239,10 @@ func (d *doc) timeline(o *model.Observation) {
 	} else if o.IntervalSec < 1 {
 		tDecimals = 2
 	}
-	for i := step - 1; i < len(o.Timeline); i += step {
-		s := o.Timeline[i]
-		busy, iow := 0.0, 0.0
-		for _, c := range s.CPUs {
-			if c.CPU < 0 {
-				busy, iow = 100-c.Idle-c.IOWait, c.IOWait
-			}
-		}
-		interval := o.IntervalSec
-		if i > 0 {
-			interval = s.TSec - o.Timeline[i-1].TSec
-		} else if s.TSec > 0 {
-			interval = s.TSec
-		}
-		wl := 0.0
-		if interval > 0 {
-			wl = (s.Process.UserSec + s.Process.SystemSec) / interval
-		}
-		disk, rmb, wmb, util := "-", 0.0, 0.0, 0.0
-		for _, x := range s.Disks {
-			if x.UtilPct >= util {
-				disk, rmb, wmb, util = x.Device, x.ReadMBps, x.WriteMBps, x.UtilPct
-			}
-		}
-		d.line("  %6.*fs %6.1f %7.1f %8.2f %8s %-7s %8.1f %8.1f %6.1f", tDecimals, s.TSec, busy, iow, wl,
-			units.FormatCount(s.Process.VolCtxSw+s.Process.InvolCtxSw), fit(disk, 7), rmb, wmb, util)
+	for i := step - 1; i < len(samples); i += step {
+		s := samples[i]
+		d.line("  %6.*fs %6.1f %7.1f %8.2f %8s %-7s %8.1f %8.1f %6.1f", tDecimals, s.TSec, s.Busy, s.IOWait, s.CPUs,
+			units.FormatCount(s.Process.VolCtxSw+s.Process.InvolCtxSw), fit(s.Disk, 7), s.ReadMBps, s.WriteMBps, s.UtilPct)
 	}
 	d.line("  busy%% and iowait%% are the whole machine's; wl CPUs is the workload's CPU use")
-}
-
-// StorageDesc describes the file system and devices behind the workload's
-// directory: "DIR: ext4 on vda, scheduler mq-deadline, non-rotational,
-// 78 GiB free of 252 GiB".
-func StorageDesc(s *model.Storage) string {
-	dev := s.Device
-	if len(s.Disks) > 0 && !(len(s.Disks) == 1 && s.Disks[0] == s.Device) {
-		dev += " (disks " + strings.Join(s.Disks, ",") + ")"
-	}
-	desc := fmt.Sprintf("%s: %s on %s", s.Dir, s.FSType, orDash(dev))
-	if s.Scheduler != "" {
-		desc += ", scheduler " + s.Scheduler
-	}
-	if s.Rotational != nil {
-		if *s.Rotational {
-			desc += ", rotational"
-		} else {
-			desc += ", non-rotational"
-		}
-	}
-	if s.FreeBytes > 0 {
-		desc += fmt.Sprintf(", %s free of %s", units.FormatSize(s.FreeBytes), units.FormatSize(s.SizeBytes))
-	}
-	return desc
 }

@@ -16,14 +16,27 @@ import (
 var update = flag.Bool("update", false, "rewrite the golden files from the current renderer")
 
 // The fixtures are real run records (fileio observed, sqlite benched, a
-// command observed, sqlite observed with --syscalls --stacks, sqlite diagnosed with experiments); the golden
-// files are their text views.
-var fixtures = []string{"observe-fileio", "bench-sqlite", "observe-command", "diagnose-lock", "observe-sqlite", "observe-detail", "diagnose-sqlite"}
+// command observed, sqlite observed with --syscalls --stacks, sqlite diagnosed with experiments,
+// sqlite observed with --stacks --syscalls --storage), and full: the HTML
+// page's record with every section filled (htmlreport's fullRun, saved), whose
+// on-CPU samples and storage view are made up in the shape the probes record
+// them. The golden files are their text views.
+var fixtures = []string{"observe-fileio", "bench-sqlite", "observe-command", "diagnose-lock", "observe-sqlite", "observe-detail", "diagnose-sqlite",
+	"observe-storage", "full"}
+
+// fixture is the path of a fixture's record: observe-storage is the HTML
+// report's own.
+func fixture(name string) string {
+	if name == "observe-storage" {
+		return filepath.Join("..", "htmlreport", "testdata", name+".json")
+	}
+	return filepath.Join("testdata", name+".json")
+}
 
 func TestTerminalGolden(t *testing.T) {
 	for _, name := range fixtures {
 		t.Run(name, func(t *testing.T) {
-			run, err := model.Load(filepath.Join("testdata", name+".json"))
+			run, err := model.Load(fixture(name))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -71,7 +84,7 @@ func lineDiff(want, got string) string {
 
 func TestSavedRecordRendersTheSame(t *testing.T) {
 	for _, name := range fixtures {
-		run, err := model.Load(filepath.Join("testdata", name+".json"))
+		run, err := model.Load(fixture(name))
 		if err != nil {
 			t.Fatal(err)
 		}

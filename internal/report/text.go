@@ -1,16 +1,16 @@
 // Package report renders a model.Run for people (terminal) and programs
 // (JSON). Renderers take plain data and return bytes: they never touch the
 // kernel, so a record saved on one machine renders the same on another.
+// What the tables hold comes from package rows, which the HTML page
+// (htmlreport) lays out too; this package decides only how it fits in
+// Width columns.
 package report
 
 import (
 	"bytes"
 	"fmt"
-	"reflect"
 	"strings"
 	"unicode"
-
-	"github.com/perfsleuth/perfsleuth/internal/units"
 )
 
 // Width is the terminal width every line of the text view fits in.
@@ -129,60 +129,4 @@ func fit(s string, n int) string {
 		return string(r[:n])
 	}
 	return string(r[:n-1]) + "~"
-}
-
-// Setting is one field of a workload's settings, named as in the JSON
-// record, its value formatted for people.
-type Setting struct{ Name, Value string }
-
-// Settings lists a settings struct's fields in declaration order, keys as
-// in the JSON record, so the views and the record say the same thing.
-func Settings(v any) []Setting {
-	rv := reflect.Indirect(reflect.ValueOf(v))
-	if !rv.IsValid() || rv.Kind() != reflect.Struct {
-		return nil
-	}
-	rt := rv.Type()
-	var out []Setting
-	for i := 0; i < rt.NumField(); i++ {
-		name := strings.Split(rt.Field(i).Tag.Get("json"), ",")[0]
-		if name == "" || name == "-" {
-			continue
-		}
-		f := rv.Field(i)
-		var s string
-		switch {
-		case name == "bs" || name == "size":
-			s = units.FormatSize(f.Int())
-			s = strings.ReplaceAll(s, " ", "")
-		case name == "duration_sec":
-			if f.Float() == 0 {
-				s = "0"
-			} else {
-				s = fmt.Sprintf("%gs", f.Float())
-			}
-			name = "duration"
-		case f.Kind() == reflect.Slice:
-			var items []string
-			for j := 0; j < f.Len(); j++ {
-				items = append(items, fmt.Sprint(f.Index(j).Interface()))
-			}
-			s = strings.Join(items, ",")
-		case f.Kind() == reflect.String && f.String() == "":
-			s = `""`
-		default:
-			s = fmt.Sprint(f.Interface())
-		}
-		out = append(out, Setting{name, s})
-	}
-	return out
-}
-
-// settings lists a settings struct as key=value (Settings).
-func settings(v any) string {
-	var parts []string
-	for _, s := range Settings(v) {
-		parts = append(parts, s.Name+"="+s.Value)
-	}
-	return strings.Join(parts, " ")
 }

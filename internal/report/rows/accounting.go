@@ -1,0 +1,240 @@
+package rows
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"sort"
+
+	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/units"
+)
+
+// Accounting is the busy threads' time per category.
+type Accounting struct {
+	// Busy and Idle count the threads; idle ones waited for work the whole
+	// window and are left out of the totals.
+	Busy, Idle int
+	TotalSec   float64
+	// Cats are the categories the record has, in display order (unknown
+	// only when it holds time).
+	Cats []Cat
+	// CPUSplit is true when the CPU time's user and system parts are
+	// known; CPUUser is the user part's share of it.
+	CPUSplit bool
+	CPUUser  float64
+	// Dropped warns that events were lost; "" when none was.
+	Dropped string
+}
+
+// Cat is one category's time and its share of a whole.
+type Cat struct {
+	Name  string
+	Sec   float64
+	Share float64
+}
+
+// AccountingOf sums the time accounting.
+func AccountingOf(ta *model.TimeAccounting) Accounting {
+	var a Accounting
+	for _, t := range ta.Threads {
+		if t.Idle {
+			a.Idle++
+		} else {
+			a.Busy++
+		}
+	}
+	// In a fixed order: a map's would change the sum's last bits from run
+	// to run.
+	for _, c := range slices.Sorted(maps.Keys(ta.Total)) {
+		a.TotalSec += ta.Total[c]
+	}
+	for _, c := range model.Categories {
+		s, ok := ta.Total[c]
+		if !ok || (s == 0 && c == model.CatUnknown) {
+			continue
+		}
+		share := 0.0
+		if a.TotalSec > 0 {
+			share = s / a.TotalSec
+		}
+		a.Cats = append(a.Cats, Cat{c, s, share})
+	}
+	if ta.UserSec+ta.SystemSec > 0 {
+		a.CPUSplit, a.CPUUser = true, ta.UserSec/(ta.UserSec+ta.SystemSec)
+	}
+	if ta.Dropped > 0 {
+		a.Dropped = fmt.Sprintf("%d events were dropped: the accounting is incomplete", ta.Dropped)
+	}
+	return a
+}
+
+// ThreadRow is one busy thread (or exited threads folded into one): its
+// wall time and where it went.
+type ThreadRow struct {
+	PID, TID int
+	// Name is the comm, "N× comm" for N exited threads folded together
+	// (their walls add up; TID means nothing then).
+	Name    string
+	Folded  int
+	Exited  bool
+	Role    string
+	WallSec float64
+	// Seconds is the time per category; Largest the categories with time,
+	// most first, each with its share of the wall time.
+	Seconds map[string]float64
+	Largest []Cat
+}
+
+// BusyThreads lists the busy threads, longest wall time first, at most n.
+func BusyThreads(ta *model.TimeAccounting, n int) List[ThreadRow] {
+	var busy []model.ThreadTime
+	for _, t := range ta.Threads {
+		if !t.Idle {
+			busy = append(busy, t)
+		}
+	}
+	sort.SliceStable(busy, func(i, j int) bool { return busy[i].WallSec > busy[j].WallSec })
+	l := first(busy, n)
+	out := List[ThreadRow]{Total: l.Total}
+	for _, t := range l.Rows {
+		r := ThreadRow{PID: t.PID, TID: t.TID, Name: t.Comm, Folded: t.Folded, Exited: t.Exited, Role: t.Role,
+			WallSec: t.WallSec, Seconds: t.Seconds}
+		if t.Folded > 0 {
+			r.Name = fmt.Sprintf("%d× %s", t.Folded, t.Comm)
+		}
+		for c, s := range t.Seconds {
+			if s > 0 {
+				share := 0.0
+				if t.WallSec > 0 {
+					share = s / t.WallSec
+				}
+				r.Largest = append(r.Largest, Cat{c, s, share})
+			}
+		}
+		sort.Slice(r.Largest, func(i, j int) bool {
+			if r.Largest[i].Sec != r.Largest[j].Sec {
+				return r.Largest[i].Sec > r.Largest[j].Sec
+			}
+			return r.Largest[i].Name < r.Largest[j].Name
+		})
+		out.Rows = append(out.Rows, r)
+	}
+	return out
+}
+
+// SyncRow is one kind of sync call.
+type SyncRow struct {
+	Kind              string
+	Count             int64
+	TotalSec, MeanSec float64
+	// MedianIn is the log2 bucket that holds the median call.
+	MedianIn string
+	Buckets  []model.Bucket
+}
+
+// Syncs lists the sync calls by kind, in the record's order.
+func Syncs(ta *model.TimeAccounting) []SyncRow {
+	var out []SyncRow
+	for _, s := range ta.Syncs {
+		out = append(out, SyncRow{Kind: s.Kind, Count: s.Count, TotalSec: s.TotalSec,
+			MeanSec: s.TotalSec / float64(max(s.Count, 1)), MedianIn: MedianBucket(s.Buckets, s.Count), Buckets: s.Buckets})
+	}
+	return out
+}
+
+// MedianBucket names the log2 bucket that holds the median of count values,
+// "[low, high)"; "" when the buckets do not hold half of them.
+func MedianBucket(bs []model.Bucket, count int64) string {
+	var seen int64
+	for _, b := range bs {
+		seen += b.Count
+		if seen*2 >= count {
+			return fmt.Sprintf("[%s, %s)", units.FormatNs(float64(b.LowNs)), units.FormatNs(float64(b.HighNs+1)))
+		}
+	}
+	return ""
+}
+
+// SyncedFileRow is one file synced, with its mean sync time.
+type SyncedFileRow struct {
+	model.SyncedFile
+	MeanSec float64
+}
+
+// SyncedFiles lists the files synced in the record's order (most time
+// first), at most n.
+func SyncedFiles(ta *model.TimeAccounting, n int) List[SyncedFileRow] {
+	l := first(ta.SyncedFiles, n)
+	out := List[SyncedFileRow]{Total: l.Total}
+	for _, f := range l.Rows {
+		out.Rows = append(out.Rows, SyncedFileRow{f, f.TotalSec / float64(max(f.Count, 1))})
+	}
+	return out
+}
+
+// SyscallRow is one syscall summed over the threads, as strace -c -w
+// shows it.
+type SyscallRow struct {
+	Name                      string
+	Count, Errors             int64
+	TotalSec, MeanSec, MaxSec float64
+	// Pct is its share of the time in all syscalls, in percent.
+	Pct float64
+	// Buckets is its latency histogram, the threads' summed.
+	Buckets []model.Bucket
+}
+
+// Syscalls lists the syscalls of all threads together, most time first, at
+// most n; counted is false when the record has no syscall counts.
+func Syscalls(ta *model.TimeAccounting, n int) (l List[SyscallRow], counted bool) {
+	if ta.Syscalls == nil {
+		return l, false
+	}
+	type agg struct {
+		row     SyscallRow
+		buckets map[int64]*model.Bucket
+	}
+	by := map[string]*agg{}
+	var all float64
+	for _, s := range ta.Syscalls {
+		a := by[s.Name]
+		if a == nil {
+			a = &agg{row: SyscallRow{Name: s.Name}, buckets: map[int64]*model.Bucket{}}
+			by[s.Name] = a
+		}
+		a.row.Count += s.Count
+		a.row.Errors += s.Errors
+		a.row.TotalSec += s.TotalSec
+		a.row.MaxSec = max(a.row.MaxSec, s.MaxSec)
+		all += s.TotalSec
+		for _, b := range s.Buckets {
+			if m := a.buckets[b.LowNs]; m != nil {
+				m.Count += b.Count
+			} else {
+				c := b
+				a.buckets[b.LowNs] = &c
+			}
+		}
+	}
+	list := make([]SyscallRow, 0, len(by))
+	for _, a := range by {
+		r := a.row
+		r.MeanSec = r.TotalSec / float64(max(r.Count, 1))
+		if all > 0 {
+			r.Pct = r.TotalSec / all * 100
+		}
+		for _, b := range a.buckets {
+			r.Buckets = append(r.Buckets, *b)
+		}
+		sort.Slice(r.Buckets, func(i, j int) bool { return r.Buckets[i].LowNs < r.Buckets[j].LowNs })
+		list = append(list, r)
+	}
+	sort.Slice(list, func(i, j int) bool {
+		if list[i].TotalSec != list[j].TotalSec {
+			return list[i].TotalSec > list[j].TotalSec
+		}
+		return list[i].Name < list[j].Name
+	})
+	return first(list, n), true
+}

@@ -1,0 +1,108 @@
+package rows
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/stats"
+)
+
+// Experiments is diagnose's conditions: each one's runs and its change
+// against baseline.
+type Experiments struct {
+	Conditions []CondRow
+	// Accounting is what the busy threads did under each condition that
+	// finished a run; nil when no run has an accounting.
+	Accounting []CondAccounting
+}
+
+// CondRow is one condition.
+type CondRow struct {
+	model.Condition
+	// Finished is false when no run of it finished; Baseline is true for
+	// the baseline, which has no change of its own.
+	Finished, Baseline bool
+	// Values are its runs' results; Points each run's change against the
+	// baseline's median (ChangeFrom).
+	Values, Points []float64
+	// IntervalText is the change's 95% interval, "[-12%, -4%]".
+	IntervalText string
+}
+
+// CondAccounting is the median, over a condition's runs, of what the busy
+// threads did: the mechanism behind a change (under cpu-contention,
+// cpu-wait appears; under io-pressure, the storage time grows).
+type CondAccounting struct {
+	Name                           string
+	CPUSec, CPUWaitSec, StorageSec float64
+}
+
+// ExperimentsOf builds the conditions' rows.
+func ExperimentsOf(ex *model.Experiments) Experiments {
+	var out Experiments
+	var base float64
+	for _, c := range ex.Conditions {
+		if c.Name == "baseline" {
+			base = c.Median
+		}
+	}
+	change := ChangeFrom(ex.Measure, base)
+	seen := false
+	for _, c := range ex.Conditions {
+		r := CondRow{Condition: c, Finished: len(c.Runs) > 0, Baseline: c.Name == "baseline",
+			IntervalText: fmt.Sprintf("[%s, %s]", Pct(c.Interval[0]), Pct(c.Interval[1]))}
+		var cpu, wait, st []float64
+		for _, run := range c.Runs {
+			r.Values = append(r.Values, run.Value)
+			r.Points = append(r.Points, change(run.Value))
+			cpu, wait, st = append(cpu, run.CPUSec), append(wait, run.CPUWaitSec), append(st, run.StorageSec)
+			if run.CPUSec+run.CPUWaitSec+run.StorageSec > 0 {
+				seen = true
+			}
+		}
+		out.Conditions = append(out.Conditions, r)
+		if r.Finished {
+			out.Accounting = append(out.Accounting, CondAccounting{c.Name, stats.Median(cpu), stats.Median(wait), stats.Median(st)})
+		}
+	}
+	if !seen {
+		out.Accounting = nil
+	}
+	return out
+}
+
+// ChangeFrom returns a run's change in performance against base (a
+// median), as Condition.Change is defined for the medians: positive is
+// better whichever way m goes; 0 when either is 0.
+func ChangeFrom(m model.Measure, base float64) func(float64) float64 {
+	return func(v float64) float64 {
+		switch {
+		case base == 0 || v == 0:
+			return 0
+		case m.HigherIsBetter:
+			return v/base - 1
+		}
+		return base/v - 1
+	}
+}
+
+// SensRow is how sensitive the result is to one resource.
+type SensRow struct {
+	Resource string
+	model.Sensitivity
+}
+
+// Sensitivity lists the verdict's sensitivities by resource name.
+func Sensitivity(v *model.Verdict) []SensRow {
+	var rs []string
+	for r := range v.Sensitivity {
+		rs = append(rs, r)
+	}
+	sort.Strings(rs)
+	var out []SensRow
+	for _, r := range rs {
+		out = append(out, SensRow{r, v.Sensitivity[r]})
+	}
+	return out
+}

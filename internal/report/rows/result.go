@@ -1,0 +1,122 @@
+package rows
+
+import (
+	"fmt"
+
+	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/units"
+)
+
+// Result is what the workload measured.
+type Result struct {
+	// None is true when the run ended before its measured phase.
+	None bool
+	// Kind is the workload's: "fileio", "sqlite" or "command" (a command
+	// or a process).
+	Kind        string
+	DurationSec float64
+	// Prepare says how fileio's files were made (not measured).
+	Prepare string
+	Ops     []OpRow
+	// Fairness compares the threads' op counts, with more than one thread.
+	Fairness string
+	Phases   []PhaseRow
+	// Command says how a command or process ended, or that it still runs.
+	Command string
+}
+
+// OpRow is one fileio op: its throughput and latency.
+type OpRow struct {
+	Op string
+	// Rate is ops per second; MiBPerSec is "-" for an op that moves no
+	// bytes (fsync).
+	Rate, MiBPerSec string
+	Count, Bytes    int64
+	Latency         Latency
+}
+
+// PhaseRow is one sqlite phase: its transactions and their latency.
+type PhaseRow struct {
+	Phase                               string
+	Rate                                string
+	Transactions, Statements, RowsAfter int64
+	Latency                             Latency
+}
+
+// Latency is a latency summary's five columns (p50, p90, p99, p99.9,
+// max), "-" without values, and the summary itself for its histogram.
+type Latency struct {
+	Cols [5]string
+	Raw  model.Latency
+}
+
+func latencyOf(l model.Latency) Latency {
+	if l.Count == 0 {
+		return Latency{Cols: [5]string{"-", "-", "-", "-", "-"}, Raw: l}
+	}
+	f := func(ns int64) string { return units.FormatNs(float64(ns)) }
+	return Latency{Cols: [5]string{f(l.P50Ns), f(l.P90Ns), f(l.P99Ns), f(l.P999Ns), f(l.MaxNs)}, Raw: l}
+}
+
+// ResultOf builds the result of a run.
+func ResultOf(run *model.Run) Result {
+	r := run.Result
+	if r == nil {
+		return Result{None: true}
+	}
+	out := Result{DurationSec: r.DurationSec}
+	switch {
+	case r.FileIO != nil:
+		out.Kind = "fileio"
+		p := r.FileIO.Prepare
+		out.Prepare = fmt.Sprintf("prepare: %d file(s), %s in %s, not measured", p.Files, units.FormatSize(p.Bytes), Secs(p.DurationSec))
+		if p.Reused {
+			out.Prepare = fmt.Sprintf("prepare: reused %d kept file(s), %s", p.Files, units.FormatSize(p.Bytes))
+		}
+		for _, op := range r.FileIO.Ops {
+			mib := fmt.Sprintf("%.1f", op.MiBPerSec)
+			if op.Bytes == 0 {
+				mib = "-"
+			}
+			out.Ops = append(out.Ops, OpRow{Op: op.Op, Rate: Rate(op.OpsPerSec), MiBPerSec: mib, Count: op.Count, Bytes: op.Bytes,
+				Latency: latencyOf(op.Latency)})
+		}
+		if len(r.FileIO.ThreadOps) > 1 {
+			out.Fairness = Fairness(r.FileIO.ThreadOps)
+		}
+	case r.SQLite != nil:
+		out.Kind = "sqlite"
+		for _, p := range r.SQLite.Phases {
+			out.Phases = append(out.Phases, PhaseRow{Phase: p.Phase, Rate: Rate(p.TxPerSec), Transactions: p.Transactions,
+				Statements: p.Statements, RowsAfter: p.RowsAfter, Latency: latencyOf(p.Latency)})
+		}
+	case r.Command != nil:
+		out.Kind = "command"
+		c := r.Command
+		switch {
+		case run.Target.Kind == "pid" && !c.Exited:
+			out.Command = fmt.Sprintf("observed for %s; the process is still running", Secs(c.WallSec))
+		case run.Target.Kind == "pid":
+			out.Command = fmt.Sprintf("the process exited after %s of observation", Secs(c.WallSec))
+		case c.Signal != "":
+			out.Command = fmt.Sprintf("killed by %s after %s", c.Signal, Secs(c.WallSec))
+		default:
+			out.Command = fmt.Sprintf("exit status %d after %s", c.ExitCode, Secs(c.WallSec))
+		}
+	}
+	return out
+}
+
+// Fairness summarises per-thread op counts: min, max and their spread.
+func Fairness(ops []int64) string {
+	lo, hi, sum := ops[0], ops[0], int64(0)
+	for _, v := range ops {
+		lo, hi, sum = min(lo, v), max(hi, v), sum+v
+	}
+	mean := float64(sum) / float64(len(ops))
+	spread := 0.0
+	if mean > 0 {
+		spread = float64(hi-lo) / mean * 100
+	}
+	return fmt.Sprintf("%d threads did %s to %s reads+writes (spread %.0f%%)", len(ops), units.FormatCount(lo), units.FormatCount(hi), spread)
+}

@@ -1,0 +1,296 @@
+package rows
+
+import (
+	"cmp"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/units"
+)
+
+// StorageLost says what the storage probe could not record, one warning a
+// cause, none when it recorded everything.
+func StorageLost(x model.StorageDropped) []string {
+	var out []string
+	if x.Requests+x.FileOps+x.SQLiteEvents > 0 {
+		out = append(out, fmt.Sprintf("lost: %d requests, %d file calls, %d SQLite events (maps or ring buffer full): the counts above are short by that much",
+			x.Requests, x.FileOps, x.SQLiteEvents))
+	}
+	if x.ThreadFiles > 0 {
+		out = append(out, fmt.Sprintf("%d threads' first calls on a file were not counted among its threads (the map of thread-file pairs was full): the thread counts are short", x.ThreadFiles))
+	}
+	if len(x.MissedRuns) > 0 {
+		names := slices.Sorted(maps.Keys(x.MissedRuns))
+		parts := make([]string, len(names))
+		for i, n := range names {
+			parts[i] = fmt.Sprintf("%s %d", n, x.MissedRuns[n])
+		}
+		out = append(out, "runs the kernel skipped because the program was already running on that CPU: "+strings.Join(parts, ", ")+
+			" (a skipped block_rq_complete is a request not counted)")
+	}
+	return out
+}
+
+// DeviceRow is one block device: its requests per op, and how busy it was.
+type DeviceRow struct {
+	// Name is the device's name, else its major:minor (Dev).
+	Name, Dev        string
+	BusySec, UtilPct float64
+	Ops              []BlockOpRow
+}
+
+// BlockOpRow is one kind of request to a device.
+type BlockOpRow struct {
+	Op                   string
+	Requests, Merges     int64
+	MiB                  float64
+	PerSec               *float64 // nil without a window to divide by
+	KiBPerReq            *float64 // nil without requests
+	WorkloadPct          *float64 // requests issued by the workload or written back for its files; nil without requests
+	QueueSec, ServiceSec float64  // means
+	Hists                []Hist
+}
+
+// Hist is one of a request's histograms that has buckets.
+type Hist struct {
+	// What is "service", "queue", "size" or "depth"; Label says it in words.
+	What, Label string
+	Buckets     []model.Range
+	// Count sums the buckets.
+	Count int64
+}
+
+// Devices builds the block device rows; window is the accounting's, for
+// the rates.
+func Devices(devs []model.BlockDevice, window float64) []DeviceRow {
+	var out []DeviceRow
+	for _, d := range devs {
+		r := DeviceRow{Name: d.Name, Dev: d.Dev, BusySec: d.BusySec, UtilPct: d.UtilPct}
+		if r.Name == "" {
+			r.Name = d.Dev
+		}
+		for _, o := range d.Ops {
+			op := BlockOpRow{Op: o.Op, Requests: o.Requests, Merges: o.Merges, MiB: float64(o.Bytes) / (1 << 20),
+				QueueSec: o.QueueMeanSec, ServiceSec: o.ServiceMeanSec}
+			if window > 0 {
+				op.PerSec = ptr(float64(o.Requests) / window)
+			}
+			if o.Requests > 0 {
+				op.KiBPerReq = ptr(float64(o.Bytes) / float64(o.Requests) / 1024)
+				op.WorkloadPct = ptr(float64(o.WorkloadRequests+o.WritebackRequests) / float64(o.Requests) * 100)
+			}
+			for _, h := range []Hist{
+				{What: "service", Label: "service time", Buckets: o.Service},
+				{What: "queue", Label: "queue time", Buckets: o.Queue},
+				{What: "size", Label: "request size", Buckets: o.Size},
+				{What: "depth", Label: "requests in flight at issue", Buckets: o.Depth},
+			} {
+				if len(h.Buckets) == 0 {
+					continue
+				}
+				for _, b := range h.Buckets {
+					h.Count += b.Count
+				}
+				op.Hists = append(op.Hists, h)
+			}
+			r.Ops = append(r.Ops, op)
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// PageCache says what the workload did with the page cache, one sentence
+// a line.
+type PageCache struct {
+	ReadHits, OtherAdded, Readahead, Writes, Throttled string
+}
+
+// PageCacheOf describes the page cache's counts.
+func PageCacheOf(c *model.PageCache, u Units) PageCache {
+	p := PageCache{
+		ReadHits: "no buffered read",
+		OtherAdded: fmt.Sprintf("%s (writes to new pages, mmap faults; %s fault lookups)",
+			units.FormatCount(c.OtherAdded), units.FormatCount(c.FaultLookups)),
+		Readahead: fmt.Sprintf("%s windows started by a miss, %s by the previous window",
+			units.FormatCount(c.ReadaheadSync), units.FormatCount(c.ReadaheadAsync)),
+		Writes: fmt.Sprintf("%s pages dirtied; %s written to disk for its files",
+			units.FormatCount(c.Dirtied), units.FormatSize(c.WrittenBackBytes)),
+		Throttled: "none",
+	}
+	if c.HitRatio >= 0 {
+		p.ReadHits = fmt.Sprintf("%.1f%% (%s pages looked up by reads, %s added to the cache during them)", c.HitRatio*100,
+			units.FormatCount(c.Lookups), units.FormatCount(c.ReadAdded))
+	}
+	switch {
+	case c.Throttled > 0 && c.ThrottledSec >= 0:
+		p.Throttled = fmt.Sprintf("%s pauses, %s in all", units.FormatCount(c.Throttled), u.Dur(c.ThrottledSec))
+	case c.Throttled > 0:
+		p.Throttled = fmt.Sprintf("%s pauses (their length is unknown: no CONFIG_HZ found)", units.FormatCount(c.Throttled))
+	}
+	return p
+}
+
+// FileRow is one file the workload read, wrote or synced.
+type FileRow struct {
+	// Path ends in " (deleted)" for a file deleted by the end.
+	Path string
+	Dev  string
+	Ino  uint64
+	PID  int
+	// Instances counts the files that had this path.
+	Instances int
+	// SQLite is the file's SQLite kind (db, journal, wal), if it is one.
+	SQLite                       string
+	Reads, Writes                FileSide
+	Syncs, Errors                int64
+	SyncSec, BlockedSec, LockSec float64
+}
+
+// FileSide is a file's reads or its writes.
+type FileSide struct {
+	Count int64
+	// MeanBytes is the mean size of a call (0 without calls).
+	MeanBytes float64
+	// Pattern is where each call began against the previous one on the
+	// same open file: sequential, random, mixed.
+	Pattern string
+	// Threads counts the threads that made the calls (0 in a record made
+	// before they were counted).
+	Threads int64
+}
+
+func fileSide(o model.FileOps) FileSide {
+	s := FileSide{Count: o.Count, Pattern: o.Pattern, Threads: o.Threads}
+	if o.Count > 0 {
+		s.MeanBytes = float64(o.Bytes) / float64(o.Count)
+	}
+	return s
+}
+
+// Files lists the files in the record's order (most time in calls
+// first), at most n.
+func Files(fs []model.FileIO, n int) List[FileRow] {
+	l := first(fs, n)
+	out := List[FileRow]{Total: l.Total}
+	for _, f := range l.Rows {
+		path := f.Path
+		if f.Deleted {
+			path += " (deleted)"
+		}
+		out.Rows = append(out.Rows, FileRow{Path: path, Dev: f.Dev, Ino: f.Ino, PID: f.PID, Instances: f.Instances, SQLite: f.SQLite,
+			Reads: fileSide(f.Reads), Writes: fileSide(f.Writes), Syncs: f.Syncs, Errors: f.Errors,
+			SyncSec: f.SyncSec, BlockedSec: f.BlockedSec, LockSec: f.LockSec})
+	}
+	return out
+}
+
+// TopFiles names the n files first by time blocked on storage, by bytes
+// read and written, and by calls (reads, writes, syncs), one line each, as
+// filetop sorts by any column; none with fewer than two files. A file's
+// entry is its path's last element (the table above has the whole path).
+func TopFiles(fs []model.FileIO, n int) []string {
+	if len(fs) < 2 {
+		return nil
+	}
+	type by struct {
+		what  string
+		key   func(f *model.FileIO) float64
+		shown func(v float64) string
+	}
+	var out []string
+	for _, b := range []by{
+		{"blocked on storage", func(f *model.FileIO) float64 { return f.BlockedSec }, Secs},
+		{"bytes", func(f *model.FileIO) float64 { return float64(f.Reads.Bytes + f.Writes.Bytes) },
+			func(v float64) string { return units.FormatSize(int64(v)) }},
+		{"calls", func(f *model.FileIO) float64 { return float64(f.Reads.Count + f.Writes.Count + f.Syncs) },
+			func(v float64) string { return units.FormatCount(int64(v)) }},
+	} {
+		idx := make([]int, len(fs))
+		for i := range idx {
+			idx[i] = i
+		}
+		slices.SortStableFunc(idx, func(i, j int) int { return cmp.Compare(b.key(&fs[j]), b.key(&fs[i])) })
+		var parts []string
+		for _, i := range idx[:min(n, len(idx))] {
+			if v := b.key(&fs[i]); v > 0 {
+				parts = append(parts, fmt.Sprintf("%s %s", filepath.Base(fs[i].Path), b.shown(v)))
+			}
+		}
+		if len(parts) > 0 {
+			out = append(out, "most "+b.what+": "+strings.Join(parts, ", "))
+		}
+	}
+	return out
+}
+
+// SQLitePages is the workload's SQLite files mapped to pages.
+type SQLitePages struct {
+	// Events counts the reads and writes of SQLite files.
+	Events   int64
+	Files    []model.SQLiteFile
+	ByType   []PageRow
+	ByObject []PageRow
+	// Patterns are the sequences the transactions wrote, most common
+	// first; Transactions the first transactions seen.
+	Patterns     []TxRow
+	Transactions []TxRow
+	Notes        []string
+}
+
+// PageRow counts the operations on one page type (Kind and Type set) or
+// one table or index (Object set).
+type PageRow struct {
+	Kind, Type, Object                   string
+	Reads, Writes, ReadBytes, WriteBytes int64
+	// RandomPct is the share of random operations in percent, "" with
+	// none to judge.
+	RandomPct string
+}
+
+// TxRow is a transaction's steps, or a sequence of steps and how many
+// transactions made it (Count).
+type TxRow struct {
+	Count int64
+	TID   int
+	// Steps are joined by arrows.
+	Steps string
+}
+
+// SQLitePagesOf builds the SQLite page tables.
+func SQLitePagesOf(q *model.SQLiteIO) SQLitePages {
+	s := SQLitePages{Events: q.Events, Files: q.Files, Notes: q.Notes}
+	page := func(p model.SQLitePages) PageRow {
+		return PageRow{Kind: p.Kind, Type: p.Type, Object: p.Object, Reads: p.Reads, Writes: p.Writes,
+			ReadBytes: p.ReadBytes, WriteBytes: p.WriteBytes, RandomPct: RandomPct(p)}
+	}
+	for _, p := range q.ByType {
+		s.ByType = append(s.ByType, page(p))
+	}
+	for _, p := range q.ByObject {
+		s.ByObject = append(s.ByObject, page(p))
+	}
+	for _, p := range q.Patterns {
+		s.Patterns = append(s.Patterns, TxRow{Count: p.Count, Steps: strings.Join(p.Steps, " → ")})
+	}
+	for _, tx := range q.Transactions {
+		s.Transactions = append(s.Transactions, TxRow{TID: tx.TID, Steps: strings.Join(tx.Steps, " → ")})
+	}
+	return s
+}
+
+// RandomPct is the share of random page operations in percent, "" with
+// none to judge.
+func RandomPct(p model.SQLitePages) string {
+	n := p.Sequential + p.Random
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%.0f", float64(p.Random)/float64(n)*100)
+}
