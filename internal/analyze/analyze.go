@@ -19,6 +19,16 @@ import (
 // a contended lock runs far more than that.
 const idleCPUShare = 0.01
 
+// Run analyses a run record: the pipeline's analysis step, after the
+// runner made the record and before it is rendered, the same for observe,
+// diagnose, report and compare (a saved record is analysed again, with the
+// rules of this perfsleuth). It builds the time accounting /proc allows when
+// eBPF made none (FromObservation), then Analyze. Idempotent.
+func Run(run *model.Run) {
+	FromObservation(run)
+	Analyze(run)
+}
+
 // Analyze fills run.TimeAccounting's totals, run.Verdict and run.Findings.
 // It is idempotent: analysing a loaded record again gives the same result.
 func Analyze(run *model.Run) {

@@ -3,8 +3,10 @@ package cli
 import (
 	"github.com/spf13/cobra"
 
+	"github.com/perfsleuth/perfsleuth/internal/analyze"
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/runner"
+	"github.com/perfsleuth/perfsleuth/internal/target"
 )
 
 func newBenchCmd() *cobra.Command {
@@ -43,7 +45,7 @@ func benchSub(name, short string, bind targetBinder) *cobra.Command {
 		Short: short,
 		Args:  cobra.NoArgs,
 	}
-	target := bind(cmd)
+	settings := bind(cmd)
 	out.bind(cmd)
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		if err := out.check(); err != nil {
@@ -51,11 +53,12 @@ func benchSub(name, short string, bind targetBinder) *cobra.Command {
 		}
 		bar := newProgressBar(cmd.ErrOrStderr())
 		defer bar.Clear()
-		run, err := runner.Bench(cmd.Context(), target(), runner.Hooks{Phase: bar.Phase, Progress: bar.Progress})
+		run, err := runner.Bench(cmd.Context(), settings(), target.Hooks{Phase: bar.Phase, Progress: bar.Progress})
 		bar.Clear()
 		if err != nil {
 			return err
 		}
+		analyze.Run(run)
 		return out.emit(cmd, run)
 	}
 	return cmd

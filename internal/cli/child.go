@@ -4,18 +4,18 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/perfsleuth/perfsleuth/internal/experiment"
-	"github.com/perfsleuth/perfsleuth/internal/runner"
+	"github.com/perfsleuth/perfsleuth/internal/target"
 )
 
 // newChildCmd is the hidden command that runs an observed benchmark in a
-// child process (see runner.RunChild); users never call it.
+// child process (see target.RunChild); users never call it.
 func newChildCmd() *cobra.Command {
 	return &cobra.Command{
-		Use:    runner.ChildCommand,
+		Use:    target.ChildCommand,
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := runner.RunChild(cmd.Context()); err != nil {
+			if err := target.RunChild(cmd.Context()); err != nil {
 				// The parent reports it.
 				return silentError{err}
 			}

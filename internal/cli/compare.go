@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/perfsleuth/perfsleuth/internal/analyze"
 	"github.com/perfsleuth/perfsleuth/internal/compare"
 	"github.com/perfsleuth/perfsleuth/internal/htmlreport"
 	"github.com/perfsleuth/perfsleuth/internal/model"
@@ -108,6 +109,7 @@ func loadForCompare(side, path string) (*model.Run, error) {
 	case run.Target.Kind == "":
 		return nil, fmt.Errorf("run record %s: %s names no workload (target.kind): it is not a run record (a comparison's --json cannot be compared again); give a file saved with --json by observe, bench or diagnose", side, path)
 	}
+	analyze.Run(run)
 	return run, nil
 }
 

@@ -9,9 +9,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/perfsleuth/perfsleuth/internal/analyze"
 	"github.com/perfsleuth/perfsleuth/internal/experiment"
 	"github.com/perfsleuth/perfsleuth/internal/model"
-	"github.com/perfsleuth/perfsleuth/internal/runner"
+	"github.com/perfsleuth/perfsleuth/internal/target"
 	"github.com/perfsleuth/perfsleuth/internal/units"
 )
 
@@ -120,11 +121,7 @@ func (e *experimentFlags) run(cmd *cobra.Command, t *model.Target, argv []string
 		if e.metric != "" || len(e.evict) > 0 || e.metricLower {
 			return errors.New("--metric, --metric-lower and --evict are for commands: a built-in benchmark measures its own throughput and evicts its own files")
 		}
-		b, err := runner.Lookup(t.Kind)
-		if err != nil {
-			return err
-		}
-		if err := b.Validate(t); err != nil {
+		if err := target.Validate(t); err != nil {
 			return err
 		}
 		spec.Target = t
@@ -164,5 +161,6 @@ func (e *experimentFlags) run(cmd *cobra.Command, t *model.Target, argv []string
 	if err != nil {
 		return err
 	}
+	analyze.Run(run)
 	return f.out.emit(cmd, run)
 }

@@ -5,8 +5,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/perfsleuth/perfsleuth/internal/probe/registry"
 	"github.com/perfsleuth/perfsleuth/internal/report"
-	"github.com/perfsleuth/perfsleuth/internal/runner"
 	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
 )
 
@@ -22,7 +22,10 @@ say for each what works, what is missing and what to do about it, and
 describe the CPUs and the storage behind --dir.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			checks := append(sysinfo.Capabilities(), runner.CheckTimeAccounting())
+			checks := sysinfo.Capabilities()
+			for _, p := range registry.New() {
+				checks = append(checks, p.Check())
+			}
 			host, warnings := sysinfo.Collect(dir)
 			out := cmd.OutOrStdout()
 			if asJSON {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/perfsleuth/perfsleuth/internal/analyze"
 	"github.com/perfsleuth/perfsleuth/internal/export"
 	"github.com/perfsleuth/perfsleuth/internal/model"
 )
@@ -56,6 +57,7 @@ one to stdout. docs/exports.md describes each format.`,
 			if err != nil {
 				return err
 			}
+			analyze.Run(run)
 			// Render every output before writing any, so that a record that
 			// lacks what one format needs leaves no half of the set behind.
 			outs := make([][]byte, len(asked))

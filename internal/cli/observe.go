@@ -7,7 +7,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/perfsleuth/perfsleuth/internal/analyze"
+	"github.com/perfsleuth/perfsleuth/internal/probe"
 	"github.com/perfsleuth/perfsleuth/internal/runner"
+	"github.com/perfsleuth/perfsleuth/internal/target"
 )
 
 type observeFlags struct {
@@ -49,8 +52,20 @@ func (f *observeFlags) check() error {
 	return f.out.check()
 }
 
-func (f *observeFlags) options() runner.ObserveOptions {
-	return runner.ObserveOptions{Interval: f.interval, NoEBPF: f.noEBPF, Syscalls: f.syscalls, Stacks: f.stacks, Storage: f.storage}
+func (f *observeFlags) options() probe.Options {
+	return probe.Options{Interval: f.interval, NoEBPF: f.noEBPF, Syscalls: f.syscalls, Stacks: f.stacks, Storage: f.storage}
+}
+
+// observe is the pipeline for one target: observe it, analyse the record,
+// save and print it. bar (may be nil) is cleared before anything prints.
+func (f *observeFlags) observe(cmd *cobra.Command, t target.Target, bar *progressBar) error {
+	run, err := runner.Observe(cmd.Context(), t, runner.Options{Probe: f.options()})
+	bar.Clear()
+	if err != nil {
+		return err
+	}
+	analyze.Run(run)
+	return f.out.emit(cmd, run)
 }
 
 func newObserveCmd() *cobra.Command {
@@ -88,18 +103,13 @@ func newObserveLike(cmd *cobra.Command, pre func() error, exp *experimentFlags) 
 			if err := checkAll(); err != nil {
 				return err
 			}
-			opts := f.options()
 			switch {
 			case f.pid != 0 && len(args) > 0:
 				return errors.New("give either -p PID or a command after --, not both")
 			case f.pid != 0 && exp.on():
 				return errors.New("diagnose reruns the workload under changed conditions, which an existing process cannot be: use diagnose --quick -p PID to observe it, or give the command after --")
 			case f.pid != 0:
-				run, err := runner.ObservePID(cmd.Context(), f.pid, f.duration, opts)
-				if err != nil {
-					return err
-				}
-				return f.out.emit(cmd, run)
+				return f.observe(cmd, target.NewPID(f.pid, f.duration), nil)
 			case f.duration != 0:
 				return errors.New("--duration goes with -p PID; a command is observed until it exits")
 			case len(args) == 0:
@@ -111,11 +121,7 @@ func newObserveLike(cmd *cobra.Command, pre func() error, exp *experimentFlags) 
 			if exp.on() {
 				return exp.run(cmd, nil, args, &f)
 			}
-			run, err := runner.ObserveCommand(cmd.Context(), args, opts)
-			if err != nil {
-				return err
-			}
-			return f.out.emit(cmd, run)
+			return f.observe(cmd, target.NewCommand(args, target.CommandOptions{}), nil)
 		}
 	}
 	f.bind(cmd)
@@ -127,23 +133,18 @@ func newObserveLike(cmd *cobra.Command, pre func() error, exp *experimentFlags) 
 		{"sqlite", "The SQLite benchmark (flags as 'perfsleuth bench sqlite')", sqliteTarget},
 	} {
 		sub := &cobra.Command{Use: w.name + " [workload flags]", Short: w.short, Args: cobra.NoArgs}
-		target := w.bind(sub)
+		settings := w.bind(sub)
 		sub.RunE = func(cmd *cobra.Command, _ []string) error {
 			if err := checkAll(); err != nil {
 				return err
 			}
 			if exp.on() {
-				t := target()
+				t := settings()
 				return exp.run(cmd, &t, nil, &f)
 			}
 			bar := newProgressBar(cmd.ErrOrStderr())
 			defer bar.Clear()
-			run, err := runner.ObserveBuiltin(cmd.Context(), target(), f.options(), runner.Hooks{Phase: bar.Phase, Progress: bar.Progress})
-			bar.Clear()
-			if err != nil {
-				return err
-			}
-			return f.out.emit(cmd, run)
+			return f.observe(cmd, target.NewBuiltin(settings(), target.Hooks{Phase: bar.Phase, Progress: bar.Progress}), bar)
 		}
 		cmd.AddCommand(sub)
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/spf13/cobra"
 	"golang.org/x/sys/unix"
 
-	"github.com/perfsleuth/perfsleuth/internal/analyze"
 	"github.com/perfsleuth/perfsleuth/internal/htmlreport"
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/report"
@@ -58,11 +57,9 @@ func checkHTML(path, other string) error {
 	return nil
 }
 
-// emit saves and prints a finished run. The terminal view goes to stdout, or
-// to stderr when the JSON record takes stdout.
+// emit saves and prints a finished, analysed run. The terminal view goes to
+// stdout, or to stderr when the JSON record takes stdout.
 func (o *outputFlags) emit(cmd *cobra.Command, run *model.Run) error {
-	analyze.FromObservation(run)
-	analyze.Analyze(run)
 	out := cmd.OutOrStdout()
 	var saveErr error
 	switch o.json {

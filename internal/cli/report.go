@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/perfsleuth/perfsleuth/internal/analyze"
 	"github.com/perfsleuth/perfsleuth/internal/htmlreport"
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/report"
@@ -33,6 +34,7 @@ nothing is printed: the page holds everything the terminal report does.`,
 			if err != nil {
 				return err
 			}
+			analyze.Run(run)
 			if html != "" {
 				if err := htmlreport.Save(run, html); err != nil {
 					return fmt.Errorf("write the HTML report to %s: %w", html, err)

@@ -108,8 +108,12 @@ func (p *progressBar) erase() {
 	}
 }
 
-// Clear removes the bar so that results print on a clean line.
+// Clear removes the bar so that results print on a clean line. Safe on nil
+// and more than once.
 func (p *progressBar) Clear() {
+	if p == nil {
+		return
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.erase()

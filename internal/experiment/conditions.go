@@ -24,9 +24,9 @@ type condition struct {
 	// its settings in plain words; an error skips the condition with that reason.
 	prepare func(ctx context.Context, e *env) ([]string, error)
 	// apply runs before each run of the condition. before (may be nil) is
-	// called with the workload's pid before its measured phase; stop undoes
+	// called with the workload's pids before its measured phase; stop undoes
 	// what apply did and is called on every path.
-	apply func(ctx context.Context, e *env) (before func(pid int) error, stop func(), err error)
+	apply func(ctx context.Context, e *env) (before func(pids []int) error, stop func(), err error)
 }
 
 // env is what the conditions need to know about the host and the workload.
@@ -60,7 +60,7 @@ var conditions = map[string]*condition{
 	"baseline": {
 		name:    "baseline",
 		prepare: func(context.Context, *env) ([]string, error) { return []string{"nothing changed"}, nil },
-		apply:   func(context.Context, *env) (func(int) error, func(), error) { return nil, func() {}, nil },
+		apply:   func(context.Context, *env) (func([]int) error, func(), error) { return nil, func() {}, nil },
 	},
 	"cpu-half": {
 		name:     "cpu-half",
@@ -81,8 +81,15 @@ var conditions = map[string]*condition{
 			}
 			return s, nil
 		},
-		apply: func(_ context.Context, e *env) (func(int) error, func(), error) {
-			return func(pid int) error { return pinTree(pid, e.half) }, func() {}, nil
+		apply: func(_ context.Context, e *env) (func([]int) error, func(), error) {
+			return func(pids []int) error {
+				for _, pid := range pids {
+					if err := pinTree(pid, e.half); err != nil {
+						return err
+					}
+				}
+				return nil
+			}, func() {}, nil
 		},
 	},
 	"cpu-contention": {
@@ -128,8 +135,8 @@ var conditions = map[string]*condition{
 			}
 			return []string{fmt.Sprintf("the page cache of the files under %s evicted before each run (fdatasync, then POSIX_FADV_DONTNEED)", strings.Join(e.evict, ", "))}, nil
 		},
-		apply: func(_ context.Context, e *env) (func(int) error, func(), error) {
-			return func(int) error {
+		apply: func(_ context.Context, e *env) (func([]int) error, func(), error) {
+			return func([]int) error {
 				if len(e.evict) == 0 {
 					return dropCaches()
 				}
@@ -141,8 +148,8 @@ var conditions = map[string]*condition{
 
 // withHelper is the apply step of a condition whose whole effect is a load
 // helper running beside the workload (`perfsleuth __load ARGS`).
-func withHelper(args func(e *env) []string) func(context.Context, *env) (func(int) error, func(), error) {
-	return func(ctx context.Context, e *env) (func(int) error, func(), error) {
+func withHelper(args func(e *env) []string) func(context.Context, *env) (func([]int) error, func(), error) {
+	return func(ctx context.Context, e *env) (func([]int) error, func(), error) {
 		h, err := startHelper(ctx, e.exe, args(e)...)
 		if err != nil {
 			return nil, func() {}, err

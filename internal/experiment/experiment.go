@@ -23,9 +23,11 @@ import (
 
 	"github.com/perfsleuth/perfsleuth/internal/analyze"
 	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/probe"
 	"github.com/perfsleuth/perfsleuth/internal/runner"
 	"github.com/perfsleuth/perfsleuth/internal/stats"
 	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
+	"github.com/perfsleuth/perfsleuth/internal/target"
 )
 
 // Spec is a validated diagnose request.
@@ -47,8 +49,16 @@ type Spec struct {
 	IOShare float64
 	IOPeak  float64
 	// Evict lists what cold-cache evicts for a command; empty: everything.
-	Evict   []string
-	Observe runner.ObserveOptions
+	Evict []string
+	// Observe is what each run's probes are asked.
+	Observe probe.Options
+	// Probes, when set, gives each run its probes instead of the registry
+	// (tests).
+	Probes func() []probe.Probe
+	// Builtin makes a run's target of a built-in benchmark; nil:
+	// target.NewBuiltin, a child process (tests run the null benchmark in
+	// their own process with target.NewInProcess).
+	Builtin func(t model.Target, hooks target.Hooks) target.Target
 }
 
 // MinRepeat is the fewest runs per condition that give an interval.
@@ -112,10 +122,10 @@ func Run(ctx context.Context, spec Spec, hooks Hooks) (*model.Run, error) {
 
 	// A built-in benchmark works in a directory the experiment makes and
 	// removes, so that its files are laid out once and reused by every run.
-	var target *model.Target
+	var builtin *model.Target
 	if spec.Target != nil {
 		t := cloneTarget(*spec.Target)
-		parent := runner.DirOf(&t)
+		parent := target.DirOf(&t)
 		if parent == "" {
 			parent = "."
 		}
@@ -126,7 +136,7 @@ func Run(ctx context.Context, spec Spec, hooks Hooks) (*model.Run, error) {
 		defer os.RemoveAll(dir)
 		abs, _ := filepath.Abs(dir)
 		setTargetDir(&t, abs)
-		target = &t
+		builtin = &t
 		e.workDir, e.evict = abs, []string{abs}
 	} else {
 		for _, p := range spec.Evict {
@@ -150,7 +160,7 @@ func Run(ctx context.Context, spec Spec, hooks Hooks) (*model.Run, error) {
 		c := conditions[n]
 		settings, err := c.prepare(ctx, e)
 		if ctx.Err() != nil {
-			return nil, runner.ErrInterrupted
+			return nil, target.ErrInterrupted
 		}
 		if err != nil {
 			if n == "baseline" {
@@ -170,7 +180,7 @@ func Run(ctx context.Context, spec Spec, hooks Hooks) (*model.Run, error) {
 		return nil, fmt.Errorf("no condition besides baseline can be applied here: %v", ex.Skipped)
 	}
 
-	x := &experimenter{spec: spec, target: target, env: e, hooks: hooks, ex: ex, conds: conds}
+	x := &experimenter{spec: spec, target: builtin, env: e, hooks: hooks, ex: ex, conds: conds}
 	return x.run(ctx)
 }
 
@@ -207,7 +217,7 @@ func (x *experimenter) run(ctx context.Context) (*model.Run, error) {
 		x.hooks.Status(Status{Condition: "warm-up", Repeat: 1, Repeats: 1})
 	}
 	if run, err := x.once(ctx, 0, 0); ctx.Err() != nil || (run != nil && run.Interrupted) {
-		return nil, runner.ErrInterrupted
+		return nil, target.ErrInterrupted
 	} else if err != nil {
 		return nil, err
 	}
@@ -247,7 +257,7 @@ func (x *experimenter) run(ctx context.Context) (*model.Run, error) {
 		done[ci]++
 	}
 	if len(x.baselines) == 0 {
-		return nil, runner.ErrInterrupted
+		return nil, target.ErrInterrupted
 	}
 	return x.record(ctx), nil
 }
@@ -306,19 +316,25 @@ func (x *experimenter) once(ctx context.Context, ci, seq int) (*model.Run, error
 		}
 		return nil, fmt.Errorf("%s: %w", c.name, err)
 	}
-	opts := x.spec.Observe
-	opts.BeforeRun = before
+	opts := runner.Options{Probe: x.spec.Observe, BeforeRun: before}
+	if x.spec.Probes != nil {
+		opts.Probes = x.spec.Probes()
+	}
 	var out *outputTail
-	var run *model.Run
+	var t target.Target
 	if x.target != nil {
-		run, err = runner.ObserveBuiltin(ctx, cloneTarget(*x.target), opts, runner.Hooks{Phase: x.hooks.Phase, Progress: x.hooks.Progress})
+		builtin := x.spec.Builtin
+		if builtin == nil {
+			builtin = target.NewBuiltin
+		}
+		t = builtin(cloneTarget(*x.target), target.Hooks{Phase: x.hooks.Phase, Progress: x.hooks.Progress})
 	} else {
 		out = newOutputTail(x.spec.Metric)
-		opts.Output = out
-		run, err = runner.ObserveCommand(ctx, x.spec.Argv, opts)
+		t = target.NewCommand(x.spec.Argv, target.CommandOptions{Output: out})
 	}
+	run, err := runner.Observe(ctx, t, opts)
 	if err != nil {
-		if errors.Is(err, runner.ErrInterrupted) {
+		if errors.Is(err, target.ErrInterrupted) {
 			return nil, ctx.Err()
 		}
 		return nil, fmt.Errorf("%s: %w", c.name, err)
@@ -334,8 +350,7 @@ func (x *experimenter) once(ctx context.Context, ci, seq int) (*model.Run, error
 		x.ex.Warmup = value
 		return run, nil
 	}
-	analyze.FromObservation(run)
-	analyze.Analyze(run)
+	analyze.Run(run)
 	r := model.ExperimentRun{Seq: seq, Value: value}
 	if v := run.Verdict; v != nil {
 		r.Primary = v.Primary

@@ -20,8 +20,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/perfsleuth/perfsleuth/internal/runner"
 	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
+	"github.com/perfsleuth/perfsleuth/internal/target"
 )
 
 // The load a condition adds (busy threads, a background writer) runs in a
@@ -97,7 +97,7 @@ func startHelper(ctx context.Context, exe string, args ...string) (*helper, erro
 // stop ends the helper (SIGTERM, then SIGKILL) and waits for it.
 func (h *helper) stop() {
 	if h != nil {
-		runner.StopChild(h.cmd.Process, h.exited, syscall.SIGTERM, loadStopWait)
+		target.StopChild(h.cmd.Process, h.exited, syscall.SIGTERM, loadStopWait)
 	}
 }
 

@@ -9,8 +9,8 @@ import (
 	"sync"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
-	"github.com/perfsleuth/perfsleuth/internal/runner"
 	"github.com/perfsleuth/perfsleuth/internal/stats"
+	"github.com/perfsleuth/perfsleuth/internal/target"
 )
 
 // measureOf says what a run's number will be.
@@ -18,6 +18,8 @@ func measureOf(spec Spec) model.Measure {
 	switch {
 	case spec.Target != nil && spec.Target.Kind == "fileio":
 		return model.Measure{Name: spec.Target.FileIO.RW + " ops/s", Unit: "ops/s", Source: "throughput", HigherIsBetter: true}
+	case spec.Target != nil && spec.Target.Kind == "null":
+		return model.Measure{Name: "null ops/s", Unit: "ops/s", Source: "throughput", HigherIsBetter: true}
 	case spec.Target != nil:
 		return model.Measure{Name: "transactions/s", Unit: "tx/s", Source: "throughput", HigherIsBetter: true}
 	case spec.Metric != nil:
@@ -55,10 +57,15 @@ func (x *experimenter) value(run *model.Run, out *outputTail) (float64, error) {
 			return 0, fmt.Errorf("the benchmark ran no transactions")
 		}
 		return float64(tx) / sec, nil
+	case res.Null != nil:
+		if res.DurationSec <= 0 || res.Null.Ops == 0 {
+			return 0, fmt.Errorf("the benchmark did no operations")
+		}
+		return float64(res.Null.Ops) / res.DurationSec, nil
 	case res.Command != nil:
 		c := res.Command
 		if c.ExitCode != 0 {
-			return 0, fmt.Errorf("%s exited with status %d%s: diagnose compares runs that succeed; its last output:\n%s", x.spec.Argv[0], c.ExitCode, runner.SignalSuffix(c.Signal), out.tail())
+			return 0, fmt.Errorf("%s exited with status %d%s: diagnose compares runs that succeed; its last output:\n%s", x.spec.Argv[0], c.ExitCode, target.SignalSuffix(c.Signal), out.tail())
 		}
 		if x.spec.Metric == nil {
 			return c.WallSec, nil

@@ -51,10 +51,11 @@ type Tool struct {
 
 // Target is what was run or observed, with every setting, defaults included.
 type Target struct {
-	// Kind is one of "fileio", "sqlite", "command", "pid".
+	// Kind is one of "fileio", "sqlite", "null", "command", "pid".
 	Kind    string         `json:"kind"`
 	FileIO  *FileIOConfig  `json:"fileio,omitempty"`
 	SQLite  *SQLiteConfig  `json:"sqlite,omitempty"`
+	Null    *NullConfig    `json:"null,omitempty"`
 	Command *CommandConfig `json:"command,omitempty"`
 	PID     *PIDConfig     `json:"pid,omitempty"`
 	// Notices say in plain words what the run does that a user might not
@@ -85,6 +86,7 @@ type Result struct {
 	WorkerTIDs []int          `json:"worker_tids,omitempty"`
 	FileIO     *FileIOResult  `json:"fileio,omitempty"`
 	SQLite     *SQLiteResult  `json:"sqlite,omitempty"`
+	Null       *NullResult    `json:"null,omitempty"`
 	Command    *CommandResult `json:"command,omitempty"`
 }
 

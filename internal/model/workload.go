@@ -99,3 +99,21 @@ type PhaseStats struct {
 	// RowsAfter is the table's row count when the phase ended.
 	RowsAfter int64 `json:"rows_after"`
 }
+
+// NullConfig is the null benchmark's settings: a workload that does no IO,
+// to test the runner and the experiments without a device (fio's null
+// ioengine is the model).
+type NullConfig struct {
+	// Ops empty operations, then a sleep to DurationSec.
+	Ops         int64   `json:"ops"`
+	DurationSec float64 `json:"duration_sec"`
+	// PrepareSec is how long its prepare step takes.
+	PrepareSec float64 `json:"prepare_sec"`
+	// Fail, "prepare" or "run", makes that step fail.
+	Fail string `json:"fail,omitempty"`
+}
+
+// NullResult is what the null benchmark did.
+type NullResult struct {
+	Ops int64 `json:"ops"`
+}

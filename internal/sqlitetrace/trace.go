@@ -25,7 +25,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
-	"github.com/perfsleuth/perfsleuth/internal/probe/storage"
 	"github.com/perfsleuth/perfsleuth/internal/sqlitefile"
 )
 
@@ -121,7 +120,7 @@ func New() *Tracer {
 }
 
 // Add takes one event.
-func (t *Tracer) Add(ev storage.Event) {
+func (t *Tracer) Add(ev Event) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.events++
@@ -158,13 +157,13 @@ func (t *Tracer) Add(ev storage.Event) {
 		}
 		t.files[k] = fs
 	}
-	if ev.Op == storage.EvSync {
+	if ev.Op == EvSync {
 		t.step(ev.TID, step{label: syncLabels[fs.kind]})
 		return
 	}
 	key, label := fs.classify(ev)
 	st := step{label: label}
-	if fs.kind == storage.KindDB || label == "wal frame-page" {
+	if fs.kind == KindDB || label == "wal frame-page" {
 		st.pgno, st.flag = key.pgno, key.flag
 	}
 	s := fs.ops[key]
@@ -178,7 +177,7 @@ func (t *Tracer) Add(ev storage.Event) {
 		s.random++
 	}
 	fs.next = ev.Off + ev.Len
-	if ev.Op == storage.EvRead {
+	if ev.Op == EvRead {
 		s.reads++
 		s.readBytes += ev.Len
 		return
@@ -206,24 +205,24 @@ func (fs *fileState) readHeader() {
 		return
 	}
 	switch fs.kind {
-	case storage.KindWAL:
+	case KindWAL:
 		if h, err := sqlitefile.ParseWALHeader(b); err == nil {
 			fs.pageSize = h.PageSize
 		}
-	case storage.KindJournal:
+	case KindJournal:
 		if h, err := sqlitefile.ParseJournalHeader(b); err == nil && h.SectorSize > 0 && h.PageSize > 0 {
 			fs.jhdr = &h
 		}
-	case storage.KindDB:
-		fs.pageSize = dbPageSize(storage.Event{Head: b})
+	case KindDB:
+		fs.pageSize = dbPageSize(Event{Head: b})
 	}
 }
 
 // classify names what an event touched, and the step it is in a
 // transaction.
-func (fs *fileState) classify(ev storage.Event) (opKey, string) {
+func (fs *fileState) classify(ev Event) (opKey, string) {
 	switch fs.kind {
-	case storage.KindWAL:
+	case KindWAL:
 		if ev.Off == 0 && len(ev.Head) >= sqlitefile.WALHeaderSize {
 			if h, err := sqlitefile.ParseWALHeader(ev.Head); err == nil {
 				fs.pageSize = h.PageSize
@@ -236,7 +235,7 @@ func (fs *fileState) classify(ev storage.Event) (opKey, string) {
 		part, frame := sqlitefile.WALPartAt(ev.Off, fs.pageSize)
 		switch part {
 		case sqlitefile.WALPartFrameHeader:
-			if ev.Op == storage.EvWrite && len(ev.Head) >= sqlitefile.WALFrameHeaderSize {
+			if ev.Op == EvWrite && len(ev.Head) >= sqlitefile.WALFrameHeaderSize {
 				if fh, err := sqlitefile.ParseFrameHeader(ev.Head); err == nil {
 					fs.frames[frame] = fh.Page
 					if fh.IsCommit() {
@@ -250,8 +249,8 @@ func (fs *fileState) classify(ev storage.Event) (opKey, string) {
 			return opKey{part: string(part), pgno: pg, flag: flagType(ev, pg)}, "wal frame-page"
 		}
 		return opKey{part: string(part)}, "wal " + string(part)
-	case storage.KindJournal:
-		if ev.Off == 0 && len(ev.Head) >= 28 && ev.Op == storage.EvWrite {
+	case KindJournal:
+		if ev.Off == 0 && len(ev.Head) >= 28 && ev.Op == EvWrite {
 			// SQLite writes the header with its magic zeroed and fills
 			// it in once the records are synced: both map the records.
 			if h, err := sqlitefile.ParseJournalHeader(ev.Head); err == nil && h.SectorSize > 0 && h.PageSize > 0 {
@@ -284,7 +283,7 @@ func (fs *fileState) classify(ev storage.Event) (opKey, string) {
 }
 
 // dbPageSize reads the page size from a database header the call moved.
-func dbPageSize(ev storage.Event) int {
+func dbPageSize(ev Event) int {
 	if ev.Off != 0 || len(ev.Head) < 18 || string(ev.Head[:16]) != "SQLite format 3\x00" {
 		return 0
 	}
@@ -296,7 +295,7 @@ func dbPageSize(ev storage.Event) int {
 }
 
 // flagType is the b-tree type of the page a call moved, from its flag byte.
-func flagType(ev storage.Event, pgno uint32) string {
+func flagType(ev Event, pgno uint32) string {
 	var flag byte
 	switch {
 	case pgno == 1 && ev.Has100:
@@ -321,13 +320,13 @@ func allZero(b []byte) bool {
 	return true
 }
 
-func kindName(kind int) string { return storage.KindNames[kind] }
+func kindName(kind int) string { return KindNames[kind] }
 
 // syncLabels are the steps of syncs per kind ("sync db", ...), made once
 // rather than per event.
 var syncLabels = func() map[int]string {
 	m := map[int]string{}
-	for k, name := range storage.KindNames {
+	for k, name := range KindNames {
 		m[k] = "sync " + name
 	}
 	return m
@@ -490,9 +489,9 @@ func (t *Tracer) Finish(files []model.FileIO) *model.SQLiteIO {
 	var db *sqlitefile.DB
 	var extra []*fileState
 	for _, fs := range t.states {
-		if fs.kind == storage.KindWAL && fs.path != "" && !t.hasDB(strings.TrimSuffix(fs.path, "-wal")) {
+		if fs.kind == KindWAL && fs.path != "" && !t.hasDB(strings.TrimSuffix(fs.path, "-wal")) {
 			if f, err := os.Open(strings.TrimSuffix(fs.path, "-wal")); err == nil {
-				extra = append(extra, &fileState{kind: storage.KindDB, f: f, path: f.Name()})
+				extra = append(extra, &fileState{kind: KindDB, f: f, path: f.Name()})
 			}
 		}
 	}
@@ -513,7 +512,7 @@ func (t *Tracer) Finish(files []model.FileIO) *model.SQLiteIO {
 			path = fs.path
 		}
 		sf := model.SQLiteFile{Path: path, Kind: kindName(fs.kind)}
-		if fs.kind == storage.KindDB {
+		if fs.kind == KindDB {
 			if parsed, note := parse(fs, t.walOf(fs)); parsed != nil {
 				db = parsed
 				sf.PageSize, sf.Pages = db.PageSize, len(db.Pages)
@@ -521,7 +520,7 @@ func (t *Tracer) Finish(files []model.FileIO) *model.SQLiteIO {
 				out.Notes = append(out.Notes, path+": "+note)
 			}
 		}
-		if fs.kind == storage.KindWAL {
+		if fs.kind == KindWAL {
 			sf.PageSize = fs.pageSize
 		}
 		if i := slices.IndexFunc(out.Files, func(f model.SQLiteFile) bool { return f.Path == sf.Path && f.Kind == sf.Kind }); i < 0 || path == "" {
@@ -529,10 +528,10 @@ func (t *Tracer) Finish(files []model.FileIO) *model.SQLiteIO {
 		}
 		for ok, s := range fs.ops {
 			typ, owner := ok.part, ""
-			if fs.kind == storage.KindDB || ok.part == string(sqlitefile.WALPartFramePage) {
+			if fs.kind == KindDB || ok.part == string(sqlitefile.WALPartFramePage) {
 				pt, ow := pageType(db, ok.pgno, ok.flag)
 				owner = ow
-				if fs.kind == storage.KindDB {
+				if fs.kind == KindDB {
 					typ = pt
 				} else {
 					typ = "frame-page (" + pt + ")"
@@ -612,7 +611,7 @@ func (t *Tracer) closeFiles() {
 // hasDB tells whether the database at path had events of its own.
 func (t *Tracer) hasDB(path string) bool {
 	for _, fs := range t.states {
-		if fs.kind == storage.KindDB && fs.path == path {
+		if fs.kind == KindDB && fs.path == path {
 			return true
 		}
 	}
@@ -623,7 +622,7 @@ func (t *Tracer) hasDB(path string) bool {
 // the same directory named after it.
 func (t *Tracer) walOf(db *fileState) *os.File {
 	for _, fs := range t.states {
-		if fs.kind == storage.KindWAL && fs.f != nil && db.path != "" && fs.path == db.path+"-wal" {
+		if fs.kind == KindWAL && fs.f != nil && db.path != "" && fs.path == db.path+"-wal" {
 			return fs.f
 		}
 	}

@@ -1,6 +1,6 @@
 //go:build amd64
 
-package sqlitetrace
+package sqlitetrace_test
 
 import (
 	"fmt"
@@ -13,6 +13,7 @@ import (
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/probe/storage"
 	"github.com/perfsleuth/perfsleuth/internal/probe/timeacct"
+	"github.com/perfsleuth/perfsleuth/internal/sqlitetrace"
 	"github.com/perfsleuth/perfsleuth/internal/workload/sqlite/capi"
 )
 
@@ -23,12 +24,12 @@ func observe(t *testing.T, work func()) *model.SQLiteIO {
 	if os.Geteuid() != 0 {
 		t.Skip("not root: the storage eBPF probe needs root, run the tests with sudo")
 	}
-	ta, err := timeacct.Start(timeacct.Config{RootPID: os.Getpid()})
+	ta, err := timeacct.Start(timeacct.Config{Roots: []int{os.Getpid()}})
 	if err != nil {
 		t.Skipf("eBPF time accounting unavailable here: %v", err)
 	}
 	defer ta.Stop()
-	tr := New()
+	tr := sqlitetrace.New()
 	tracked, threads := ta.SharedMaps()
 	p, err := storage.Start(storage.Config{Files: true, OnEvent: tr.Add}, tracked, threads)
 	if err != nil {

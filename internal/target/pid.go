@@ -1,4 +1,4 @@
-package runner
+package target
 
 import (
 	"context"
@@ -13,23 +13,41 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
-	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
 )
 
-// ObservePID observes a running process and its descendants for duration
-// (0: until it exits or Ctrl-C). Observation never signals the process:
-// Ctrl-C ends the observation, not the target.
-func ObservePID(ctx context.Context, pid int, duration time.Duration, opts ObserveOptions) (*model.Run, error) {
+// NewPID returns a running process and its descendants as a target,
+// observed for duration (0: until it exits or Ctrl-C). Observation never
+// signals the process: Ctrl-C ends the observation, not the target.
+func NewPID(pid int, duration time.Duration) Target {
+	return &running{pid: pid, duration: duration}
+}
+
+type running struct {
+	pid      int
+	duration time.Duration
+	t        model.Target
+	dir      string
+	gone     chan struct{}
+	stop     chan struct{}
+}
+
+func (r *running) Model() model.Target { return r.t }
+func (r *running) Dir() string         { return r.dir }
+func (r *running) Pids() []int         { return []int{r.pid} }
+
+// Start checks that the process runs and starts watching for its exit.
+func (r *running) Start(ctx context.Context) error {
+	pid := r.pid
 	if pid <= 0 {
-		return nil, fmt.Errorf("pid %d is not valid: give the pid of a running process (see ps)", pid)
+		return fmt.Errorf("pid %d is not valid: give the pid of a running process (see ps)", pid)
 	}
 	if pid == os.Getpid() {
-		return nil, errors.New("perfsleuth cannot observe itself: give another pid")
+		return errors.New("perfsleuth cannot observe itself: give another pid")
 	}
 	procDir := "/proc/" + strconv.Itoa(pid)
 	comm, err := os.ReadFile(procDir + "/comm")
 	if err != nil {
-		return nil, fmt.Errorf("pid %d is not running: check the pid with ps", pid)
+		return fmt.Errorf("pid %d is not running: check the pid with ps", pid)
 	}
 	cmdline, _ := os.ReadFile(procDir + "/cmdline")
 	cwd, _ := os.Readlink(procDir + "/cwd")
@@ -40,79 +58,85 @@ func ObservePID(ctx context.Context, pid int, duration time.Duration, opts Obser
 	// cannot be fooled by the pid being reused.
 	pidfd, pidfdErr := unix.PidfdOpen(pid, 0)
 	if pidfdErr != nil && errors.Is(pidfdErr, unix.ESRCH) {
-		return nil, fmt.Errorf("pid %d is not running: check the pid with ps", pid)
+		return fmt.Errorf("pid %d is not running: check the pid with ps", pid)
 	}
-	t := model.Target{Kind: "pid", PID: &model.PIDConfig{
+	r.dir = cwd
+	r.t = model.Target{Kind: "pid", PID: &model.PIDConfig{
 		PID:         pid,
 		Comm:        strings.TrimSpace(string(comm)),
 		Cmdline:     strings.TrimSpace(strings.ReplaceAll(string(cmdline), "\x00", " ")),
-		DurationSec: duration.Seconds(),
+		DurationSec: r.duration.Seconds(),
 	}}
-	run := newRun(t)
-	run.Host, run.Warnings = sysinfo.Collect(cwd)
-
-	gone := make(chan struct{})
-	stopWatch := make(chan struct{})
-	defer close(stopWatch)
+	r.gone, r.stop = make(chan struct{}), make(chan struct{})
 	if pidfdErr == nil {
-		go func() {
-			defer unix.Close(pidfd)
-			fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
-			for {
-				select {
-				case <-stopWatch:
-					return
-				default:
-				}
-				n, err := unix.Poll(fds, 200)
-				if err == nil && n > 0 {
-					close(gone)
-					return
-				}
-			}
-		}()
+		go r.watchPidfd(pidfd)
 	} else {
-		go func() {
-			for {
-				select {
-				case <-stopWatch:
-					return
-				case <-time.After(100 * time.Millisecond):
-				}
-				if unix.Kill(pid, 0) == unix.ESRCH {
-					close(gone)
-					return
-				}
-			}
-		}()
+		go r.watchKill()
 	}
+	return ctx.Err()
+}
 
-	obs, err := startObservers(context.Background(), pid, opts, run)
-	if err != nil {
-		return nil, err
+func (r *running) watchPidfd(pidfd int) {
+	defer unix.Close(pidfd)
+	fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
+	for {
+		select {
+		case <-r.stop:
+			return
+		default:
+		}
+		n, err := unix.Poll(fds, 200)
+		if err == nil && n > 0 {
+			close(r.gone)
+			return
+		}
 	}
-	defer obs.close()
+}
+
+func (r *running) watchKill() {
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+		if unix.Kill(r.pid, 0) == unix.ESRCH {
+			close(r.gone)
+			return
+		}
+	}
+}
+
+// Wait waits for the duration, the process's exit or ctx.
+func (r *running) Wait(ctx context.Context) (Outcome, error) {
 	start := time.Now()
 	var timeout <-chan time.Time
-	if duration > 0 {
-		timer := time.NewTimer(duration)
+	if r.duration > 0 {
+		timer := time.NewTimer(r.duration)
 		defer timer.Stop()
 		timeout = timer.C
 	}
+	var out Outcome
 	exited := false
 	select {
-	case <-gone:
+	case <-r.gone:
 		exited = true
 	case <-timeout:
 	case <-ctx.Done():
-		run.Interrupted = true
+		out.Interrupted = true
 	}
-	obs.finish(run)
 	wall := time.Since(start)
-	run.Result = &model.Result{DurationSec: wall.Seconds(), Command: &model.CommandResult{ExitCode: -1, Exited: exited, WallSec: wall.Seconds()}}
-	if exited && duration > 0 {
-		run.Warnings = append(run.Warnings, fmt.Sprintf("pid %d exited after %.1fs, before the %s asked for", pid, wall.Seconds(), duration))
+	out.Result = &model.Result{DurationSec: wall.Seconds(), Command: &model.CommandResult{ExitCode: -1, Exited: exited, WallSec: wall.Seconds()}}
+	if exited && r.duration > 0 {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("pid %d exited after %.1fs, before the %s asked for", r.pid, wall.Seconds(), r.duration))
 	}
-	run.EndedAt = time.Now()
-	return run, nil
+	return out, nil
+}
+
+// Stop ends the watch; the process is left alone.
+func (r *running) Stop() {
+	if r.stop != nil {
+		close(r.stop)
+		r.stop = nil
+	}
 }

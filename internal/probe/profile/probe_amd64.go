@@ -15,7 +15,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
-	"github.com/perfsleuth/perfsleuth/internal/probe/timeacct"
+	"github.com/perfsleuth/perfsleuth/internal/probe"
 	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
 )
 
@@ -46,14 +46,14 @@ func Start(cfg Config, tracked *ebpf.Map) (_ *Probe, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("load profile spec: %w", err)
 	}
-	err = spec.LoadAndAssign(&p.objs, &ebpf.CollectionOptions{
+	coll, err := probe.NewCollection("profile", spec, ebpf.CollectionOptions{
 		MapReplacements: map[string]*ebpf.Map{"tracked": tracked},
 	})
 	if err != nil {
-		var ve *ebpf.VerifierError
-		if errors.As(err, &ve) {
-			return nil, fmt.Errorf("load profile: %w\n%+v", err, ve)
-		}
+		return nil, err
+	}
+	defer coll.Close() // what Assign took stays open in p.objs
+	if err := coll.Assign(&p.objs); err != nil {
 		return nil, fmt.Errorf("load profile: %w", err)
 	}
 	online, err := os.ReadFile("/sys/devices/system/cpu/online")
@@ -115,7 +115,7 @@ func (p *Probe) Stop() (*Result, error) {
 		res.FilterNs += c.FilterNs
 		res.WorkNs += c.WorkNs
 	}
-	lookup := timeacct.StackLookup(p.objs.Stacks)
+	lookup := probe.StackLookup(p.objs.Stacks)
 	var key profilePrKey
 	var val profilePrVal
 	it := p.objs.Counts.Iterate()
@@ -146,4 +146,23 @@ func comm(c [16]int8) string {
 		b = append(b, byte(ch))
 	}
 	return string(b)
+}
+
+// tryStart starts and stops the sampler with a tracked map of its own.
+func tryStart() error {
+	spec, err := loadProfile()
+	if err != nil {
+		return err
+	}
+	tracked, err := ebpf.NewMap(spec.Maps["tracked"])
+	if err != nil {
+		return err
+	}
+	defer tracked.Close()
+	p, err := Start(Config{}, tracked)
+	if err != nil {
+		return err
+	}
+	_, err = p.Stop()
+	return err
 }

@@ -41,7 +41,7 @@ func TestSamplesMatchCPUTime(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("not root: the profile eBPF probe needs root, run the tests with sudo")
 	}
-	ta, err := timeacct.Start(timeacct.Config{RootPID: os.Getpid()})
+	ta, err := timeacct.Start(timeacct.Config{Roots: []int{os.Getpid()}})
 	if err != nil {
 		t.Skipf("eBPF time accounting unavailable here: %v", err)
 	}

@@ -21,3 +21,5 @@ func Start(cfg Config, tracked *ebpf.Map) (*Probe, error) {
 func (p *Probe) Stop() (*Result, error) {
 	return nil, errors.New("profile: not supported on this architecture yet")
 }
+
+func tryStart() error { return errors.New("profile: not supported on this architecture yet") }

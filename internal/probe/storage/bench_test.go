@@ -52,7 +52,7 @@ func BenchmarkFileCallCost(b *testing.B) {
 	var enter, exit ebpf.ProgramStats
 	for range b.N {
 		bares = append(bares, rate())
-		ta, err := timeacct.Start(timeacct.Config{RootPID: os.Getpid()})
+		ta, err := timeacct.Start(timeacct.Config{Roots: []int{os.Getpid()}})
 		if err != nil {
 			b.Skipf("eBPF time accounting unavailable here: %v", err)
 		}

@@ -22,7 +22,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
-	"github.com/perfsleuth/perfsleuth/internal/probe/timeacct"
+	"github.com/perfsleuth/perfsleuth/internal/probe"
+	"github.com/perfsleuth/perfsleuth/internal/sqlitetrace"
 	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
 )
 
@@ -118,15 +119,11 @@ func Start(cfg Config, tracked, threads *ebpf.Map) (_ *Probe, err error) {
 		spec.Maps["positions"].MaxEntries = 1
 		spec.Maps["events"].MaxEntries = uint32(os.Getpagesize())
 	}
-	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{
+	coll, err := probe.NewCollection("storage", spec, ebpf.CollectionOptions{
 		MapReplacements: map[string]*ebpf.Map{"tracked": tracked, "threads": threads},
 	})
 	if err != nil {
-		var ve *ebpf.VerifierError
-		if errors.As(err, &ve) {
-			return nil, fmt.Errorf("load storage: %w\n%+v", err, ve)
-		}
-		return nil, fmt.Errorf("load storage: %w", err)
+		return nil, err
 	}
 	p.coll = coll
 	if err := coll.Assign(&p.objs); err != nil {
@@ -193,7 +190,7 @@ func (p *Probe) readEvents() {
 			dev = sysinfo.DevString(raw.Dev)
 			devs[raw.Dev] = dev
 		}
-		p.cfg.OnEvent(Event{TsNs: raw.Ts, Dev: dev, Ino: raw.Ino, TID: int(raw.Tid), Op: int(raw.Op), Kind: int(raw.Kind),
+		p.cfg.OnEvent(sqlitetrace.Event{TsNs: raw.Ts, Dev: dev, Ino: raw.Ino, TID: int(raw.Tid), Op: int(raw.Op), Kind: int(raw.Kind),
 			Off: raw.Off, Len: raw.Len, Head: raw.Head[:n], B100: raw.B100, Has100: raw.Has100 != 0})
 	}
 }
@@ -380,7 +377,7 @@ func (p *Probe) readDevices(window time.Duration) ([]model.BlockDevice, error) {
 			busy := disk.BusyNs
 			// A period still open at the end counts up to the end.
 			if disk.Inflight > 0 && disk.BusySince > 0 {
-				if now := timeacct.MonotonicNs(); now > disk.BusySince {
+				if now := probe.MonotonicNs(); now > disk.BusySince {
 					busy += now - disk.BusySince
 				}
 			}
@@ -465,8 +462,8 @@ func (p *Probe) readFiles() ([]model.FileIO, error) {
 			continue
 		}
 		dev := sysinfo.DevString(k.Dev)
-		fi := model.FileIO{Path: timeacct.PathOf(mounts[dev], dev, f.Names, f.Depth, f.Truncated != 0), Dev: dev, Ino: k.Ino,
-			Deleted: f.Unlinked != 0, PID: int(f.Tgid), SQLite: KindNames[int(f.Kind)], Syncs: int64(f.Syncs), SyncSec: float64(f.SyncNs) / 1e9,
+		fi := model.FileIO{Path: probe.PathOf(mounts[dev], dev, f.Names, f.Depth, f.Truncated != 0), Dev: dev, Ino: k.Ino,
+			Deleted: f.Unlinked != 0, PID: int(f.Tgid), SQLite: sqlitetrace.KindNames[int(f.Kind)], Syncs: int64(f.Syncs), SyncSec: float64(f.SyncNs) / 1e9,
 			BlockedSec: float64(f.BlockedNs) / 1e9, LockSec: float64(f.LockNs) / 1e9, Errors: int64(f.Errors)}
 		for i, ops := range []*model.FileOps{&fi.Reads, &fi.Writes} {
 			*ops = model.FileOps{Count: int64(f.Ops[i]), Bytes: int64(f.Bytes[i]), Sequential: int64(f.Seq[i]), Random: int64(f.Random[i]),

@@ -12,43 +12,11 @@ import (
 	"slices"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/sqlitetrace"
 )
 
 // Ops names the block request operations, indexed as ST_OP_*.
 var Ops = [...]string{"read", "write", "flush", "discard", "other"}
-
-// Event is one read, write or sync of a SQLite file, as the kernel saw it.
-type Event struct {
-	TsNs uint64
-	Dev  string // "major:minor"
-	Ino  uint64
-	TID  int
-	Op   int   // EvRead, EvWrite, EvSync
-	Kind int   // KindDB, KindWAL, KindJournal
-	Off  int64 // -1 for a sync
-	Len  int64 // bytes moved
-	// Head holds the first bytes moved (up to 32, fewer if Len is smaller),
-	// valid during the OnEvent call only (it is the ring buffer's record,
-	// reused for the next); B100 the byte at offset 100 of the buffer when
-	// Has100.
-	Head   []byte
-	B100   byte
-	Has100 bool
-}
-
-// Event operations and SQLite kinds, as in bpf/storage.h.
-const (
-	EvRead  = 0
-	EvWrite = 1
-	EvSync  = 2
-
-	KindDB      = 1
-	KindWAL     = 2
-	KindJournal = 3
-)
-
-// KindNames names the SQLite kinds.
-var KindNames = map[int]string{KindDB: "db", KindWAL: "wal", KindJournal: "journal"}
 
 // Config says what to follow and what to collect.
 type Config struct {
@@ -64,7 +32,7 @@ type Config struct {
 	CostsNote string
 	// OnEvent receives the SQLite events, in order, from one goroutine;
 	// it must copy what it keeps of Event.Head.
-	OnEvent func(Event)
+	OnEvent func(sqlitetrace.Event)
 }
 
 // ranges turns log2 slots into buckets: slot i holds values in

@@ -27,7 +27,7 @@ func start(t *testing.T, cfg Config) (stop func() *model.StorageIO) {
 	if os.Geteuid() != 0 {
 		t.Skip("not root: the storage eBPF probe needs root, run the tests with sudo")
 	}
-	ta, err := timeacct.Start(timeacct.Config{RootPID: os.Getpid()})
+	ta, err := timeacct.Start(timeacct.Config{Roots: []int{os.Getpid()}})
 	if err != nil {
 		t.Skipf("eBPF time accounting unavailable here: %v", err)
 	}
@@ -401,7 +401,7 @@ func TestCostEstimate(t *testing.T) {
 		t.Skipf("BPF statistics unavailable: %v", err)
 	}
 	defer stats.Close()
-	ta, err := timeacct.Start(timeacct.Config{RootPID: os.Getpid()})
+	ta, err := timeacct.Start(timeacct.Config{Roots: []int{os.Getpid()}})
 	if err != nil {
 		t.Skipf("eBPF time accounting unavailable here: %v", err)
 	}

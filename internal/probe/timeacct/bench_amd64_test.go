@@ -65,7 +65,7 @@ func pingPongRate(b *testing.B, probe bool, switches *float64, runs *[2]ebpf.Pro
 	var p *Probe
 	if probe {
 		var err error
-		if p, err = Start(Config{RootPID: c.cmd.Process.Pid}); err != nil {
+		if p, err = Start(Config{Roots: []int{c.cmd.Process.Pid}}); err != nil {
 			b.Fatalf("start: %v", err)
 		}
 	}

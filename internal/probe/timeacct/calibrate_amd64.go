@@ -31,12 +31,12 @@ func Calibrate(cfg Config, dir string) (*Costs, error) {
 	}
 	defer st.Close()
 	cfg.Costs = nil
-	cfg.RootPID = 0
+	cfg.Roots = nil
 	un, err := calibrationPhase(cfg, dir)
 	if err != nil {
 		return nil, err
 	}
-	cfg.RootPID = os.Getpid()
+	cfg.Roots = []int{os.Getpid()}
 	tr, err := calibrationPhase(cfg, dir)
 	if err != nil {
 		return nil, err

@@ -7,11 +7,8 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 
-	"github.com/cilium/ebpf"
-	"golang.org/x/sys/unix"
-
+	"github.com/perfsleuth/perfsleuth/internal/probe"
 	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
 )
 
@@ -27,7 +24,7 @@ func (p *Probe) readFiles(res *Result) error {
 		}
 		dev := sysinfo.DevString(k.Dev)
 		res.Files = append(res.Files, SyncedFile{
-			Path: PathOf(mounts[dev], dev, f.Names, f.Depth, f.Truncated != 0), Dev: dev, Ino: k.Ino, PID: int(f.Tgid),
+			Path: probe.PathOf(mounts[dev], dev, f.Names, f.Depth, f.Truncated != 0), Dev: dev, Ino: k.Ino, PID: int(f.Tgid),
 			Count: f.Count, DataSync: f.Datasync, TotalNs: f.TotalNs, MaxNs: f.MaxNs,
 		})
 	}
@@ -36,28 +33,6 @@ func (p *Probe) readFiles(res *Result) error {
 		return fmt.Errorf("map files: %w", err)
 	}
 	return nil
-}
-
-// PathOf joins a file's names, kept leaf first by the kernel side
-// (bpf/path.bpf.h), below the mount point of its filesystem ("[dev 8:1]"
-// when none is known).
-func PathOf(mount, dev string, names [8][64]uint8, depth uint32, truncated bool) string {
-	var b strings.Builder
-	if mount == "" {
-		b.WriteString("[dev " + dev + "]")
-	} else if mount != "/" {
-		b.WriteString(mount)
-	}
-	if truncated {
-		b.WriteString("/...")
-	}
-	for i := int(min(depth, uint32(len(names)))) - 1; i >= 0; i-- {
-		b.WriteString("/" + unix.ByteSliceToString(names[i][:]))
-	}
-	if b.Len() == 0 {
-		return "/"
-	}
-	return b.String()
 }
 
 // readSyscalls lists the per-thread syscall counts, most time first.
@@ -111,7 +86,7 @@ func (p *Probe) readOffCPU(res *Result, entries []timeacctTaThread, end uint64) 
 		s.Count++
 		sums[key] = s
 	}
-	lookup := StackLookup(p.objs.Stacks)
+	lookup := probe.StackLookup(p.objs.Stacks)
 	for key, s := range sums {
 		o := OffCPUStack{PID: int(key.Tgid), TID: int(key.Tid), Category: int(key.Cat % NumCategories), Ns: s.Ns, Count: s.Count}
 		o.Kernel, o.KernelErr = lookup(key.Kstack)
@@ -120,44 +95,6 @@ func (p *Probe) readOffCPU(res *Result, entries []timeacctTaThread, end uint64) 
 	}
 	slices.SortFunc(res.OffCPU, func(a, b OffCPUStack) int { return cmpDesc(a.Ns, b.Ns) })
 	return errors.Join(errs...)
-}
-
-// StackLookup returns a function that reads stack id from m, a
-// BPF_MAP_TYPE_STACK_TRACE map, once per id: the frames up to the first
-// zero, or why there are none (StackErr for an id < 0, a lost stack).
-func StackLookup(m *ebpf.Map) func(id int32) ([]uint64, string) {
-	stacks := map[int32][]uint64{}
-	return func(id int32) ([]uint64, string) {
-		if id < 0 {
-			return nil, StackErr(id)
-		}
-		if st, ok := stacks[id]; ok {
-			return st, ""
-		}
-		raw := make([]uint64, m.ValueSize()/8)
-		if err := m.Lookup(uint32(id), raw); err != nil {
-			return nil, "stack lost: " + err.Error()
-		}
-		n := slices.Index(raw, 0)
-		if n < 0 {
-			n = len(raw)
-		}
-		stacks[id] = raw[:n:n]
-		return stacks[id], ""
-	}
-}
-
-// StackErr says why bpf_get_stackid returned no stack (id < 0).
-func StackErr(id int32) string {
-	switch {
-	case id == -1:
-		return "not taken: asleep since before the probe attached"
-	case -id == int32(unix.EFAULT):
-		return "no stack (a kernel thread has no user stack)"
-	case -id == int32(unix.ENOMEM), -id == int32(unix.EEXIST):
-		return "stack map full: stack not kept"
-	}
-	return fmt.Sprintf("stack not taken (error %d)", -id)
 }
 
 // cmpDesc orders larger first.

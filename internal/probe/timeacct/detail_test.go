@@ -144,7 +144,7 @@ func TestCalibratedEstimate(t *testing.T) {
 	}
 	defer st.Close()
 	c := startChild(t, "pingpong")
-	p, err := Start(Config{RootPID: c.cmd.Process.Pid, Costs: costs})
+	p, err := Start(Config{Roots: []int{c.cmd.Process.Pid}, Costs: costs})
 	if err != nil {
 		t.Fatal(err)
 	}

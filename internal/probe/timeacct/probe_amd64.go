@@ -9,16 +9,13 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
-	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 
+	"github.com/perfsleuth/perfsleuth/internal/probe"
 	"github.com/perfsleuth/perfsleuth/internal/proctree"
-	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
 )
 
 // objects are the probe's maps, variables and always-attached programs; the
@@ -54,25 +51,26 @@ type Probe struct {
 // syncHooks are the ext4 fsync tracepoints the sync detail needs.
 var syncHooks = []string{"ext4_sync_file_enter", "ext4_sync_file_exit"}
 
-// Start loads and attaches the probe for the tree rooted at cfg.RootPID.
+// Start loads and attaches the probe for the trees rooted at cfg.Roots.
 // The threads that exist at Start are seeded with their current state.
 func Start(cfg Config) (_ *Probe, err error) {
-	if cfg.RootPID <= 0 {
-		return nil, fmt.Errorf("timeacct: bad root pid %d", cfg.RootPID)
+	if len(cfg.Roots) == 0 {
+		return nil, errors.New("timeacct: no process to observe")
 	}
-	if _, err := os.Stat("/proc/" + strconv.Itoa(cfg.RootPID)); err != nil {
-		return nil, fmt.Errorf("timeacct: root pid %d: %w", cfg.RootPID, err)
+	for _, pid := range cfg.Roots {
+		if pid <= 0 {
+			return nil, fmt.Errorf("timeacct: bad root pid %d", pid)
+		}
+		if _, err := os.Stat("/proc/" + strconv.Itoa(pid)); err != nil {
+			return nil, fmt.Errorf("timeacct: root pid %d: %w", pid, err)
+		}
 	}
 	return start(cfg)
 }
 
 // start is Start without the checks of the root: calibration starts the
-// probe with RootPID 0, tracking nothing.
+// probe with no roots, tracking nothing.
 func start(cfg Config) (_ *Probe, err error) {
-	// Fails without CAP_SYS_RESOURCE and is not needed since 5.11 (memcg
-	// accounting of BPF memory), so the error is ignored.
-	_ = rlimit.RemoveMemlock()
-
 	p := &Probe{cfg: cfg}
 	defer func() {
 		if err != nil {
@@ -95,18 +93,14 @@ func start(cfg Config) (_ *Probe, err error) {
 		delete(spec.Programs, "sys_exit")
 		spec.Maps["sys_stats"].MaxEntries = 1
 	}
-	if missing := missingHooks(syncHooks); missing != "" {
+	if missing := probe.MissingTracepoints(syncHooks, " (ext4 not built in, or another filesystem)"); missing != "" {
 		delete(spec.Programs, "ext4_sync_enter")
 		delete(spec.Programs, "ext4_sync_exit")
 		p.syncNote = "sync calls are not timed: " + missing + "; their time is still in storage-sync"
 	}
-	coll, err := ebpf.NewCollection(spec)
+	coll, err := probe.NewCollection("timeacct", spec, ebpf.CollectionOptions{})
 	if err != nil {
-		var ve *ebpf.VerifierError
-		if errors.As(err, &ve) {
-			return nil, fmt.Errorf("load timeacct: %w\n%+v", err, ve)
-		}
-		return nil, fmt.Errorf("load timeacct: %w", err)
+		return nil, err
 	}
 	p.coll = coll
 	if err := coll.Assign(&p.objs); err != nil {
@@ -120,13 +114,13 @@ func start(cfg Config) (_ *Probe, err error) {
 	if err := p.loadRanges(); err != nil {
 		return nil, err
 	}
-	if cfg.RootPID > 0 {
-		if err := p.track(cfg.RootPID); err != nil {
+	for _, pid := range cfg.Roots {
+		if err := p.track(pid); err != nil {
 			return nil, err
 		}
 	}
 
-	p.startNs = MonotonicNs()
+	p.startNs = probe.MonotonicNs()
 	// Fork first, so no process created while the others attach escapes.
 	for _, i := range []int{ProgFork, ProgExit, ProgWakeupNew, ProgWakeup, ProgSwitch, ProgSyncEnter, ProgSyncExit, ProgSysEnter, ProgSysExit} {
 		if p.progs[i] == nil {
@@ -142,10 +136,14 @@ func start(cfg Config) (_ *Probe, err error) {
 	// Processes below the root at attach time. A process forked by one of
 	// them before it was tracked is still in /proc on the next pass.
 	seen := map[int]bool{}
-	for pass := 0; cfg.RootPID > 0 && pass < 3; pass++ {
-		pids, err := proctree.Descendants("/proc", cfg.RootPID)
-		if err != nil {
-			return nil, err
+	for pass := 0; len(cfg.Roots) > 0 && pass < 3; pass++ {
+		var pids []int
+		for _, root := range cfg.Roots {
+			below, err := proctree.Descendants("/proc", root)
+			if err != nil {
+				return nil, err
+			}
+			pids = append(pids, below...)
 		}
 		added := 0
 		for _, pid := range pids {
@@ -167,25 +165,6 @@ func start(cfg Config) (_ *Probe, err error) {
 		return nil, err
 	}
 	return p, nil
-}
-
-// missingHooks says which of the tracepoints the kernel's BTF lacks ("" if
-// none): tp_btf programs load only against a tracepoint the kernel has.
-func missingHooks(names []string) string {
-	spec, err := btf.LoadKernelSpec()
-	if err != nil {
-		return "no kernel BTF (" + err.Error() + ")"
-	}
-	var missing []string
-	for _, n := range names {
-		if !sysinfo.HasBTFTracepoint(spec, n) {
-			missing = append(missing, n)
-		}
-	}
-	if len(missing) == 0 {
-		return ""
-	}
-	return "this kernel has no " + strings.Join(missing, ", ") + " tracepoint (ext4 not built in, or another filesystem)"
 }
 
 func (p *Probe) track(pid int) error {
@@ -256,8 +235,8 @@ func (p *Probe) read() (*Result, error) {
 	if err := p.objs.Stopped.Set(uint32(1)); err != nil {
 		errs = append(errs, fmt.Errorf("variable stopped: %w", err))
 	}
-	end := MonotonicNs()
-	if err := closeLinks(p.links); err != nil {
+	end := probe.MonotonicNs()
+	if err := probe.CloseLinks(p.links); err != nil {
 		errs = append(errs, fmt.Errorf("detach: %w", err))
 	}
 	p.links = nil
@@ -419,21 +398,8 @@ const (
 	stateBlocked  = 2
 )
 
-// closeLinks detaches links in parallel: closing a classic tracepoint's
-// perf event waits ~70 ms here (an RCU grace period), so one after the
-// other the sync tracepoints alone took most of a second.
-func closeLinks(links []link.Link) error {
-	errs := make([]error, len(links))
-	var wg sync.WaitGroup
-	for i, l := range links {
-		wg.Go(func() { errs[i] = l.Close() })
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
 func (p *Probe) close() {
-	closeLinks(p.links)
+	probe.CloseLinks(p.links)
 	p.links = nil
 	if p.loaded {
 		p.objs.timeacctMaps.Close()
@@ -446,15 +412,6 @@ func (p *Probe) close() {
 		p.coll.Close()
 		p.coll = nil
 	}
-}
-
-// MonotonicNs reads CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns.
-func MonotonicNs() uint64 {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		return 0
-	}
-	return uint64(ts.Nano())
 }
 
 // SharedMaps are the maps another probe uses to follow the same workload:

@@ -31,9 +31,10 @@ const (
 
 // Config selects what to observe.
 type Config struct {
-	// RootPID is the root of the observed tree: this process, the processes
-	// below it at Start and every process forked below it afterwards.
-	RootPID int
+	// Roots are the roots of the observed trees: these processes, the
+	// processes below them at Start and every process forked below them
+	// afterwards.
+	Roots []int
 	// Syscalls counts and times every syscall of the tree, per thread
 	// (tp_btf sys_enter/sys_exit: every syscall on the machine then takes
 	// the kernel's slow path, so it is off by default).

@@ -27,7 +27,7 @@ func observeWith(t *testing.T, scenario string, cfg Config) (*child, *Result) {
 	t.Helper()
 	needRoot(t)
 	c := startChild(t, scenario)
-	cfg.RootPID = c.cmd.Process.Pid
+	cfg.Roots = []int{c.cmd.Process.Pid}
 	p, err := Start(cfg)
 	if err != nil {
 		if errors.Is(err, os.ErrPermission) {

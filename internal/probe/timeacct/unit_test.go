@@ -58,7 +58,7 @@ func TestStopWithoutStart(t *testing.T) {
 
 func TestStartBadPID(t *testing.T) {
 	for _, pid := range []int{0, -1} {
-		if _, err := Start(Config{RootPID: pid}); err == nil {
+		if _, err := Start(Config{Roots: []int{pid}}); err == nil {
 			t.Errorf("Start(RootPID %d): want an error", pid)
 		}
 	}

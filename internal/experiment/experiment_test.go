@@ -1,0 +1,209 @@
+package experiment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/probe"
+	"github.com/perfsleuth/perfsleuth/internal/probe/probetest"
+	"github.com/perfsleuth/perfsleuth/internal/target"
+)
+
+// inDir runs the test in a directory of its own: experiments make their
+// working directory in the current one.
+func inDir(t *testing.T) string {
+	t.Helper()
+	wd, _ := os.Getwd()
+	dir := t.TempDir()
+	if err := os.Chdir(dir); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chdir(wd) })
+	return dir
+}
+
+// nullSpec is an experiment on the null benchmark, run in this process,
+// observed by a fake probe that logs to log.
+func nullSpec(log *probetest.Log, c model.NullConfig, conds ...string) Spec {
+	t := model.Target{Kind: "null", Null: &c}
+	return Spec{
+		Target:     &t,
+		Conditions: conds,
+		Repeat:     3,
+		Builtin:    target.NewInProcess,
+		Probes: func() []probe.Probe {
+			return []probe.Probe{&probetest.Fake{Name: "fake", Log: log}}
+		},
+	}
+}
+
+// testCondition registers a condition that logs its steps, for one test.
+func testCondition(t *testing.T, log *probetest.Log, applyErr error) {
+	t.Helper()
+	conditions["test-load"] = &condition{
+		name:     "test-load",
+		resource: "cpu",
+		prepare:  func(context.Context, *env) ([]string, error) { return []string{"a logged load"}, nil },
+		apply: func(context.Context, *env) (func([]int) error, func(), error) {
+			log.Add("apply")
+			if applyErr != nil {
+				return nil, func() { log.Add("undo") }, applyErr
+			}
+			return func(pids []int) error { log.Add("before %d", len(pids)); return nil }, func() { log.Add("undo") }, nil
+		},
+	}
+	names := conditionNames
+	conditionNames = append(slices.Clone(names), "test-load")
+	t.Cleanup(func() { delete(conditions, "test-load"); conditionNames = names })
+}
+
+func count(calls []string, call string) int {
+	n := 0
+	for _, c := range calls {
+		if c == call {
+			n++
+		}
+	}
+	return n
+}
+
+// TestRunInterleaves: every condition runs Repeat times after one warm-up
+// run, interleaved; each apply is undone; the record is the baseline run
+// with the median measure, and nothing is left in the directory.
+func TestRunInterleaves(t *testing.T) {
+	dir := inDir(t)
+	log := &probetest.Log{}
+	testCondition(t, log, nil)
+	spec := nullSpec(log, model.NullConfig{Ops: 1000, DurationSec: 0.01}, "baseline", "test-load")
+	var plan []string
+	run, err := Run(context.Background(), spec, Hooks{Plan: func(l []string) { plan = l }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex := run.Experiments
+	if ex == nil || len(ex.Conditions) != 2 || ex.Incomplete {
+		t.Fatalf("experiments %+v", ex)
+	}
+	for _, c := range ex.Conditions {
+		if len(c.Runs) != 3 {
+			t.Errorf("%s: %d runs, want 3", c.Name, len(c.Runs))
+		}
+	}
+	// Round r starts r places further into the list: b t, t b, b t.
+	want := []string{"baseline#1", "test-load#1", "test-load#2", "baseline#2", "baseline#3", "test-load#3"}
+	if !slices.Equal(ex.Order, want) {
+		t.Errorf("order %v, want %v", ex.Order, want)
+	}
+	calls := log.Calls()
+	if a, u, b := count(calls, "apply"), count(calls, "undo"), count(calls, "before 1"); a != 3 || u != 3 || b != 3 {
+		t.Errorf("test-load applied %d, undone %d, before-run %d times; want 3 each", a, u, b)
+	}
+	// 7 runs (a warm-up and 6), each with its own probe.
+	if n := count(calls, "start fake"); n != 7 || count(calls, "stop fake") != 7 {
+		t.Errorf("probe started %d times, want 7: %v", n, calls)
+	}
+	if ex.Measure.Unit != "ops/s" || ex.Warmup <= 0 {
+		t.Errorf("measure %+v, warm-up %v", ex.Measure, ex.Warmup)
+	}
+	base := ex.Conditions[0]
+	vals := []float64{base.Runs[0].Value, base.Runs[1].Value, base.Runs[2].Value}
+	slices.Sort(vals)
+	if got := float64(run.Result.Null.Ops) / run.Result.DurationSec; got != vals[1] {
+		t.Errorf("the record's measure %v is not the baseline's median %v (runs %+v)", got, vals, base.Runs)
+	}
+	if len(plan) == 0 || !strings.Contains(plan[0], "2 conditions × 3 runs") {
+		t.Errorf("plan %q", plan)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("left in the directory: %v", left)
+	}
+}
+
+// TestRunCancel: Ctrl-C in the middle keeps what was measured, marks it
+// incomplete, undoes the condition and removes the working directory.
+func TestRunCancel(t *testing.T) {
+	dir := inDir(t)
+	log := &probetest.Log{}
+	testCondition(t, log, nil)
+	spec := nullSpec(log, model.NullConfig{Ops: 10, DurationSec: 0.1}, "baseline", "test-load")
+	spec.Repeat = 20
+	ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
+	defer cancel()
+	run, err := Run(ctx, spec, Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !run.Interrupted || !run.Experiments.Incomplete {
+		t.Errorf("interrupted %v, incomplete %v", run.Interrupted, run.Experiments.Incomplete)
+	}
+	calls := log.Calls()
+	if a, u := count(calls, "apply"), count(calls, "undo"); a == 0 || a != u {
+		t.Errorf("test-load applied %d times, undone %d", a, u)
+	}
+	if count(calls, "start fake") != count(calls, "stop fake") {
+		t.Errorf("probes started and not stopped: %v", calls)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("left in the directory: %v", left)
+	}
+}
+
+// TestRunCancelDuringWarmup: nothing measured is ErrInterrupted.
+func TestRunCancelDuringWarmup(t *testing.T) {
+	dir := inDir(t)
+	log := &probetest.Log{}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	_, err := Run(ctx, nullSpec(log, model.NullConfig{DurationSec: 5}, "baseline"), Hooks{})
+	if !errors.Is(err, target.ErrInterrupted) {
+		t.Fatalf("error %v, want ErrInterrupted", err)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("left in the directory: %v", left)
+	}
+}
+
+// TestRunStopsOnError: a condition that cannot be applied ends the
+// experiment; what the baselines measured is kept, with the reason.
+func TestRunStopsOnError(t *testing.T) {
+	inDir(t)
+	log := &probetest.Log{}
+	testCondition(t, log, errors.New("no load today"))
+	run, err := Run(context.Background(), nullSpec(log, model.NullConfig{Ops: 10}, "baseline", "test-load"), Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !run.Experiments.Incomplete || !slices.ContainsFunc(run.Warnings, func(w string) bool { return strings.Contains(w, "no load today") }) {
+		t.Errorf("incomplete %v, warnings %q", run.Experiments.Incomplete, run.Warnings)
+	}
+	if calls := log.Calls(); count(calls, "apply") != count(calls, "undo") {
+		t.Errorf("applied and not undone: %v", calls)
+	}
+}
+
+// TestRunWorkloadFails: a workload that fails in the warm-up run is the
+// experiment's error.
+func TestRunWorkloadFails(t *testing.T) {
+	inDir(t)
+	log := &probetest.Log{}
+	_, err := Run(context.Background(), nullSpec(log, model.NullConfig{Fail: "run"}, "baseline"), Hooks{})
+	if err == nil || !strings.Contains(err.Error(), "failing in run") {
+		t.Fatalf("error %v", err)
+	}
+}
+
+func TestSchedule(t *testing.T) {
+	got := fmt.Sprint(schedule(3, 3))
+	if want := "[0 1 2 1 2 0 2 0 1]"; got != want {
+		t.Errorf("schedule(3, 3) = %s, want %s", got, want)
+	}
+	_ = filepath.Join
+}

@@ -1,0 +1,139 @@
+package probe
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
+
+	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
+)
+
+// The BPF helpers every eBPF probe needs, in one place.
+
+// NewCollection loads spec for the probe named what. A verifier rejection
+// carries the verifier's whole log, which is what anyone debugging it
+// needs first.
+func NewCollection(what string, spec *ebpf.CollectionSpec, opts ebpf.CollectionOptions) (*ebpf.Collection, error) {
+	// Fails without CAP_SYS_RESOURCE and is not needed since 5.11 (memcg
+	// accounting of BPF memory), so the error is ignored.
+	_ = rlimit.RemoveMemlock()
+	coll, err := ebpf.NewCollectionWithOptions(spec, opts)
+	if err != nil {
+		var ve *ebpf.VerifierError
+		if errors.As(err, &ve) {
+			return nil, fmt.Errorf("load %s: %w\n%+v", what, err, ve)
+		}
+		return nil, fmt.Errorf("load %s: %w", what, err)
+	}
+	return coll, nil
+}
+
+// CloseLinks detaches links in parallel: closing a classic tracepoint's
+// perf event waits ~70 ms here (an RCU grace period), so one after the
+// other the sync tracepoints alone took most of a second.
+func CloseLinks(links []link.Link) error {
+	errs := make([]error, len(links))
+	var wg sync.WaitGroup
+	for i, l := range links {
+		wg.Go(func() { errs[i] = l.Close() })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// MissingTracepoints says which of the named tracepoints the kernel's BTF
+// lacks ("" if none): tp_btf programs load only against a tracepoint the
+// kernel has. why ends the sentence when some are missing.
+func MissingTracepoints(names []string, why string) string {
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		return "no kernel BTF (" + err.Error() + ")"
+	}
+	var missing []string
+	for _, n := range names {
+		if !sysinfo.HasBTFTracepoint(spec, n) {
+			missing = append(missing, n)
+		}
+	}
+	if len(missing) == 0 {
+		return ""
+	}
+	return "this kernel has no " + strings.Join(missing, ", ") + " tracepoint" + why
+}
+
+// MonotonicNs reads CLOCK_MONOTONIC, the clock of bpf_ktime_get_ns.
+func MonotonicNs() uint64 {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return 0
+	}
+	return uint64(ts.Nano())
+}
+
+// PathOf joins a file's names, kept leaf first by the kernel side
+// (bpf/path.bpf.h), below the mount point of its filesystem ("[dev 8:1]"
+// when none is known).
+func PathOf(mount, dev string, names [8][64]uint8, depth uint32, truncated bool) string {
+	var b strings.Builder
+	if mount == "" {
+		b.WriteString("[dev " + dev + "]")
+	} else if mount != "/" {
+		b.WriteString(mount)
+	}
+	if truncated {
+		b.WriteString("/...")
+	}
+	for i := int(min(depth, uint32(len(names)))) - 1; i >= 0; i-- {
+		b.WriteString("/" + unix.ByteSliceToString(names[i][:]))
+	}
+	if b.Len() == 0 {
+		return "/"
+	}
+	return b.String()
+}
+
+// StackLookup returns a function that reads stack id from m, a
+// BPF_MAP_TYPE_STACK_TRACE map, once per id: the frames up to the first
+// zero, or why there are none (StackErr for an id < 0, a lost stack).
+func StackLookup(m *ebpf.Map) func(id int32) ([]uint64, string) {
+	stacks := map[int32][]uint64{}
+	return func(id int32) ([]uint64, string) {
+		if id < 0 {
+			return nil, StackErr(id)
+		}
+		if st, ok := stacks[id]; ok {
+			return st, ""
+		}
+		raw := make([]uint64, m.ValueSize()/8)
+		if err := m.Lookup(uint32(id), raw); err != nil {
+			return nil, "stack lost: " + err.Error()
+		}
+		n := slices.Index(raw, 0)
+		if n < 0 {
+			n = len(raw)
+		}
+		stacks[id] = raw[:n:n]
+		return stacks[id], ""
+	}
+}
+
+// StackErr says why bpf_get_stackid returned no stack (id < 0).
+func StackErr(id int32) string {
+	switch {
+	case id == -1:
+		return "not taken: asleep since before the probe attached"
+	case -id == int32(unix.EFAULT):
+		return "no stack (a kernel thread has no user stack)"
+	case -id == int32(unix.ENOMEM), -id == int32(unix.EEXIST):
+		return "stack map full: stack not kept"
+	}
+	return fmt.Sprintf("stack not taken (error %d)", -id)
+}

@@ -1,0 +1,259 @@
+package timeacct
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/probe"
+	"github.com/perfsleuth/perfsleuth/internal/symbolize"
+	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
+)
+
+// The maps this probe lends the probes that follow the same workload
+// (probe.Session.Map): the processes it tracks, and each thread's time.
+const (
+	SharedTracked = "tracked"
+	SharedThreads = "threads"
+)
+
+// New returns the time accounting as a probe.Probe: it accounts for every
+// thread's wall time by category, and lends its tracked map to the other
+// eBPF probes.
+func New() probe.Probe { return &observer{} }
+
+type observer struct {
+	p        *Probe
+	s        *probe.Session
+	costNote string
+	res      *Result
+	err      error
+}
+
+func (o *observer) Info() probe.Info { return probe.Info{Name: "timeacct"} }
+
+func (o *observer) Wanted(opts probe.Options) bool { return !opts.NoEBPF }
+
+func (o *observer) Calibrate(opts probe.Options) {
+	if os.Geteuid() == 0 {
+		calibrated(Config{Syscalls: opts.Syscalls, Stacks: opts.Stacks})
+	}
+}
+
+func (o *observer) Start(_ context.Context, s *probe.Session) error {
+	if os.Geteuid() != 0 {
+		return errors.New("not root: eBPF time accounting is off, so off-CPU time shows as unknown; run with sudo to see storage, lock and run-queue waits")
+	}
+	cfg := Config{Roots: s.Roots, Syscalls: s.Syscalls, Stacks: s.Stacks}
+	cfg.Costs, o.costNote = calibrated(cfg)
+	p, err := Start(cfg)
+	if err != nil {
+		return fmt.Errorf("eBPF time accounting is off (%v): off-CPU time shows as unknown; 'perfsleuth doctor' says what this kernel lacks", err)
+	}
+	o.p, o.s = p, s
+	tracked, threads := p.SharedMaps()
+	s.Share(SharedTracked, tracked)
+	s.Share(SharedThreads, threads)
+	if s.Stacks {
+		s.Mappings()
+	}
+	return nil
+}
+
+func (o *observer) Stop() error {
+	if o.p == nil {
+		return nil
+	}
+	o.res, o.err = o.p.Stop()
+	o.p = nil
+	return o.err
+}
+
+func (o *observer) Contribute(run *model.Run) {
+	if o.err != nil {
+		run.Warnings = append(run.Warnings, "eBPF time accounting failed: "+o.err.Error())
+		return
+	}
+	if o.res == nil {
+		return
+	}
+	ta := toModel(o.res)
+	if o.res.Costs == nil {
+		ta.ProbeNote = o.costNote
+	}
+	if o.res.Stacks {
+		ta.OffCPU = nameOffCPU(o.res.OffCPU, o.s.Namer())
+	}
+	run.TimeAccounting = ta
+}
+
+// calibrations caches the probe's calibrated costs per probe setting: they
+// depend on the host, not on the workload, and calibrating takes ~0.5 s.
+var calibrations struct {
+	sync.Mutex
+	costs map[[2]bool]*Costs
+	notes map[[2]bool]string
+}
+
+// calibrated returns the probe's costs for cfg's settings, measured once
+// per process, or nil and why. The sync programs are calibrated on an
+// unnamed temporary file in the current directory, perfsleuth's working
+// directory.
+func calibrated(cfg Config) (*Costs, string) {
+	calibrations.Lock()
+	defer calibrations.Unlock()
+	key := [2]bool{cfg.Syscalls, cfg.Stacks}
+	if c, ok := calibrations.costs[key]; ok {
+		return c, calibrations.notes[key]
+	}
+	if calibrations.costs == nil {
+		calibrations.costs, calibrations.notes = map[[2]bool]*Costs{}, map[[2]bool]string{}
+	}
+	c, err := Calibrate(cfg, ".")
+	note := ""
+	if err != nil {
+		note = "the probe's cost is not estimated: " + err.Error()
+	}
+	calibrations.costs[key], calibrations.notes[key] = c, note
+	return c, note
+}
+
+// Check says, for perfsleuth doctor, whether the probe loads and attaches
+// here, by doing it (on this process, for a moment), and what observation
+// falls back to if not.
+func (o *observer) Check() sysinfo.Check {
+	c := sysinfo.Check{Name: "time_accounting"}
+	if os.Geteuid() != 0 {
+		c.Status, c.Detail = sysinfo.StatusMissing, "not root: observe accounts cpu time only (from /proc); off-CPU time shows as unknown"
+		c.Fix = "run perfsleuth as root (sudo) for time accounting by cause"
+		return c
+	}
+	p, err := Start(Config{Roots: []int{os.Getpid()}})
+	if err != nil {
+		first, _, _ := strings.Cut(err.Error(), "\n")
+		c.Status, c.Detail = sysinfo.StatusMissing, "the eBPF probe does not load here ("+first+"): observe falls back to /proc (cpu time only)"
+		c.Fix = "a kernel with BTF, tp_btf and bpf_task_pt_regs (5.18+, x86-64) is needed; see the checks above"
+		return c
+	}
+	res, err := p.Stop()
+	switch {
+	case err != nil:
+		c.Status, c.Detail = sysinfo.StatusDegraded, "the eBPF probe attaches but reading it failed: "+err.Error()
+	case res.SyncNote != "":
+		c.Status, c.Detail = sysinfo.StatusDegraded, "eBPF time accounting works; sync calls are not timed: "+res.SyncNote
+	default:
+		c.Status, c.Detail = sysinfo.StatusOK, "the eBPF probe loads and attaches: observe accounts every thread's time by cause"
+	}
+	if costs, note := calibrated(Config{}); costs != nil {
+		c.Detail += fmt.Sprintf("; calibrated cost per run: sched_switch %.0f ns (other tasks) / %.0f ns (the workload's), sched_wakeup %.0f / %.0f ns",
+			costs.UntrackedNs[ProgSwitch], costs.TrackedNs[ProgSwitch],
+			costs.UntrackedNs[ProgWakeup], costs.TrackedNs[ProgWakeup])
+	} else {
+		c.Detail += "; " + note
+	}
+	return c
+}
+
+// toModel converts the probe's counts into the run record's accounting.
+func toModel(r *Result) *model.TimeAccounting {
+	ta := &model.TimeAccounting{
+		Source:           "ebpf",
+		WindowSec:        float64(r.EndNs-r.StartNs) / 1e9,
+		ThreadsCreated:   int64(r.ThreadCreates + r.Forks),
+		ThreadsExited:    int64(r.Exits),
+		ProcessesCreated: int64(r.Forks),
+		Dropped:          int64(r.Dropped),
+		SyncNote:         r.SyncNote,
+		ProbeCPUSec:      float64(r.EstimatedNs) / 1e9,
+		ProbeNote:        r.CostNote,
+	}
+	for i := range NumPrograms {
+		if r.Runs[i] == 0 {
+			continue
+		}
+		ta.ProbeRuns += int64(r.Runs[i])
+		pc := model.ProgramCost{Name: ProgramNames[i], Runs: int64(r.Runs[i]), TrackedRuns: int64(r.TrackedRuns[i])}
+		if c := r.Costs; c != nil {
+			pc.UntrackedNs, pc.TrackedNs = c.UntrackedNs[i], c.TrackedNs[i]
+		}
+		ta.Programs = append(ta.Programs, pc)
+	}
+	ta.PeakThreads = r.PeakThreads
+	for k, st := range r.Sync {
+		if st.Count == 0 {
+			continue
+		}
+		ta.Syncs = append(ta.Syncs, model.SyncCalls{Kind: SyncKinds[k], Count: int64(st.Count),
+			TotalSec: float64(st.TotalNs) / 1e9, Buckets: log2Buckets(st.LatencyLog2Us[:], 1000)})
+	}
+	for _, f := range r.Files {
+		ta.SyncedFiles = append(ta.SyncedFiles, model.SyncedFile{Path: f.Path, Dev: f.Dev, Ino: f.Ino, PID: f.PID,
+			Count: int64(f.Count), DataSync: int64(f.DataSync), TotalSec: float64(f.TotalNs) / 1e9, MaxSec: float64(f.MaxNs) / 1e9})
+	}
+	if r.Syscalls {
+		ta.Syscalls = []model.SyscallStat{}
+	}
+	for _, s := range r.SyscallStats {
+		ta.Syscalls = append(ta.Syscalls, model.SyscallStat{PID: s.PID, TID: s.TID, Name: s.Name, Nr: s.Nr,
+			Count: int64(s.Count), Errors: int64(s.Errors), TotalSec: float64(s.TotalNs) / 1e9, MaxSec: float64(s.MaxNs) / 1e9,
+			Buckets: log2Buckets(s.LatencyLog2Ns[:], 1)})
+	}
+	for _, t := range r.Threads {
+		secs := map[string]float64{}
+		for i, ns := range t.Ns {
+			secs[Categories[i]] = float64(ns) / 1e9
+		}
+		cpu := secs[model.CatCPU]
+		// utime/stime are cumulative since the thread started; their ratio
+		// splits the window's cpu time into user and system.
+		user := cpu
+		if tot := t.UserNs + t.SysNs; tot > 0 {
+			user = cpu * float64(t.UserNs) / float64(tot)
+		}
+		ta.Threads = append(ta.Threads, model.ThreadTime{
+			PID: t.PID, TID: t.TID, Comm: t.Comm, WallSec: float64(t.WallNs) / 1e9,
+			Seconds: secs, UserSec: user, SystemSec: cpu - user, Exited: t.Exited, Folded: t.Folded,
+		})
+	}
+	return ta
+}
+
+// log2Buckets turns a log2 histogram whose slot i counts values in
+// [2^i, 2^(i+1)) units of unitNs into buckets (slot 0 from 0).
+func log2Buckets(slots []uint64, unitNs int64) []model.Bucket {
+	var out []model.Bucket
+	for i, n := range slots {
+		if n == 0 {
+			continue
+		}
+		low := unitNs << i
+		if i == 0 {
+			low = 0
+		}
+		out = append(out, model.Bucket{LowNs: low, HighNs: unitNs<<(i+1) - 1, Count: int64(n)})
+	}
+	return out
+}
+
+// nameOffCPU names the frames of the off-CPU stacks, the most time first,
+// keeping probe.MaxStacks of them.
+func nameOffCPU(stacks []OffCPUStack, n *symbolize.Namer) []model.OffCPUStack {
+	out := []model.OffCPUStack{}
+	for i, s := range stacks {
+		if i == probe.MaxStacks {
+			break
+		}
+		o := model.OffCPUStack{PID: s.PID, TID: s.TID, Category: Categories[s.Category], Seconds: float64(s.Ns) / 1e9,
+			Count: int64(s.Count), KernelNote: s.KernelErr, UserNote: s.UserErr}
+		var kn, un string
+		o.Kernel, o.User, kn, un = n.Name(s.PID, s.Kernel, s.User)
+		o.KernelNote, o.UserNote = cmp.Or(kn, o.KernelNote), cmp.Or(un, o.UserNote)
+		out = append(out, o)
+	}
+	return out
+}

@@ -1,0 +1,164 @@
+// Package runner is perfsleuth's observation loop: it takes a target
+// (package target) and the probes of the registry (package probe), and
+// turns one run of the workload into a run record:
+//
+//	start the target (up to its measured phase)
+//	    -> start each wanted probe, in registry order, on the target's pids
+//	    -> wait for the measured phase to end
+//	    -> stop every probe (in reverse), then each contributes to the record
+//	    -> stop the target (children reaped, files removed)
+//
+// It knows no probe and no target by name, and it owns every exit path:
+// whatever happens, started probes are stopped and the target is stopped.
+package runner
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/probe"
+	"github.com/perfsleuth/perfsleuth/internal/probe/registry"
+	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
+	"github.com/perfsleuth/perfsleuth/internal/target"
+)
+
+// Version is the perfsleuth version recorded in every run.
+var Version = "dev"
+
+// Options are one observation's settings.
+type Options struct {
+	// Probe is what the user asked of the probes (observe's flags).
+	Probe probe.Options
+	// Probes, when not nil, replace the registry's (tests; bench passes
+	// an empty list to run unobserved).
+	Probes []probe.Probe
+	// BeforeRun, when set, is called with the target's pids once it is
+	// ready and before the probes attach and the measured phase starts:
+	// diagnose applies its conditions there. An error ends the run.
+	BeforeRun func(pids []int) error
+}
+
+// Observe runs t under observation and returns its run record. The record
+// is not analysed: that is analyze.Run's, the next step of the pipeline.
+func Observe(ctx context.Context, t target.Target, opts Options) (*model.Run, error) {
+	probes := opts.Probes
+	if probes == nil {
+		probes = registry.New()
+	}
+	probes = slices.DeleteFunc(slices.Clone(probes), func(p probe.Probe) bool { return !p.Wanted(opts.Probe) })
+	// Calibration (~0.5 s) overlaps the target's start (a benchmark's
+	// prepare step) instead of following it; Start waits for it.
+	go func() {
+		for _, p := range probes {
+			p.Calibrate(opts.Probe)
+		}
+	}()
+
+	run := &model.Run{
+		SchemaVersion: model.SchemaVersion,
+		Tool:          model.Tool{Name: "perfsleuth", Version: Version, Args: os.Args[1:]},
+		StartedAt:     time.Now(),
+	}
+	defer t.Stop()
+	if err := t.Start(ctx); err != nil {
+		return nil, err
+	}
+	run.Target = t.Model()
+	run.Host, run.Warnings = sysinfo.Collect(t.Dir())
+	pids := t.Pids()
+	if opts.BeforeRun != nil {
+		if err := opts.BeforeRun(pids); err != nil {
+			return nil, err
+		}
+	}
+
+	var disks []string
+	if run.Host.Storage != nil {
+		disks = run.Host.Storage.Disks
+	}
+	s := probe.NewSession(pids, opts.Probe, disks)
+	started, err := startProbes(ctx, probes, s, run)
+	defer func() {
+		stopProbes(started)
+		s.Close()
+	}()
+	if err != nil {
+		return nil, err
+	}
+
+	out, err := t.Wait(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// The probes stop before the target does: the /proc sampler's last
+	// sample reads the workload's processes, which the target keeps.
+	for _, err := range stopProbes(started) {
+		run.Warnings = append(run.Warnings, err.Error())
+	}
+	started = nil
+	s.Close()
+	for _, p := range probes {
+		p.Contribute(run)
+	}
+	run.Result = out.Result
+	run.Interrupted = out.Interrupted
+	run.Warnings = append(run.Warnings, out.Warnings...)
+	run.EndedAt = time.Now()
+	return run, nil
+}
+
+// startProbes starts probes in order. A probe that cannot start leaves its
+// reason in run.Warnings, and the probes that need it stay off without
+// one of their own; a required probe that cannot start ends the run. It
+// returns the probes that started, for stopProbes.
+func startProbes(ctx context.Context, probes []probe.Probe, s *probe.Session, run *model.Run) ([]probe.Probe, error) {
+	var started []probe.Probe
+	on := map[string]bool{}
+	for _, p := range probes {
+		info := p.Info()
+		ready := true
+		for _, n := range info.Needs {
+			ready = ready && on[n]
+		}
+		if !ready {
+			continue
+		}
+		if err := p.Start(ctx, s); err != nil {
+			if info.Required {
+				return started, err
+			}
+			run.Warnings = append(run.Warnings, err.Error())
+			continue
+		}
+		on[info.Name] = true
+		started = append(started, p)
+	}
+	return started, nil
+}
+
+// stopProbes stops probes in the reverse of their start order (a probe
+// stops before those it needs), and returns what failed, each error naming
+// its probe.
+func stopProbes(probes []probe.Probe) []error {
+	var errs []error
+	for i := len(probes) - 1; i >= 0; i-- {
+		if err := probes[i].Stop(); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", probes[i].Info().Name, err))
+		}
+	}
+	return errs
+}
+
+// Bench runs a built-in benchmark in this process, unobserved. A cancelled
+// ctx stops it early: the run is then marked interrupted and still returned.
+func Bench(ctx context.Context, t model.Target, hooks target.Hooks) (*model.Run, error) {
+	return Observe(ctx, target.NewInProcess(t, hooks), Options{Probes: []probe.Probe{}})
+}
+
+// ErrInterrupted is target.ErrInterrupted: the user stopped the run before
+// anything was measured.
+var ErrInterrupted = target.ErrInterrupted

@@ -1,0 +1,81 @@
+package symbolize
+
+import (
+	"strconv"
+	"strings"
+)
+
+// Namer names the frames of captured stacks: kernel frames from
+// /proc/kallsyms, user frames from the ELF symbols of the files each
+// process had mapped (as a Keeper kept them).
+type Namer struct {
+	kern *Kernel
+	kerr error
+	user *User
+	maps *Keeper
+}
+
+// NewNamer loads the kernel's symbols; maps may be nil (user frames are
+// then left as addresses).
+func NewNamer(maps *Keeper) *Namer {
+	kern, kerr := LoadKernel("/proc/kallsyms")
+	return &Namer{kern: kern, kerr: kerr, user: NewUser(), maps: maps}
+}
+
+// Name returns the named kernel and user frames of one pair of stacks and a
+// note for each that could not be named in full (empty otherwise).
+func (n *Namer) Name(pid int, kernel, user []uint64) (kf, uf []string, knote, unote string) {
+	kf = kernelFrames(n.kern, kernel)
+	if n.kerr != nil && len(kernel) > 0 {
+		knote = "kernel frames not named: " + n.kerr.Error()
+	}
+	uf = []string{}
+	m := n.maps.Snapshot(pid)
+	for i, a := range user {
+		if m == nil {
+			uf = append(uf, hexAddr(a))
+			continue
+		}
+		if !m.Contains(a) {
+			unote = "the stack walk stopped at an address outside the process's code: a library built without frame pointers"
+			break
+		}
+		uf = append(uf, n.user.Symbol(m, retAddr(a, i)))
+	}
+	if m == nil && len(user) > 0 {
+		unote = "user frames not named: the process's mappings were never read (it lived under " + MapsEvery.String() + ")"
+	}
+	return kf, uf, knote, unote
+}
+
+func hexAddr(a uint64) string { return "0x" + strconv.FormatUint(a, 16) }
+
+// retAddr is the address to name for frame i: every frame but the innermost
+// is a return address, which for a call at the end of a function is
+// already the next function's first byte.
+func retAddr(a uint64, i int) uint64 {
+	if i > 0 && a > 0 {
+		return a - 1
+	}
+	return a
+}
+
+// kernelFrames names the kernel frames, dropping those of the probe itself
+// (the BPF program and bpf_trace_run*, which took the stack) and the
+// scheduler's own frames above them.
+func kernelFrames(kern *Kernel, addrs []uint64) []string {
+	out := []string{}
+	for i, a := range addrs {
+		name := kern.Symbol(retAddr(a, i))
+		if strings.HasPrefix(name, "bpf_trace_run") {
+			out = out[:0]
+			continue
+		}
+		// Every sleep goes through the scheduler: its frames tell nothing.
+		if len(out) == 0 && (strings.HasPrefix(name, "__schedule+") || strings.HasPrefix(name, "schedule+")) {
+			continue
+		}
+		out = append(out, name)
+	}
+	return out
+}
