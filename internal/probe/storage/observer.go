@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"sync"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/probe"
@@ -104,30 +103,12 @@ func (o *observer) Check() sysinfo.Check {
 	return c
 }
 
-// calibrations caches the probe's calibrated costs per Files setting: they
-// depend on the host, not on the workload.
-var calibrations struct {
-	sync.Mutex
-	costs map[bool]*Costs
-	notes map[bool]string
-}
+// calibrations are the probe's costs per Files setting.
+var calibrations probe.Calibrations[bool, *Costs]
 
 // calibrated returns the probe's costs for files, measured once per
 // process, or nil and why they could not be (the probe's estimate then
 // says so).
 func calibrated(files bool) (*Costs, string) {
-	calibrations.Lock()
-	defer calibrations.Unlock()
-	if c, ok := calibrations.costs[files]; ok {
-		return c, calibrations.notes[files]
-	}
-	if calibrations.costs == nil {
-		calibrations.costs, calibrations.notes = map[bool]*Costs{}, map[bool]string{}
-	}
-	c, err := Calibrate(files, ".")
-	if err != nil {
-		calibrations.notes[files] = err.Error()
-	}
-	calibrations.costs[files] = c
-	return c, calibrations.notes[files]
+	return calibrations.Get(files, func() (*Costs, error) { return Calibrate(files, ".") })
 }

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/probe"
@@ -92,34 +91,18 @@ func (o *observer) Contribute(run *model.Run) {
 	run.TimeAccounting = ta
 }
 
-// calibrations caches the probe's calibrated costs per probe setting: they
-// depend on the host, not on the workload, and calibrating takes ~0.5 s.
-var calibrations struct {
-	sync.Mutex
-	costs map[[2]bool]*Costs
-	notes map[[2]bool]string
-}
+// calibrations are the probe's costs per setting (Syscalls, Stacks).
+var calibrations probe.Calibrations[[2]bool, *Costs]
 
 // calibrated returns the probe's costs for cfg's settings, measured once
 // per process, or nil and why. The sync programs are calibrated on an
 // unnamed temporary file in the current directory, perfsleuth's working
 // directory.
 func calibrated(cfg Config) (*Costs, string) {
-	calibrations.Lock()
-	defer calibrations.Unlock()
-	key := [2]bool{cfg.Syscalls, cfg.Stacks}
-	if c, ok := calibrations.costs[key]; ok {
-		return c, calibrations.notes[key]
+	c, note := calibrations.Get([2]bool{cfg.Syscalls, cfg.Stacks}, func() (*Costs, error) { return Calibrate(cfg, ".") })
+	if note != "" {
+		note = "the probe's cost is not estimated: " + note
 	}
-	if calibrations.costs == nil {
-		calibrations.costs, calibrations.notes = map[[2]bool]*Costs{}, map[[2]bool]string{}
-	}
-	c, err := Calibrate(cfg, ".")
-	note := ""
-	if err != nil {
-		note = "the probe's cost is not estimated: " + err.Error()
-	}
-	calibrations.costs[key], calibrations.notes[key] = c, note
 	return c, note
 }
 
