@@ -23,6 +23,31 @@ const materialChange = 0.10
 // interval cannot tell "no effect" from "not enough runs".
 const insensitiveSpan = 2 * materialChange
 
+// noiseSigmas: the baseline's noise is the band of ±2 robust standard
+// deviations around its median, which holds about 95% of single runs of a
+// normal workload; a condition's median must move beyond it to be called
+// sensitive.
+const noiseSigmas = 2
+
+// Drift thresholds: a series of runs drifted when a Mann-Kendall test
+// finds a monotone trend at the usual 5% level and the trend moved it by
+// half the material change or more (smaller drifts cannot carry a median
+// across the material bar).
+const (
+	driftP      = 0.05
+	driftChange = materialChange / 2
+)
+
+// Drift reports a trend in runs (in the order they ran), nil when there is
+// none beyond chance or it is too small to matter.
+func Drift(runs []float64) *model.Drift {
+	t := stats.TrendOf(runs)
+	if t.P >= driftP || math.Abs(t.Change) < driftChange {
+		return nil
+	}
+	return &model.Drift{Change: t.Change, P: t.P}
+}
+
 // Sensitivity classes.
 const (
 	Sensitive    = "sensitive"
@@ -37,6 +62,25 @@ const baselineName = "baseline"
 // the baseline's noise, and the verdict's sensitivity and conclusion.
 func experiments(run *model.Run) {
 	ex := run.Experiments
+	if !Conditions(ex) {
+		return
+	}
+	if run.Verdict == nil {
+		run.Verdict = &model.Verdict{}
+	}
+	run.Verdict.Sensitivity = sensitivity(ex.Conditions)
+	// Baseline alone (`--conditions baseline`, repeats to measure the
+	// noise, e.g. for compare) tests no resource: nothing to conclude.
+	if len(ex.Conditions) > 1 {
+		conclude(run)
+	}
+}
+
+// Conditions fills each condition's median, change, interval and class,
+// and the baseline's noise and drift; false when there is no baseline run
+// to compare with. diagnose calls it between rounds to decide whether more
+// runs are needed.
+func Conditions(ex *model.Experiments) bool {
 	var base *model.Condition
 	for i := range ex.Conditions {
 		if ex.Conditions[i].Name == baselineName {
@@ -44,7 +88,7 @@ func experiments(run *model.Run) {
 		}
 	}
 	if base == nil || len(base.Runs) == 0 {
-		return
+		return false
 	}
 	bv := values(base)
 	base.Median = stats.Median(bv)
@@ -56,11 +100,9 @@ func experiments(run *model.Run) {
 		return mb/mc - 1
 	}
 	// The noise is in the same terms as a condition's change: how far a
-	// baseline run alone is from the baseline median.
-	ex.BaselineNoise = 0
-	for _, v := range bv {
-		ex.BaselineNoise = math.Max(ex.BaselineNoise, math.Abs(change(base.Median, v)))
-	}
+	// baseline run alone lands from the baseline median, robustly.
+	ex.BaselineNoise = noiseSigmas * stats.RelSpread(bv)
+	ex.BaselineDrift = Drift(bv)
 	for i := range ex.Conditions {
 		c := &ex.Conditions[i]
 		if c == base {
@@ -76,15 +118,7 @@ func experiments(run *model.Run) {
 		c.Interval[0], c.Interval[1] = stats.ChangeInterval(bv, cv, change)
 		c.Class, c.Reason = classify(c.Change, c.Interval, ex.BaselineNoise, len(bv), len(cv))
 	}
-	if run.Verdict == nil {
-		run.Verdict = &model.Verdict{}
-	}
-	run.Verdict.Sensitivity = sensitivity(ex.Conditions)
-	// Baseline alone (`--conditions baseline`, repeats to measure the
-	// noise, e.g. for compare) tests no resource: nothing to conclude.
-	if len(ex.Conditions) > 1 {
-		conclude(run)
-	}
+	return true
 }
 
 func values(c *model.Condition) []float64 {

@@ -47,8 +47,9 @@ func (f *compareFlags) check(a, b string) error {
 
 func newCompareCmd() *cobra.Command {
 	var f compareFlags
+	var r runFlags
 	cmd := &cobra.Command{
-		Use:   "compare A.json B.json",
+		Use:   "compare A.json B.json | --run 'A' --run 'B'",
 		Short: "Compare two saved runs: is B different from A, and why",
 		Long: `Compare run B against run A, both records saved with --json (observe, bench or
 diagnose). First what makes the two not comparable like for like (different
@@ -63,20 +64,34 @@ the difference its evidence accounts for. See docs/compare.md.
 
 With --html FILE the same comparison is also written as one self-contained
 HTML page, in the same order, with the charts side by side
-(docs/html-report.md).`,
+(docs/html-report.md).
+
+With --run given twice, compare runs the two workloads itself, interleaved:
+--repeat rounds, each one run of A and one of B back to back, the order
+alternating by round, so that a machine that drifts cannot pose as a
+difference (two batches made one after the other can differ by 10% with
+nothing changed). The interval is then over rounds, paired.`,
 		Example: `  perfsleuth observe --json A.json sqlite --journal wal --sync normal
   perfsleuth observe --json B.json sqlite --journal delete --sync full
   perfsleuth compare A.json B.json
   perfsleuth diagnose --conditions baseline --repeat 5 --json A.json sqlite
   perfsleuth compare --json cmp.json A.json B.json
-  perfsleuth compare --html cmp.html A.json B.json`,
+  perfsleuth compare --html cmp.html A.json B.json
+  perfsleuth compare --run 'sqlite --journal wal' --run 'sqlite --journal delete'
+  perfsleuth compare --repeat 7 --run './bench -t 1' --run './bench -t 4'`,
 		Args: func(cmd *cobra.Command, args []string) error {
+			if err := r.check(cmd, args); err != nil || r.on() {
+				return err
+			}
 			if len(args) != 2 {
 				return fmt.Errorf("compare takes two run records, got %d: perfsleuth compare A.json B.json", len(args))
 			}
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if r.on() {
+				return r.runCompare(cmd, &f)
+			}
 			if err := f.check(args[0], args[1]); err != nil {
 				return err
 			}
@@ -94,6 +109,7 @@ HTML page, in the same order, with the charts side by side
 		},
 	}
 	cmd.Flags().StringVar(&f.json, "json", "", "write the comparison (versioned JSON, see docs/compare.md) to FILE; - for stdout")
+	r.bind(cmd)
 	cmd.Flags().StringVar(&f.html, "html", "", "write the comparison as one self-contained HTML page (comparability, headline, charts side by side, the cause; see docs/html-report.md) to FILE")
 	return cmd
 }

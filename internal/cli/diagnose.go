@@ -20,6 +20,7 @@ import (
 type experimentFlags struct {
 	quick       bool
 	repeat      int
+	maxRepeat   int
 	conditions  []string
 	budget      time.Duration
 	metric      string
@@ -43,6 +44,7 @@ func (e *experimentFlags) bind(cmd *cobra.Command) {
 	fs := cmd.PersistentFlags()
 	fs.BoolVar(&e.quick, "quick", false, "observe once, without experiments")
 	fs.IntVar(&e.repeat, "repeat", defaultRepeat, "runs per condition")
+	fs.IntVar(&e.maxRepeat, "max-repeat", 0, "runs per condition at most: while a condition is inconclusive after --repeat runs, another round of every condition is run, up to this (default: twice --repeat; equal to --repeat: never more)")
 	fs.StringSliceVar(&e.conditions, "conditions", experiment.DefaultConditions, "conditions to run, comma-separated (baseline is always run)")
 	fs.DurationVar(&e.budget, "budget", 0, "cap on the whole experiment's time (e.g. 10m); repeats are lowered to fit, down to 2")
 	fs.StringVar(&e.metric, "metric", "", "for a command: a regex whose first group is the number to compare, from its output (the median of all matching lines); default: its wall time")
@@ -54,7 +56,7 @@ func (e *experimentFlags) bind(cmd *cobra.Command) {
 
 func (e *experimentFlags) check(cmd *cobra.Command) error {
 	if e.quick {
-		for _, name := range []string{"repeat", "conditions", "budget", "metric", "metric-lower", "io-share", "io-peak", "evict"} {
+		for _, name := range []string{"repeat", "max-repeat", "conditions", "budget", "metric", "metric-lower", "io-share", "io-peak", "evict"} {
 			if cmd.Flags().Changed(name) {
 				return fmt.Errorf("--%s sets up experiments, which --quick does not run: drop one of them", name)
 			}
@@ -63,6 +65,12 @@ func (e *experimentFlags) check(cmd *cobra.Command) error {
 	}
 	if e.repeat < experiment.MinRepeat {
 		return fmt.Errorf("--repeat %d: use %d or more (one run per condition gives no interval)", e.repeat, experiment.MinRepeat)
+	}
+	if e.maxRepeat == 0 {
+		e.maxRepeat = 2 * e.repeat
+	}
+	if e.maxRepeat < e.repeat {
+		return fmt.Errorf("--max-repeat %d is below --repeat %d: give at least as many", e.maxRepeat, e.repeat)
 	}
 	if e.ioShare <= 0 || e.ioShare > 100 {
 		return fmt.Errorf("--io-share %g: give a percentage above 0 and at most 100", e.ioShare)
@@ -89,11 +97,14 @@ resource away, and say which resource its result depends on:
                   peak write rate (measured once per device and remembered)
   cold-cache      the workload's page cache evicted before each run
 
-Each condition runs --repeat times, the runs interleaved. The measure is the
-benchmark's throughput, a command's wall time, or a number from its output
-(--metric). A condition is sensitive when the 95% bootstrap interval of its
-change excludes zero and the change is 10% or more and beyond the baseline's
-noise. The verdict sets the experiments against the time accounting.
+Each condition runs --repeat times, the runs interleaved, each after the
+previous run's writes reached the device; while a condition is inconclusive,
+rounds are added up to --max-repeat. The measure is the benchmark's
+throughput, a command's wall time, or a number from its output (--metric). A
+condition is sensitive when the 95% bootstrap interval of its change excludes
+zero and the change is 10% or more and beyond the baseline's noise (two
+robust standard deviations of its runs). The verdict sets the experiments
+against the time accounting.
 --quick observes once (also for -p PID). See docs/experiments.md.`,
 		Example: `  perfsleuth diagnose sqlite --journal delete --sync full
   perfsleuth diagnose --conditions cpu-half,io-pressure --repeat 5 -- ./my-benchmark
@@ -105,11 +116,12 @@ noise. The verdict sets the experiments against the time accounting.
 }
 
 // run runs the experiment on a built-in target t or a command argv.
-func (e *experimentFlags) run(cmd *cobra.Command, t *model.Target, argv []string, f *observeFlags) error {
+func (e *experimentFlags) run(cmd *cobra.Command, t *model.Target, argv []string, f *observeFlags) (err error) {
 	spec := experiment.Spec{
 		Argv:              argv,
 		Conditions:        e.conditions,
 		Repeat:            e.repeat,
+		MaxRepeat:         e.maxRepeat,
 		Budget:            e.budget,
 		MetricLowerBetter: e.metricLower,
 		IOShare:           e.ioShare / 100,
@@ -125,22 +137,42 @@ func (e *experimentFlags) run(cmd *cobra.Command, t *model.Target, argv []string
 			return err
 		}
 		spec.Target = t
-	} else if e.metric != "" {
-		re, err := regexp.Compile(e.metric)
-		if err != nil {
-			return fmt.Errorf("--metric %q is not a regular expression: %v", e.metric, err)
-		}
-		if re.NumSubexp() < 1 {
-			return fmt.Errorf("--metric %q has no group: put the number in parentheses, e.g. 'score: ([0-9.]+)'", e.metric)
-		}
-		spec.Metric = re
-	} else if e.metricLower {
-		return errors.New("--metric-lower goes with --metric")
+	} else if spec.Metric, err = metricOf(e.metric, e.metricLower); err != nil {
+		return err
 	}
-	stderr := cmd.ErrOrStderr()
-	bar := newProgressBar(stderr)
+	bar := newProgressBar(cmd.ErrOrStderr())
 	defer bar.Clear()
-	hooks := experiment.Hooks{
+	run, err := experiment.Run(cmd.Context(), spec, experimentHooks(cmd, bar))
+	bar.Clear()
+	if err != nil {
+		return err
+	}
+	analyze.Run(run)
+	return f.out.emit(cmd, run)
+}
+
+// metricOf compiles --metric (nil without one).
+func metricOf(metric string, lower bool) (*regexp.Regexp, error) {
+	if metric == "" {
+		if lower {
+			return nil, errors.New("--metric-lower goes with --metric")
+		}
+		return nil, nil
+	}
+	re, err := regexp.Compile(metric)
+	if err != nil {
+		return nil, fmt.Errorf("--metric %q is not a regular expression: %v", metric, err)
+	}
+	if re.NumSubexp() < 1 {
+		return nil, fmt.Errorf("--metric %q has no group: put the number in parentheses, e.g. 'score: ([0-9.]+)'", metric)
+	}
+	return re, nil
+}
+
+// experimentHooks show an experiment's plan and progress on stderr.
+func experimentHooks(cmd *cobra.Command, bar *progressBar) experiment.Hooks {
+	stderr := cmd.ErrOrStderr()
+	return experiment.Hooks{
 		Plan: func(lines []string) {
 			bar.Hide()
 			fmt.Fprintln(stderr, strings.Join(lines, "\n"))
@@ -156,11 +188,4 @@ func (e *experimentFlags) run(cmd *cobra.Command, t *model.Target, argv []string
 		Phase:    bar.Phase,
 		Progress: bar.Progress,
 	}
-	run, err := experiment.Run(cmd.Context(), spec, hooks)
-	bar.Clear()
-	if err != nil {
-		return err
-	}
-	analyze.Run(run)
-	return f.out.emit(cmd, run)
 }

@@ -111,6 +111,8 @@ func ref(r *model.Run) RunRef {
 // experiments, "observe" for an observed single run (diagnose --quick too).
 func verb(r *model.Run) string {
 	switch {
+	case r.Experiments != nil && r.Experiments.Pair != nil:
+		return "compare --run"
 	case r.Experiments != nil:
 		return "diagnose"
 	case r.Observation != nil || r.TimeAccounting != nil:

@@ -39,9 +39,16 @@ type Headline struct {
 	Change float64 `json:"change"`
 	// Interval is the 95% bootstrap confidence interval of Change, when both
 	// sides have repeats.
-	Interval     *[2]float64 `json:"interval,omitempty"`
-	Significance string      `json:"significance"`
-	Reason       string      `json:"reason"`
+	Interval *[2]float64 `json:"interval,omitempty"`
+	// Paired is true when A's and B's runs were made interleaved (compare
+	// --run A --run B): the interval then resamples rounds, each pair of
+	// runs made back to back, and drift between batches cannot be in it.
+	Paired bool `json:"paired,omitempty"`
+	// RoundNoise is, for paired runs, two robust standard deviations of
+	// the rounds' own changes: how much one round's change moves.
+	RoundNoise   float64 `json:"round_noise,omitempty"`
+	Significance string  `json:"significance"`
+	Reason       string  `json:"reason"`
 	// Words says the change in words: "is 64x slower", "is 3% faster".
 	Words string `json:"words"`
 	// Advice says what to run to settle what is unknown.
@@ -57,6 +64,11 @@ type Value struct {
 	Noise *float64 `json:"noise"`
 	// From says where the runs come from.
 	From string `json:"from"`
+	// Drift is set when the runs, in the order they ran, trend up or
+	// down beyond chance: their median is not a stable figure.
+	Drift *model.Drift `json:"drift,omitempty"`
+	// pair is the interleaved comparison the runs belong to, if any.
+	pair *model.Pair
 }
 
 // measureOf is what a record's number is: diagnose's own measure, or for a
@@ -103,6 +115,11 @@ func valueOf(r *model.Run) (Value, bool) {
 				v.Runs = append(v.Runs, run.Value)
 			}
 			v.Median = stats.Median(v.Runs)
+			v.Drift, v.pair = ex.BaselineDrift, ex.Pair
+			if p := ex.Pair; p != nil {
+				other := map[string]string{"A": "B", "B": "A"}[p.Side]
+				v.From = fmt.Sprintf("%d runs interleaved with %s's", len(c.Runs), other)
+			}
 			if len(v.Runs) >= 2 {
 				noise := ex.BaselineNoise
 				v.Noise = &noise
@@ -170,10 +187,72 @@ func headline(a, b *model.Run) Headline {
 		h.Reason = fmt.Sprintf("%s %s a single run: how much a run moves by itself is unknown, so no change can be called beyond the noise", strings.Join(single, " and "), pluralIs(len(single)))
 		return h
 	}
+	if pa, pb := va.pair, vb.pair; pa != nil && pb != nil && pa.ID == pb.ID && pa.Side != pb.Side {
+		// Each round's two runs ran back to back: what moves the rounds
+		// moves both, and the noise that matters is that of the rounds'
+		// own changes.
+		h.Paired = true
+		n := min(len(va.Runs), len(vb.Runs))
+		lo, hi := stats.PairedChangeInterval(va.Runs[:n], vb.Runs[:n], change)
+		h.Interval = &[2]float64{lo, hi}
+		rounds := make([]float64, n)
+		for i := range rounds {
+			rounds[i] = change(va.Runs[i], vb.Runs[i])
+		}
+		h.RoundNoise = noiseSigmas * stats.Spread(rounds)
+		h.Significance, h.Reason = pairedSignificance(h.Change, *h.Interval, h.RoundNoise)
+		return h
+	}
 	lo, hi := stats.ChangeInterval(va.Runs, vb.Runs, change)
 	h.Interval = &[2]float64{lo, hi}
+	if d := drifted(va, vb); d != "" {
+		h.Significance, h.Reason = NotSignificant, d
+		return h
+	}
 	h.Significance, h.Reason = significance(h.Change, *h.Interval, *va.Noise, *vb.Noise)
 	return h
+}
+
+// pairedSignificance is significance for interleaved runs: the interval
+// over rounds must exclude zero, the change must exceed the noise of the
+// rounds' own changes (two robust standard deviations, as diagnose's
+// baseline noise) and be material, as a condition's loss must be to make a
+// bottleneck.
+func pairedSignificance(change float64, iv [2]float64, noise float64) (class, reason string) {
+	ivs := fmt.Sprintf("[%s, %s]", pct(iv[0]), pct(iv[1]))
+	switch {
+	case iv[0] <= 0 && iv[1] >= 0:
+		return NotSignificant, fmt.Sprintf("changed %s but the 95%% interval over the rounds %s reaches zero: use more --repeat to tell a small change from none", pct(change), ivs)
+	case math.Abs(change) <= noise:
+		return NotSignificant, fmt.Sprintf("changed %s, interval %s, but the rounds' own changes move ±%.0f%%: use more --repeat", pct(change), ivs, noise*100)
+	case math.Abs(change) < materialChange:
+		return NotSignificant, fmt.Sprintf("changed %s, interval %s, beyond the rounds' noise (±%.0f%%), but under the %.0f%% that compare sets out to explain (the change that makes a bottleneck in diagnose)",
+			pct(change), ivs, noise*100, materialChange*100)
+	}
+	return Significant, fmt.Sprintf("changed %s, interval over the interleaved rounds %s excludes zero, beyond the rounds' noise (±%.0f%%)", pct(change), ivs, noise*100)
+}
+
+// drifted says which side's runs trend in the order they ran, "" if
+// neither: a batch that drifts has no stable median, and the change
+// between two medians is then partly the drift.
+func drifted(va, vb Value) string {
+	var parts []string
+	for _, s := range []struct {
+		name string
+		v    Value
+	}{{"A", va}, {"B", vb}} {
+		if d := s.v.Drift; d != nil {
+			dir := "rose"
+			if d.Change < 0 {
+				dir = "fell"
+			}
+			parts = append(parts, fmt.Sprintf("%s's runs %s %s from the first to the last (a trend in the order they ran, p=%.2g)", s.name, dir, pct(d.Change), d.P))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return strings.Join(parts, "; ") + ": the machine drifted or state built up from run to run, so a median of those runs is no stable figure and the change between the medians is partly the drift; " + driftAdvice
 }
 
 // significance decides whether a change between two sets of repeats is

@@ -51,6 +51,33 @@ func TestHeadline(t *testing.T) {
 				withRepeats(b, 0.02, 465, 470, 460, 468, 462)
 			},
 			sig: NotSignificant, change: -0.07, words: "is 7% slower", reason: "under the 10% that two batches of identical runs"},
+		// Regression: A's five runs fell steadily (41,422 down to 33,461)
+		// while B's did not, and two identical configurations were called
+		// "B is 16% faster". A batch that trends has no stable median.
+		{name: "one side's runs drift", a: sqliteRun, b: sqliteRun,
+			edit: func(a, b *model.Run) {
+				withRepeats(a, 0.15, 41422, 39310, 38698, 38314, 33461)
+				a.Experiments.BaselineDrift = &model.Drift{Change: -0.2, P: 0.017}
+				withRepeats(b, 0.04, 44733, 45100, 44000, 44900, 44500)
+			},
+			sig: NotSignificant, change: math.NaN(), reason: "A's runs fell -20% from the first to the last"},
+		// Interleaved, the rounds pair up: the machine's speed moved 30%
+		// from round to round, which the paired interval removes. B is 15%
+		// faster in every round.
+		{name: "interleaved runs are paired", a: sqliteRun, b: sqliteRun,
+			edit: func(a, b *model.Run) {
+				withRepeats(a, 0.2, 500, 650, 450, 600, 400)
+				withRepeats(b, 0.2, 575, 747.5, 517.5, 690, 460)
+				a.Experiments.Pair = &model.Pair{ID: "x", Side: "A"}
+				b.Experiments.Pair = &model.Pair{ID: "x", Side: "B"}
+			},
+			sig: Significant, change: 0.15, words: "is 15% faster", reason: "excludes zero"},
+		{name: "the same runs unpaired span the drift", a: sqliteRun, b: sqliteRun,
+			edit: func(a, b *model.Run) {
+				withRepeats(a, 0.2, 500, 650, 450, 600, 400)
+				withRepeats(b, 0.2, 575, 747.5, 517.5, 690, 460)
+			},
+			sig: NotSignificant, change: 0.15, reason: "reaches zero"},
 		{name: "a command's wall time: lower is better", a: commandRun, b: commandRun,
 			edit: func(a, b *model.Run) {
 				withRepeats(a, 0.01, 10, 10.1, 9.9)

@@ -20,7 +20,14 @@ const materialChange = 0.10
 // `diagnose --conditions baseline --repeat 5 sqlite --rows 500` runs, one
 // after the other on the development VM, were 7% apart (interval [-9%,
 // -1%], noise ±6% and ±4%) and 9% apart (interval [-2%, +14%]).
-const driftNote = "that two batches of identical runs made one after the other drift apart on a shared machine: alternate A's and B's runs on one machine to tell a change this small"
+const driftNote = "that two batches of identical runs made one after the other drift apart on a shared machine: " + driftAdvice
+
+// noiseSigmas: a side's noise, and the rounds' noise of an interleaved
+// comparison, are two robust standard deviations (analyze's noiseSigmas).
+const noiseSigmas = 2
+
+// driftAdvice is how to compare without drift between batches.
+const driftAdvice = "run A and B interleaved on one machine (perfsleuth compare --run 'A's workload' --run 'B's workload')"
 
 // minCauseShare: a candidate cause is named only when its evidence accounts
 // for at least a tenth of the headline's time difference; smaller ones are

@@ -12,9 +12,7 @@ package experiment
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -24,9 +22,6 @@ import (
 	"github.com/perfsleuth/perfsleuth/internal/analyze"
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/probe"
-	"github.com/perfsleuth/perfsleuth/internal/runner"
-	"github.com/perfsleuth/perfsleuth/internal/stats"
-	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
 	"github.com/perfsleuth/perfsleuth/internal/target"
 )
 
@@ -38,6 +33,11 @@ type Spec struct {
 	// Conditions to run (baseline is added when missing).
 	Conditions []string
 	Repeat     int
+	// MaxRepeat caps the runs per condition when some condition is still
+	// inconclusive after Repeat: rounds are added, interleaved, until none
+	// is or MaxRepeat is reached (hyperfine's --max-runs). Repeat or less:
+	// no extra round.
+	MaxRepeat int
 	// Budget caps the experiment's total time; 0: no cap.
 	Budget time.Duration
 	// Metric, for a command: a regex whose first group is the number to
@@ -111,50 +111,34 @@ func Run(ctx context.Context, spec Spec, hooks Hooks) (*model.Run, error) {
 	if err != nil {
 		return nil, err
 	}
+	sd, err := newSide(spec)
+	if err != nil {
+		return nil, err
+	}
+	defer sd.remove()
 	cwd, err := os.Getwd()
 	if err != nil {
 		return nil, err
 	}
-	e := &env{exe: exe, cpus: cpus, ioShare: spec.IOShare, ioPeak: spec.IOPeak, stateDir: cwd, workDir: cwd}
+	e := &env{exe: exe, cpus: cpus, ioShare: spec.IOShare, ioPeak: spec.IOPeak, stateDir: cwd, workDir: sd.dir, store: sd.store}
 	if spec.IOPeak > 0 {
 		e.peakDoc = "given with --io-peak"
 	}
-
-	// A built-in benchmark works in a directory the experiment makes and
-	// removes, so that its files are laid out once and reused by every run.
-	var builtin *model.Target
 	if spec.Target != nil {
-		t := cloneTarget(*spec.Target)
-		parent := target.DirOf(&t)
-		if parent == "" {
-			parent = "."
-		}
-		dir, err := os.MkdirTemp(parent, "perfsleuth-diagnose-")
-		if err != nil {
-			return nil, fmt.Errorf("cannot create a working directory in %s (%w): cd to a writable directory or give --dir", parent, err)
-		}
-		defer os.RemoveAll(dir)
-		abs, _ := filepath.Abs(dir)
-		setTargetDir(&t, abs)
-		builtin = &t
-		e.workDir, e.evict = abs, []string{abs}
-	} else {
-		for _, p := range spec.Evict {
-			abs, err := filepath.Abs(p)
-			if err != nil {
-				return nil, err
-			}
-			if _, err := os.Stat(abs); err != nil {
-				return nil, fmt.Errorf("--evict %s: %w", p, err)
-			}
-			e.evict = append(e.evict, abs)
-		}
+		e.evict = []string{sd.dir}
 	}
-	if st, err := sysinfo.StorageOf(e.workDir); err == nil {
-		e.store = st
+	for _, p := range spec.Evict {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := os.Stat(abs); err != nil {
+			return nil, fmt.Errorf("--evict %s: %w", p, err)
+		}
+		e.evict = append(e.evict, abs)
 	}
 
-	ex := &model.Experiments{Measure: measureOf(spec), Repeat: spec.Repeat}
+	ex := &model.Experiments{Measure: sd.measure, Repeat: spec.Repeat}
 	var conds []*condition
 	for _, n := range names {
 		c := conditions[n]
@@ -180,19 +164,19 @@ func Run(ctx context.Context, spec Spec, hooks Hooks) (*model.Run, error) {
 		return nil, fmt.Errorf("no condition besides baseline can be applied here: %v", ex.Skipped)
 	}
 
-	x := &experimenter{spec: spec, target: builtin, env: e, hooks: hooks, ex: ex, conds: conds}
+	x := &experimenter{spec: spec, side: sd, env: e, hooks: hooks, ex: ex, conds: conds}
 	return x.run(ctx)
 }
 
 type experimenter struct {
-	spec   Spec
-	target *model.Target
-	env    *env
-	hooks  Hooks
-	ex     *model.Experiments
-	conds  []*condition
-	// baselines are the baseline runs' full records, by condition run index.
-	baselines []*model.Run
+	spec  Spec
+	side  *side
+	env   *env
+	hooks Hooks
+	ex    *model.Experiments
+	conds []*condition
+	// baselines are the baseline runs, in the order they ran.
+	baselines []*result
 	notes     []string
 }
 
@@ -235,7 +219,7 @@ func (x *experimenter) run(ctx context.Context) (*model.Run, error) {
 			break
 		}
 		if x.hooks.Status != nil {
-			s := Status{Condition: x.conds[ci].name, Repeat: done[ci] + 1, Repeats: repeats, Seq: seq + 1, Runs: len(order)}
+			s := Status{Condition: x.conds[ci].name, Repeat: done[ci] + 1, Repeats: repeats + x.ex.Extended, Seq: seq + 1, Runs: len(order)}
 			avg := time.Since(start) / time.Duration(seq+1)
 			s.Left = avg * time.Duration(len(order)-seq)
 			x.hooks.Status(s)
@@ -255,11 +239,38 @@ func (x *experimenter) run(ctx context.Context) (*model.Run, error) {
 			break
 		}
 		done[ci]++
+		// At the end of the planned rounds, a condition still
+		// inconclusive gets another round of every condition, up to
+		// MaxRepeat: "use more --repeat" done instead of said.
+		if seq == len(order)-1 && repeats+x.ex.Extended < x.spec.MaxRepeat && x.undecided() {
+			n := len(x.conds)
+			r := repeats + x.ex.Extended
+			for i := 0; i < n; i++ {
+				order = append(order, (i+r)%n)
+			}
+			x.ex.Extended++
+		}
 	}
 	if len(x.baselines) == 0 {
 		return nil, target.ErrInterrupted
 	}
 	return x.record(ctx), nil
+}
+
+// undecided says whether a condition is inconclusive with the runs so far
+// (analyze's classes, on a copy).
+func (x *experimenter) undecided() bool {
+	ex := *x.ex
+	ex.Conditions = slices.Clone(x.ex.Conditions)
+	if !analyze.Conditions(&ex) {
+		return false
+	}
+	for _, c := range ex.Conditions {
+		if c.Class == analyze.Inconclusive && len(c.Runs) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // warnings collected for the final record.
@@ -316,86 +327,35 @@ func (x *experimenter) once(ctx context.Context, ci, seq int) (*model.Run, error
 		}
 		return nil, fmt.Errorf("%s: %w", c.name, err)
 	}
-	opts := runner.Options{Probe: x.spec.Observe, BeforeRun: before}
-	if x.spec.Probes != nil {
-		opts.Probes = x.spec.Probes()
-	}
-	var out *outputTail
-	var t target.Target
-	if x.target != nil {
-		builtin := x.spec.Builtin
-		if builtin == nil {
-			builtin = target.NewBuiltin
-		}
-		t = builtin(cloneTarget(*x.target), target.Hooks{Phase: x.hooks.Phase, Progress: x.hooks.Progress})
-	} else {
-		out = newOutputTail(x.spec.Metric)
-		t = target.NewCommand(x.spec.Argv, target.CommandOptions{Output: out})
-	}
-	run, err := runner.Observe(ctx, t, opts)
+	res, settled, err := x.side.once(ctx, before, x.hooks)
 	if err != nil {
-		if errors.Is(err, target.ErrInterrupted) {
+		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("%s: %w", c.name, err)
-	}
-	if run.Interrupted {
-		return run, nil
-	}
-	value, err := x.value(run, out)
-	if err != nil {
 		return nil, fmt.Errorf("%s run %d: %w", c.name, seq, err)
 	}
+	if res.run.Interrupted {
+		return res.run, nil
+	}
 	if seq == 0 {
-		x.ex.Warmup = value
-		return run, nil
-	}
-	analyze.Run(run)
-	r := model.ExperimentRun{Seq: seq, Value: value}
-	if v := run.Verdict; v != nil {
-		r.Primary = v.Primary
-	}
-	if ta := run.TimeAccounting; ta != nil && ta.Source == "ebpf" {
-		r.CPUSec = ta.Total[model.CatCPU]
-		r.CPUWaitSec = ta.Total[model.CatCPUWait]
-		r.StorageSec = ta.Total[model.CatStorageRead] + ta.Total[model.CatStorageWrite] + ta.Total[model.CatStorageSync]
+		x.ex.Warmup = res.value
+		return res.run, nil
 	}
 	cond := &x.ex.Conditions[ci]
-	cond.Runs = append(cond.Runs, r)
+	cond.Runs = append(cond.Runs, res.experimentRun(seq, settled))
 	x.ex.Order = append(x.ex.Order, fmt.Sprintf("%s#%d", c.name, len(cond.Runs)))
 	if c.name == "baseline" {
-		x.baselines = append(x.baselines, run)
+		x.baselines = append(x.baselines, res)
 	}
-	return run, nil
+	return res.run, nil
 }
 
 // record assembles the result: the baseline run with the median measure,
 // with the experiments attached.
 func (x *experimenter) record(ctx context.Context) *model.Run {
-	var base *model.Condition
-	for i := range x.ex.Conditions {
-		if x.ex.Conditions[i].Name == "baseline" {
-			base = &x.ex.Conditions[i]
-		}
-	}
-	med := stats.Median(values(base.Runs))
-	best := 0
-	for i, r := range base.Runs {
-		if math.Abs(r.Value-med) < math.Abs(base.Runs[best].Value-med) {
-			best = i
-		}
-	}
-	run := x.baselines[best]
+	run := medianRun(x.baselines)
 	run.Experiments = x.ex
 	run.Warnings = append(run.Warnings, x.notes...)
 	run.Interrupted = ctx.Err() != nil
 	return run
-}
-
-func values(rs []model.ExperimentRun) []float64 {
-	v := make([]float64, len(rs))
-	for i, r := range rs {
-		v[i] = r.Value
-	}
-	return v
 }

@@ -207,3 +207,73 @@ func TestSchedule(t *testing.T) {
 	}
 	_ = filepath.Join
 }
+
+// TestRunExtendsWhileInconclusive: runs that move by a factor of three
+// from one to the next leave every condition inconclusive, so rounds are
+// added up to MaxRepeat, interleaved like the planned ones, and the record
+// says so.
+func TestRunExtendsWhileInconclusive(t *testing.T) {
+	inDir(t)
+	log := &probetest.Log{}
+	testCondition(t, log, nil)
+	spec := nullSpec(log, model.NullConfig{}, "baseline", "test-load")
+	spec.MaxRepeat = 5
+	calls := 0
+	spec.Builtin = func(tg model.Target, h target.Hooks) target.Target {
+		calls++
+		c := *tg.Null
+		c.Ops, c.DurationSec = 100000, []float64{0.01, 0.03, 0.02}[calls%3]
+		tg.Null = &c
+		return target.NewInProcess(tg, h)
+	}
+	run, err := Run(context.Background(), spec, Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex := run.Experiments
+	if ex.Extended != 2 {
+		t.Errorf("extended by %d rounds, want 2 (from 3 to --max-repeat 5)", ex.Extended)
+	}
+	for _, c := range ex.Conditions {
+		if len(c.Runs) != 5 {
+			t.Errorf("%s: %d runs, want 5", c.Name, len(c.Runs))
+		}
+	}
+	if calls != 11 || len(ex.Order) != 10 {
+		t.Errorf("%d runs made (want a warm-up and 10), order %v", calls, ex.Order)
+	}
+}
+
+// TestPairInterleaves: a comparison alternates A and B within rounds, so
+// that each pair of runs ran back to back, and each record carries its own
+// runs and the pair they belong to.
+func TestPairInterleaves(t *testing.T) {
+	dir := inDir(t)
+	log := &probetest.Log{}
+	a := nullSpec(log, model.NullConfig{Ops: 1000, DurationSec: 0.01})
+	b := nullSpec(log, model.NullConfig{Ops: 1000, DurationSec: 0.02})
+	ra, rb, err := Pair(context.Background(), PairSpec{A: a, B: b, Repeat: 4}, Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"A#1", "B#1", "B#2", "A#2", "A#3", "B#3", "B#4", "A#4"}
+	for _, r := range []*model.Run{ra, rb} {
+		ex := r.Experiments
+		if !slices.Equal(ex.Order, want) {
+			t.Errorf("order %v, want %v", ex.Order, want)
+		}
+		if len(ex.Conditions) != 1 || len(ex.Conditions[0].Runs) != 4 || ex.Pair == nil {
+			t.Fatalf("experiments %+v", ex)
+		}
+	}
+	if ra.Experiments.Pair.ID != rb.Experiments.Pair.ID || ra.Experiments.Pair.Side != "A" || rb.Experiments.Pair.Side != "B" {
+		t.Errorf("pairs %+v %+v", ra.Experiments.Pair, rb.Experiments.Pair)
+	}
+	// B sleeps twice as long: its ops/s are about half of A's.
+	if va, vb := ra.Experiments.Conditions[0].Runs[0].Value, rb.Experiments.Conditions[0].Runs[0].Value; vb > 0.7*va {
+		t.Errorf("A %v ops/s, B %v: B is not the slower", va, vb)
+	}
+	if left, _ := os.ReadDir(dir); len(left) != 0 {
+		t.Errorf("left in the directory: %v", left)
+	}
+}

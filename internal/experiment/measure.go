@@ -29,7 +29,7 @@ func measureOf(spec Spec) model.Measure {
 }
 
 // value is a finished run's measure.
-func (x *experimenter) value(run *model.Run, out *outputTail) (float64, error) {
+func (s *side) value(run *model.Run, out *outputTail) (float64, error) {
 	res := run.Result
 	if res == nil {
 		return 0, fmt.Errorf("the run has no result")
@@ -65,14 +65,14 @@ func (x *experimenter) value(run *model.Run, out *outputTail) (float64, error) {
 	case res.Command != nil:
 		c := res.Command
 		if c.ExitCode != 0 {
-			return 0, fmt.Errorf("%s exited with status %d%s: diagnose compares runs that succeed; its last output:\n%s", x.spec.Argv[0], c.ExitCode, target.SignalSuffix(c.Signal), out.tail())
+			return 0, fmt.Errorf("%s exited with status %d%s: diagnose compares runs that succeed; its last output:\n%s", s.argv[0], c.ExitCode, target.SignalSuffix(c.Signal), out.tail())
 		}
-		if x.spec.Metric == nil {
+		if s.metric == nil {
 			return c.WallSec, nil
 		}
 		vals := out.values()
 		if len(vals) == 0 {
-			return 0, fmt.Errorf("--metric %q matched no line of %s's output (its first group must be a number); its last output:\n%s", x.spec.Metric, x.spec.Argv[0], out.tail())
+			return 0, fmt.Errorf("--metric %q matched no line of %s's output (its first group must be a number); its last output:\n%s", s.metric, s.argv[0], out.tail())
 		}
 		return stats.Median(vals), nil
 	}

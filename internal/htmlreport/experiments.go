@@ -77,6 +77,9 @@ func experimentsSection(run *model.Run) *section {
 		s.h3("How each condition was applied")
 		s.kvs(settings)
 	}
+	if len(x.Notes) > 0 {
+		s.list(x.Notes)
+	}
 	if ex.Incomplete {
 		s.warn("the experiment stopped early: the conditions hold only the runs that finished")
 	}

@@ -13,15 +13,47 @@ type Experiments struct {
 	Warmup float64 `json:"warmup"`
 	// Order is the order the runs were made in ("baseline#1", "io-pressure#1", ...).
 	Order []string `json:"order"`
-	// BaselineNoise is the largest relative deviation of a baseline run from
-	// the baseline median: how much the workload moves with nothing changed.
-	BaselineNoise float64     `json:"baseline_noise"`
+	// BaselineNoise is how far a single baseline run lands from the
+	// baseline median, relative to it: two robust standard deviations
+	// (1.4826 × MAD), the band about 95% of the unchanged workload's runs
+	// fall in. One outlier run cannot set it.
+	BaselineNoise float64 `json:"baseline_noise"`
+	// BaselineDrift is set when the baseline runs, in the order they ran,
+	// trend up or down beyond chance: the machine drifted, or state built
+	// up from run to run.
+	BaselineDrift *Drift      `json:"baseline_drift,omitempty"`
 	Conditions    []Condition `json:"conditions"`
 	// Skipped lists the conditions asked for that this host cannot apply, and why.
 	Skipped []SkippedCondition `json:"skipped,omitempty"`
 	// Incomplete is true when the experiment stopped early (Ctrl-C, a failed
 	// run, the budget): the conditions hold only the runs that finished.
 	Incomplete bool `json:"incomplete,omitempty"`
+	// Extended counts the rounds run beyond Repeat because a condition was
+	// still inconclusive (up to --max-repeat).
+	Extended int `json:"extended,omitempty"`
+	// Pair is set when the runs were made interleaved with another
+	// workload's, for a comparison (`perfsleuth compare --run A --run B`):
+	// then run i of this record and run i of the other ran in the same
+	// round, one right after the other.
+	Pair *Pair `json:"pair,omitempty"`
+}
+
+// Pair ties the two records of an interleaved comparison together.
+type Pair struct {
+	// ID is the same in both records, and in no other.
+	ID string `json:"id"`
+	// Side is "A" or "B".
+	Side string `json:"side"`
+}
+
+// Drift is a monotone trend of a series of runs in the order they ran
+// (Mann-Kendall test; Sen's slope).
+type Drift struct {
+	// Change is how far the series moved from its first run to its last
+	// along Sen's slope, relative to its median (-0.2: it fell by a fifth).
+	Change float64 `json:"change"`
+	// P is the two-sided p-value of the trend.
+	P float64 `json:"p"`
 }
 
 // Measure describes a run's number.
@@ -69,6 +101,9 @@ type ExperimentRun struct {
 	CPUSec     float64 `json:"cpu_sec,omitempty"`
 	CPUWaitSec float64 `json:"cpu_wait_sec,omitempty"`
 	StorageSec float64 `json:"storage_sec,omitempty"`
+	// SettleSec is how long the run waited, before it started, for the
+	// previous run's writes to reach the device (diagnose settles each run).
+	SettleSec float64 `json:"settle_sec,omitempty"`
 }
 
 // SkippedCondition is a condition that could not be applied here.

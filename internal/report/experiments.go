@@ -78,6 +78,9 @@ func (d *doc) experiments(run *model.Run) {
 			d.wrapped("  "+c.Name+" is inconclusive: ", "      ", c.Reason)
 		}
 	}
+	for _, n := range x.Notes {
+		d.wrapped("  - ", "    ", n)
+	}
 	if ex.Incomplete {
 		d.wrapped("  "+d.paint(ansiRed, "!")+" ", "    ", "the experiment stopped early: the conditions hold only the runs that finished")
 	}

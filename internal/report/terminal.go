@@ -45,7 +45,10 @@ func Terminal(run *model.Run, o Options) []byte {
 func (d *doc) title(run *model.Run) {
 	t := rows.TitleOf(run)
 	verb := t.Verb
-	if t.Verb == "diagnose" {
+	switch {
+	case t.Side != "":
+		verb = fmt.Sprintf("%s (side %s: its run with the median result; %d runs of A and B, interleaved)", t.Verb, t.Side, t.Runs)
+	case t.Verb == "diagnose":
 		verb = fmt.Sprintf("diagnose (the baseline run with the median result, of %d runs)", t.Runs)
 	}
 	head := "perfsleuth " + verb + " · " + t.What

@@ -27,9 +27,11 @@ func (f *fakeTarget) Start(ctx context.Context) error {
 	f.log.Add("target start")
 	return f.startErr
 }
-func (f *fakeTarget) Model() model.Target { return model.Target{Kind: "null", Null: &model.NullConfig{}} }
-func (f *fakeTarget) Dir() string         { return "" }
-func (f *fakeTarget) Pids() []int         { return []int{os.Getpid()} }
+func (f *fakeTarget) Model() model.Target {
+	return model.Target{Kind: "null", Null: &model.NullConfig{}}
+}
+func (f *fakeTarget) Dir() string { return "" }
+func (f *fakeTarget) Pids() []int { return []int{os.Getpid()} }
 func (f *fakeTarget) Wait(ctx context.Context) (target.Outcome, error) {
 	f.log.Add("target wait")
 	if f.runErr != nil {

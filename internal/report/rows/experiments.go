@@ -15,6 +15,9 @@ type Experiments struct {
 	// Accounting is what the busy threads did under each condition that
 	// finished a run; nil when no run has an accounting.
 	Accounting []CondAccounting
+	// Notes say what qualifies the runs: the baseline drifted, more
+	// rounds were run than planned.
+	Notes []string
 }
 
 // CondRow is one condition.
@@ -69,7 +72,25 @@ func ExperimentsOf(ex *model.Experiments) Experiments {
 	if !seen {
 		out.Accounting = nil
 	}
+	out.Notes = experimentNotes(ex)
 	return out
+}
+
+// experimentNotes says what qualifies an experiment's runs.
+func experimentNotes(ex *model.Experiments) []string {
+	var notes []string
+	if d := ex.BaselineDrift; d != nil {
+		dir := "rose"
+		if d.Change < 0 {
+			dir = "fell"
+		}
+		notes = append(notes, fmt.Sprintf("the baseline runs %s %s from the first to the last, a trend in the order they ran (p=%.2g): the machine drifted or state built up from run to run; conditions are interleaved with the baseline, so each faced the same drift, but the noise is wider for it",
+			dir, Pct(d.Change), d.P))
+	}
+	if ex.Extended > 0 {
+		notes = append(notes, fmt.Sprintf("%d more round(s) of every condition were run after the %d planned, because a condition was still inconclusive (--max-repeat)", ex.Extended, ex.Repeat))
+	}
+	return notes
 }
 
 // ChangeFrom returns a run's change in performance against base (a

@@ -11,10 +11,12 @@ import (
 
 // Title is what ran, as the first line of a view says it.
 type Title struct {
-	// Verb is "bench", "observe" or "diagnose".
+	// Verb is "bench", "observe", "diagnose" or "compare --run".
 	Verb string
-	// Runs is how many runs a diagnose made in all.
+	// Runs is how many runs a diagnose (or an interleaved comparison) made
+	// in all; Side is the comparison's side, "A" or "B".
 	Runs        int
+	Side        string
 	What        string
 	Interrupted bool
 }
@@ -27,6 +29,9 @@ func TitleOf(run *model.Run) Title {
 	}
 	if ex := run.Experiments; ex != nil {
 		t.Verb, t.Runs = "diagnose", len(ex.Order)
+		if ex.Pair != nil {
+			t.Verb, t.Side = "compare --run", ex.Pair.Side
+		}
 	}
 	return t
 }

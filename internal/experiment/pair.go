@@ -1,0 +1,121 @@
+package experiment
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"time"
+
+	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/target"
+)
+
+// PairSpec is two workloads to compare, run interleaved: each round runs
+// both, one right after the other, the order alternating from round to
+// round (A B, B A, A B, ...). A machine that drifts, or state that builds
+// up from run to run, then weighs on both alike instead of posing as a
+// difference between two batches made one after the other.
+type PairSpec struct {
+	// A and B say each workload (Target, or Argv with Metric), and how it
+	// is observed; their Conditions, Budget and IO settings are unused.
+	A, B Spec
+	// Repeat is the rounds: runs per workload.
+	Repeat int
+}
+
+// Pair runs the comparison and returns one record per workload: its run
+// with the median measure, carrying its runs as diagnose baseline runs and
+// the pair they belong to (model.Experiments.Pair), so that compare pairs
+// run i of A with run i of B. When ctx ends, the rounds that finished are
+// kept and the records say they are incomplete.
+func Pair(ctx context.Context, ps PairSpec, hooks Hooks) (a, b *model.Run, err error) {
+	if ps.Repeat < MinRepeat {
+		return nil, nil, fmt.Errorf("%d runs per workload: use %d or more", ps.Repeat, MinRepeat)
+	}
+	sides := make([]*side, 2)
+	for i, spec := range []Spec{ps.A, ps.B} {
+		if sides[i], err = newSide(spec); err != nil {
+			return nil, nil, err
+		}
+		defer sides[i].remove()
+	}
+	names := []string{"A", "B"}
+	id := make([]byte, 8)
+	rand.Read(id)
+	exs := make([]*model.Experiments, 2)
+	for i, s := range sides {
+		exs[i] = &model.Experiments{Measure: s.measure, Repeat: ps.Repeat, Pair: &model.Pair{ID: hex.EncodeToString(id), Side: names[i]},
+			Conditions: []model.Condition{{Name: "baseline", Settings: []string{"interleaved with " + names[1-i] + "'s runs, the order alternating by round"}}}}
+	}
+
+	// A warm-up run of each, not counted: caches filled the way every
+	// later run finds them, and the plan's timing.
+	start := time.Now()
+	for i, s := range sides {
+		if hooks.Status != nil {
+			hooks.Status(Status{Condition: names[i] + " warm-up", Repeat: 1, Repeats: 1})
+		}
+		res, _, err := s.once(ctx, nil, hooks)
+		switch {
+		case ctx.Err() != nil || (res != nil && res.run.Interrupted):
+			return nil, nil, target.ErrInterrupted
+		case err != nil:
+			return nil, nil, fmt.Errorf("%s's warm-up run: %w", names[i], err)
+		}
+		exs[i].Warmup = res.value
+	}
+	perRound := time.Since(start)
+	if hooks.Plan != nil {
+		hooks.Plan([]string{fmt.Sprintf("plan: %d rounds of A and B, the order alternating, about %s a round (the warm-up runs took that), about %s in all",
+			ps.Repeat, perRound.Round(100*time.Millisecond), (time.Duration(ps.Repeat) * perRound).Round(time.Second))})
+	}
+
+	results := make([][]*result, 2)
+	var order []string
+	incomplete := false
+	var notes []string
+rounds:
+	for r := 0; r < ps.Repeat; r++ {
+		for k := 0; k < 2; k++ {
+			// A B in even rounds, B A in odd ones.
+			i := k
+			if r%2 == 1 {
+				i = 1 - k
+			}
+			if hooks.Status != nil {
+				hooks.Status(Status{Condition: names[i], Repeat: r + 1, Repeats: ps.Repeat, Seq: len(order) + 1, Runs: 2 * ps.Repeat,
+					Left: perRound * time.Duration(ps.Repeat-r)})
+			}
+			res, settled, err := sides[i].once(ctx, nil, hooks)
+			if ctx.Err() != nil || (res != nil && res.run.Interrupted) {
+				incomplete = true
+				break rounds
+			}
+			if err != nil {
+				incomplete = true
+				notes = append(notes, fmt.Sprintf("stopped: %s's run %d failed: %v", names[i], r+1, err))
+				if len(results[0]) == 0 || len(results[1]) == 0 {
+					return nil, nil, fmt.Errorf("%s's run %d: %w", names[i], r+1, err)
+				}
+				break rounds
+			}
+			results[i] = append(results[i], res)
+			order = append(order, fmt.Sprintf("%s#%d", names[i], len(results[i])))
+			exs[i].Conditions[0].Runs = append(exs[i].Conditions[0].Runs, res.experimentRun(len(order), settled))
+		}
+	}
+	if len(results[0]) == 0 || len(results[1]) == 0 {
+		return nil, nil, target.ErrInterrupted
+	}
+	runs := make([]*model.Run, 2)
+	for i := range sides {
+		exs[i].Order = order
+		exs[i].Incomplete = incomplete
+		runs[i] = medianRun(results[i])
+		runs[i].Experiments = exs[i]
+		runs[i].Warnings = append(runs[i].Warnings, notes...)
+		runs[i].Interrupted = ctx.Err() != nil
+	}
+	return runs[0], runs[1], nil
+}

@@ -1,0 +1,164 @@
+package experiment
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"time"
+
+	"github.com/perfsleuth/perfsleuth/internal/analyze"
+	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/probe"
+	"github.com/perfsleuth/perfsleuth/internal/runner"
+	"github.com/perfsleuth/perfsleuth/internal/stats"
+	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
+	"github.com/perfsleuth/perfsleuth/internal/target"
+)
+
+// side is one workload an experiment runs again and again: a built-in
+// benchmark in a directory the experiment made, or a command. diagnose has
+// one; a comparison (Pair) has two.
+type side struct {
+	// target is a built-in benchmark; nil for a command (argv).
+	target *model.Target
+	argv   []string
+	// metric, for a command: the number its output prints; nil: its wall
+	// time.
+	metric  *regexp.Regexp
+	measure model.Measure
+	// dir is where its files are: the directory made for a built-in
+	// benchmark, perfsleuth's own for a command; store the file system
+	// behind it, when known.
+	dir    string
+	store  *model.Storage
+	remove func()
+
+	observe probe.Options
+	probes  func() []probe.Probe
+	builtin func(t model.Target, hooks target.Hooks) target.Target
+}
+
+// newSide prepares a workload for repeated runs: a built-in benchmark gets
+// a directory of its own, made and removed by the experiment, so that its
+// files are laid out once and reused by every run.
+func newSide(spec Spec) (*side, error) {
+	s := &side{argv: spec.Argv, metric: spec.Metric, measure: measureOf(spec), observe: spec.Observe, probes: spec.Probes,
+		builtin: spec.Builtin, remove: func() {}}
+	if s.builtin == nil {
+		s.builtin = target.NewBuiltin
+	}
+	cwd, err := os.Getwd()
+	if err != nil {
+		return nil, err
+	}
+	s.dir = cwd
+	if spec.Target != nil {
+		t := cloneTarget(*spec.Target)
+		parent := target.DirOf(&t)
+		if parent == "" {
+			parent = "."
+		}
+		dir, err := os.MkdirTemp(parent, "perfsleuth-diagnose-")
+		if err != nil {
+			return nil, fmt.Errorf("cannot create a working directory in %s (%w): cd to a writable directory or give --dir", parent, err)
+		}
+		s.remove = func() { os.RemoveAll(dir) }
+		abs, _ := filepath.Abs(dir)
+		setTargetDir(&t, abs)
+		s.target, s.dir = &t, abs
+	}
+	if st, err := sysinfo.StorageOf(s.dir); err == nil {
+		s.store = st
+	}
+	return s, nil
+}
+
+// disks are the disks behind the side's directory.
+func (s *side) disks() []string {
+	if s.store == nil {
+		return nil
+	}
+	return s.store.Disks
+}
+
+// result is one run of a side: its record, analysed, and its measure.
+type result struct {
+	run   *model.Run
+	value float64
+}
+
+// once makes one observed run: it settles the device (the previous run's
+// writes reach it first), calls before with the workload's processes once
+// they are ready, and measures the run. A run the user interrupted is
+// returned with no error and its record marked interrupted.
+func (s *side) once(ctx context.Context, before func([]int) error, hooks Hooks) (*result, time.Duration, error) {
+	settled := settle(ctx, s.dir, s.disks())
+	opts := runner.Options{Probe: s.observe, BeforeRun: before}
+	if s.probes != nil {
+		opts.Probes = s.probes()
+	}
+	var out *outputTail
+	var t target.Target
+	if s.target != nil {
+		t = s.builtin(cloneTarget(*s.target), target.Hooks{Phase: hooks.Phase, Progress: hooks.Progress})
+	} else {
+		out = newOutputTail(s.metric)
+		t = target.NewCommand(s.argv, target.CommandOptions{Output: out})
+	}
+	run, err := runner.Observe(ctx, t, opts)
+	if err != nil {
+		if errors.Is(err, target.ErrInterrupted) {
+			return nil, settled, ctx.Err()
+		}
+		return nil, settled, err
+	}
+	if run.Interrupted {
+		return &result{run: run}, settled, nil
+	}
+	value, err := s.value(run, out)
+	if err != nil {
+		return nil, settled, err
+	}
+	analyze.Run(run)
+	return &result{run: run, value: value}, settled, nil
+}
+
+// experimentRun is what the record keeps of one run.
+func (r *result) experimentRun(seq int, settled time.Duration) model.ExperimentRun {
+	e := model.ExperimentRun{Seq: seq, Value: r.value, SettleSec: settled.Seconds()}
+	if v := r.run.Verdict; v != nil {
+		e.Primary = v.Primary
+	}
+	if ta := r.run.TimeAccounting; ta != nil && ta.Source == "ebpf" {
+		e.CPUSec = ta.Total[model.CatCPU]
+		e.CPUWaitSec = ta.Total[model.CatCPUWait]
+		e.StorageSec = ta.Total[model.CatStorageRead] + ta.Total[model.CatStorageWrite] + ta.Total[model.CatStorageSync]
+	}
+	return e
+}
+
+// medianRun is the run whose measure is closest to the median of all.
+func medianRun(rs []*result) *model.Run {
+	vals := make([]float64, len(rs))
+	for i, r := range rs {
+		vals[i] = r.value
+	}
+	med := stats.Median(vals)
+	best := 0
+	for i, v := range vals {
+		if abs(v-med) < abs(vals[best]-med) {
+			best = i
+		}
+	}
+	return rs[best].run
+}
+
+func abs(x float64) float64 {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
