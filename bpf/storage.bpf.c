@@ -46,6 +46,9 @@
 #define NR_pwritev2 328
 
 #define REQ_OP_MASK 0xff
+#define REQ_FUA (1U << 17)      /* __REQ_FUA, include/linux/blk_types.h */
+#define REQ_PREFLUSH (1U << 18) /* __REQ_PREFLUSH */
+#define RQF_FLUSH_SEQ (1U << 1) /* __RQF_FLUSH_SEQ, include/linux/blk-mq.h (6.12+; 1 << 4 before) */
 #define REQ_OP_READ 0
 #define REQ_OP_WRITE 1
 #define REQ_OP_FLUSH 2
@@ -56,7 +59,13 @@
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 const volatile bool want_files = false;
+/* Set when the kernel has block_io_start: block_rq_insert then does not
+ * start requests (it fires after io_start for the same request). */
+const volatile bool have_io_start = true;
 __u32 stopped = 0;
+/* armed_ns is set by user space once every program is attached: requests
+ * that started before it are not measured, only counted as unseen. */
+__u64 armed_ns = 0;
 
 /* Shared with timeacct (user space passes its map in, as it does
  * tracked's): each thread's time per category. */
@@ -350,29 +359,88 @@ static __always_inline __u32 owner_of(struct request *rq)
 	return ST_OWNER_OTHER;
 }
 
-/* rq_start records a request's start once, and counts it in flight. */
-static __always_inline void rq_start(struct request *rq, struct st_counters *c)
+/* rqf_flush_seq is RQF_FLUSH_SEQ of the running kernel (a bit of enum
+ * rqf_flags since 6.12, 1 << 4 before). */
+static __always_inline __u32 rqf_flush_seq(void)
 {
-	__u64 key = (__u64)rq;
-	struct st_rq r = {};
-	struct st_disk *d;
+	if (bpf_core_enum_value_exists(enum rqf_flags, __RQF_FLUSH_SEQ))
+		return 1U << bpf_core_enum_value(enum rqf_flags, __RQF_FLUSH_SEQ);
+	return 1U << 4;
+}
 
-	if (stopped || bpf_map_lookup_elem(&rqs, &key))
+/* leave_driver ends a request's stay in the driver (a completion, a
+ * requeue): the disk's counts go down by what its flags say it added. */
+static __always_inline void leave_driver(struct st_rq *r, __u64 now)
+{
+	struct st_disk *d = bpf_map_lookup_elem(&disks, &r->dev);
+
+	if (!(r->flags & ST_RQ_IN_DRIVER))
 		return;
-	r.start_ns = bpf_ktime_get_ns();
-	r.owner = owner_of(rq);
-	d = disk_of(rq_dev(rq));
+	if (r->issue_ns && now > r->issue_ns)
+		r->service_ns += now - r->issue_ns;
+	r->issue_ns = 0;
 	if (d) {
-		r.counted = 1;
-		if (__sync_fetch_and_add(&d->inflight, 1) == 0)
-			d->busy_since = r.start_ns;
+		__sync_fetch_and_add(&d->issued, -1);
+		if (r->flags & ST_RQ_OWN_IN_DRIVER)
+			__sync_fetch_and_add(&d->own_issued, -1);
 	}
-	if (bpf_map_update_elem(&rqs, &key, &r, BPF_ANY) != 0) {
-		if (d && __sync_fetch_and_add(&d->inflight, -1) == 1)
-			__sync_fetch_and_add(&d->busy_ns, r.start_ns - d->busy_since);
+	r->flags &= ~(ST_RQ_IN_DRIVER | ST_RQ_OWN_IN_DRIVER);
+}
+
+/* forget drops a request's entry, taking it out of the driver's counts. */
+static __always_inline void forget(__u64 key, struct st_rq *r, __u64 now)
+{
+	leave_driver(r, now);
+	bpf_map_delete_elem(&rqs, &key);
+}
+
+/* stale forgets an entry still there when its struct request starts
+ * again: its completion was not seen. */
+static __always_inline void stale(__u64 key, struct st_rq *r, __u64 now)
+{
+	struct st_disk *d = bpf_map_lookup_elem(&disks, &r->dev);
+
+	if (d)
+		__sync_fetch_and_add(&d->stale, 1);
+	forget(key, r, now);
+}
+
+/* new_rq makes a request's entry. */
+static __always_inline struct st_rq *new_rq(__u64 key, struct st_rq *r, struct st_counters *c)
+{
+	if (bpf_map_update_elem(&rqs, &key, r, BPF_ANY) != 0) {
 		if (c)
 			c->rq_dropped++;
+		return NULL;
 	}
+	return bpf_map_lookup_elem(&rqs, &key);
+}
+
+/* rq_start records a request's start: it is measured from here. */
+static __always_inline void rq_start(struct request *rq, __u64 now, struct st_counters *c)
+{
+	__u64 key = (__u64)rq;
+	struct st_rq r = {}, *old;
+	__u32 opf;
+
+	if (stopped || !armed_ns)
+		return;
+	old = bpf_map_lookup_elem(&rqs, &key);
+	if (old)
+		stale(key, old, now);
+	opf = BPF_CORE_READ(rq, cmd_flags);
+	r.start_ns = now;
+	r.dev = rq_dev(rq);
+	r.owner = owner_of(rq);
+	r.op = op_of(opf);
+	if ((opf & REQ_PREFLUSH) && BPF_CORE_READ(rq, __data_len) == 0)
+		r.op = ST_OP_PREFLUSH;
+	else if (opf & REQ_PREFLUSH)
+		r.flags |= ST_RQ_PREFLUSH;
+	if (opf & REQ_FUA)
+		r.flags |= ST_RQ_FUA;
+	disk_of(r.dev);
+	new_rq(key, &r, c);
 }
 
 SEC("tp_btf/block_io_start")
@@ -382,7 +450,7 @@ int BPF_PROG(block_io_start, struct request *rq)
 
 	struct st_counters *c = count_run(ST_PROG_IO_START);
 
-	rq_start(rq, c);
+	rq_start(rq, t0, c);
 	work_done(c, ST_PROG_IO_START, t0);
 	return 0;
 }
@@ -394,42 +462,76 @@ int BPF_PROG(block_rq_insert, struct request *rq)
 
 	struct st_counters *c = count_run(ST_PROG_INSERT);
 
-	rq_start(rq, c);
+	if (!have_io_start)
+		rq_start(rq, t0, c);
 	work_done(c, ST_PROG_INSERT, t0);
 	return 0;
 }
 
+/* issued_entry finds the entry of a request being issued, or makes one for
+ * a request that had no start: the flush machinery's FLUSH command, which
+ * starts at its kick (its start_time_ns, as diskstats times it), and a
+ * request that started before the probe was armed, tracked for the depth
+ * only. */
+static __always_inline struct st_rq *issued_entry(struct request *rq, __u64 now, struct st_counters *c)
+{
+	__u64 key = (__u64)rq, kick = 0;
+	struct st_rq r = {}, *e;
+	__u32 opf = BPF_CORE_READ(rq, cmd_flags);
+	bool flush = (opf & REQ_OP_MASK) == REQ_OP_FLUSH;
+
+	if (flush)
+		kick = BPF_CORE_READ(rq, start_time_ns);
+	e = bpf_map_lookup_elem(&rqs, &key);
+	if (e && (!flush || e->kick_ns == kick))
+		return e;
+	if (e) /* the flush command reused for another flush */
+		stale(key, e, now);
+	r.dev = rq_dev(rq);
+	r.op = op_of(opf);
+	r.owner = owner_of(rq);
+	r.start_ns = now;
+	if (flush && kick >= armed_ns && kick <= now) {
+		r.start_ns = kick;
+		r.kick_ns = kick;
+	} else {
+		r.flags |= ST_RQ_PRE;
+		r.kick_ns = kick;
+	}
+	disk_of(r.dev);
+	return new_rq(key, &r, c);
+}
+
 static __always_inline void rq_issue(struct request *rq, __u64 now, struct st_counters *c)
 {
-	__u64 key = (__u64)rq;
-	struct st_dev_stats *s;
 	struct st_disk *d;
 	struct st_rq *r;
 	__s64 depth;
 
-	if (stopped)
+	if (stopped || !armed_ns)
 		return;
-	r = bpf_map_lookup_elem(&rqs, &key);
-	if (!r) {
-		/* Issued without a start event (flush requests of the flush
-		 * machinery): it starts here. */
-		rq_start(rq, c);
-		r = bpf_map_lookup_elem(&rqs, &key);
-		if (!r)
-			return;
-	}
-	if (r->issue_ns) /* requeued and issued again: keep the first */
+	r = issued_entry(rq, now, c);
+	if (!r)
 		return;
-	if (r->start_ns > now) /* started just now, by rq_start above */
-		now = r->start_ns;
-	r->issue_ns = now;
-	d = disk_of(rq_dev(rq));
+	leave_driver(r, now); /* issued again without a requeue seen */
+	d = bpf_map_lookup_elem(&disks, &r->dev);
 	if (!d)
 		return;
+	r->issue_ns = now;
+	r->flags |= ST_RQ_IN_DRIVER;
 	depth = __sync_fetch_and_add(&d->issued, 1) + 1;
-	s = dev_stats(rq_dev(rq), op_of(BPF_CORE_READ(rq, cmd_flags)));
-	if (s && depth > 0)
-		__sync_fetch_and_add(&s->depth_slots[slot_of(depth, ST_SLOTS)], 1);
+	if (r->owner == ST_OWNER_WORKLOAD) {
+		r->flags |= ST_RQ_OWN_IN_DRIVER;
+		if (!(r->flags & ST_RQ_ISSUED))
+			r->own_depth = __sync_fetch_and_add(&d->own_issued, 1) + 1;
+		else
+			__sync_fetch_and_add(&d->own_issued, 1);
+	}
+	if (!(r->flags & ST_RQ_ISSUED)) {
+		r->flags |= ST_RQ_ISSUED;
+		r->queue_ns = now > r->start_ns ? now - r->start_ns : 0;
+		r->depth = depth > 0 ? depth : 1;
+	}
 }
 
 SEC("tp_btf/block_rq_issue")
@@ -444,58 +546,112 @@ int BPF_PROG(block_rq_issue, struct request *rq)
 	return 0;
 }
 
-static __always_inline void rq_complete(struct request *rq, unsigned int nr_bytes, __u64 now, struct st_counters *c)
+/* A requeued request left the driver; its service restarts at its next
+ * issue. */
+SEC("tp_btf/block_rq_requeue")
+int BPF_PROG(block_rq_requeue, struct request *rq)
 {
-	__u64 key = (__u64)rq;
-	__u32 dev = rq_dev(rq), done = 0;
-	struct st_dev_stats *s;
-	struct st_disk *d;
+	__u64 t0 = bpf_ktime_get_ns(), key = (__u64)rq;
+
+	struct st_counters *c = count_run(ST_PROG_ISSUE);
 	struct st_rq *r;
 
-	if (stopped)
-		return;
-	/* A partial completion leaves bytes to do: the request goes on. */
-	done = BPF_CORE_READ(rq, __data_len) <= nr_bytes;
-	s = dev_stats(dev, op_of(BPF_CORE_READ(rq, cmd_flags)));
+	if (!stopped) {
+		r = bpf_map_lookup_elem(&rqs, &key);
+		if (r)
+			leave_driver(r, t0);
+	}
+	work_done(c, ST_PROG_ISSUE, t0);
+	return 0;
+}
+
+/* commit adds a completed request to its disk and op. */
+static __always_inline void commit(struct st_rq *r, __u64 now, bool failed)
+{
+	struct st_dev_stats *s = dev_stats(r->dev, r->op);
+	__u64 lat = now > r->start_ns ? now - r->start_ns : 0, sv = r->service_ns;
+
 	if (!s)
 		return;
-	__sync_fetch_and_add(&s->bytes, nr_bytes);
-	r = bpf_map_lookup_elem(&rqs, &key);
-	if (r) {
-		if (r->owner == ST_OWNER_WORKLOAD)
-			__sync_fetch_and_add(&s->own_bytes, nr_bytes);
-		else if (r->owner == ST_OWNER_WRITEBACK)
-			__sync_fetch_and_add(&s->wb_bytes, nr_bytes);
-	}
-	if (!done)
-		return;
+	if (!(r->flags & ST_RQ_ISSUED))
+		sv = lat; /* served by the flush machinery on its behalf */
 	__sync_fetch_and_add(&s->requests, 1);
-	__sync_fetch_and_add(&s->size_slots[slot_of(BPF_CORE_READ(rq, stats_sectors) << 9, ST_SLOTS)], 1);
-	if (!r) {
-		if (c)
-			c->unseen++;
+	__sync_fetch_and_add(&s->bytes, r->bytes);
+	__sync_fetch_and_add(&s->queue_ns, r->queue_ns);
+	__sync_fetch_and_add(&s->service_ns, sv);
+	__sync_fetch_and_add(&s->latency_ns, lat);
+	__sync_fetch_and_add(&s->size_slots[slot_of(r->bytes, ST_SLOTS)], 1);
+	__sync_fetch_and_add(&s->queue_slots[slot_of(r->queue_ns / 1000, ST_SLOTS)], 1);
+	__sync_fetch_and_add(&s->service_slots[slot_of(sv / 1000, ST_SLOTS)], 1);
+	if (r->flags & ST_RQ_ISSUED) {
+		__sync_fetch_and_add(&s->issued, 1);
+		__sync_fetch_and_add(&s->depth_slots[slot_of(r->depth, ST_SLOTS)], 1);
+	}
+	if (r->flags & ST_RQ_PREFLUSH)
+		__sync_fetch_and_add(&s->preflush, 1);
+	if (r->flags & ST_RQ_FUA)
+		__sync_fetch_and_add(&s->fua, 1);
+	if (failed)
+		__sync_fetch_and_add(&s->errors, 1);
+	if (r->owner == ST_OWNER_WORKLOAD) {
+		__sync_fetch_and_add(&s->own_requests, 1);
+		__sync_fetch_and_add(&s->own_bytes, r->bytes);
+		__sync_fetch_and_add(&s->own_service_ns, sv);
+		__sync_fetch_and_add(&s->own_latency_ns, lat);
+		if (r->flags & ST_RQ_ISSUED)
+			__sync_fetch_and_add(&s->own_depth_slots[slot_of(r->own_depth, ST_SLOTS)], 1);
+	} else if (r->owner == ST_OWNER_WRITEBACK) {
+		__sync_fetch_and_add(&s->wb_requests, 1);
+		__sync_fetch_and_add(&s->wb_bytes, r->bytes);
+	}
+}
+
+static __always_inline void rq_complete(struct request *rq, int error, unsigned int nr_bytes, __u64 now)
+{
+	__u64 key = (__u64)rq;
+	struct st_dev_stats *s;
+	struct st_rq *r;
+	__u32 opf;
+
+	if (stopped || !armed_ns)
+		return;
+	/* A partial completion leaves bytes to do: the request goes on. */
+	if (BPF_CORE_READ(rq, __data_len) > nr_bytes) {
+		r = bpf_map_lookup_elem(&rqs, &key);
+		if (r)
+			r->bytes += nr_bytes;
 		return;
 	}
-	if (r->owner == ST_OWNER_WORKLOAD)
-		__sync_fetch_and_add(&s->own_requests, 1);
-	else if (r->owner == ST_OWNER_WRITEBACK)
-		__sync_fetch_and_add(&s->wb_requests, 1);
-	if (r->issue_ns) {
-		__u64 q = r->issue_ns - r->start_ns, sv = now - r->issue_ns;
-
-		__sync_fetch_and_add(&s->queue_ns, q);
-		__sync_fetch_and_add(&s->service_ns, sv);
-		__sync_fetch_and_add(&s->timed, 1);
-		__sync_fetch_and_add(&s->queue_slots[slot_of(q / 1000, ST_SLOTS)], 1);
-		__sync_fetch_and_add(&s->service_slots[slot_of(sv / 1000, ST_SLOTS)], 1);
+	r = bpf_map_lookup_elem(&rqs, &key);
+	if (!r || (r->flags & ST_RQ_PRE)) {
+		/* Started before the probe was armed: counted as unseen, once
+		 * (the data step of a flush sequence ends again, below). */
+		opf = BPF_CORE_READ(rq, cmd_flags);
+		if (r)
+			leave_driver(r, now);
+		if ((opf & REQ_OP_MASK) != REQ_OP_FLUSH && (BPF_CORE_READ(rq, rq_flags) & rqf_flush_seq())) {
+			if (r)
+				r->bytes += nr_bytes;
+			return;
+		}
+		s = dev_stats(r ? r->dev : rq_dev(rq), r ? r->op : op_of(opf));
+		if (s) {
+			__sync_fetch_and_add(&s->unseen, 1);
+			__sync_fetch_and_add(&s->unseen_bytes, nr_bytes + (r ? r->bytes : 0));
+		}
+		if (r)
+			forget(key, r, now);
+		return;
 	}
-	d = bpf_map_lookup_elem(&disks, &dev);
-	if (d) {
-		if (r->issue_ns)
-			__sync_fetch_and_add(&d->issued, -1);
-		if (r->counted && __sync_fetch_and_add(&d->inflight, -1) == 1)
-			__sync_fetch_and_add(&d->busy_ns, now - d->busy_since);
-	}
+	r->bytes += nr_bytes;
+	leave_driver(r, now);
+	/* The data step of a write with a cache flush before or after it
+	 * (REQ_PREFLUSH, REQ_FUA without FUA in the device): the flush
+	 * machinery completes the request again, with 0 bytes, once its
+	 * post-flush is done. It is counted then, once. */
+	if (r->op != ST_OP_FLUSH && (BPF_CORE_READ(rq, rq_flags) & rqf_flush_seq()))
+		return;
+	commit(r, now, error != 0);
 	bpf_map_delete_elem(&rqs, &key);
 }
 
@@ -506,8 +662,31 @@ int BPF_PROG(block_rq_complete, struct request *rq, blk_status_t error, unsigned
 
 	struct st_counters *c = count_run(ST_PROG_COMPLETE);
 
-	rq_complete(rq, nr_bytes, t0, c);
+	rq_complete(rq, error, nr_bytes, t0);
 	work_done(c, ST_PROG_COMPLETE, t0);
+	return 0;
+}
+
+/* A request merged into another is freed without a completion: its entry
+ * goes, and diskstats counts it as a merge. */
+SEC("tp_btf/block_rq_merge")
+int BPF_PROG(block_rq_merge, struct request *rq)
+{
+	__u64 t0 = bpf_ktime_get_ns(), key = (__u64)rq;
+
+	struct st_counters *c = count_run(ST_PROG_MERGE);
+	struct st_dev_stats *s;
+	struct st_rq *r;
+
+	if (!stopped) {
+		r = bpf_map_lookup_elem(&rqs, &key);
+		s = dev_stats(r ? r->dev : rq_dev(rq), r ? r->op : op_of(BPF_CORE_READ(rq, cmd_flags)));
+		if (s)
+			__sync_fetch_and_add(&s->merges, 1);
+		if (r)
+			forget(key, r, t0);
+	}
+	work_done(c, ST_PROG_MERGE, t0);
 	return 0;
 }
 

@@ -6,12 +6,18 @@
 
 #define ST_SLOTS 32
 
-/* Block request operations; the order is the Go package's Ops array. */
+/* Block request operations; the order is the Go package's Ops array.
+ * PREFLUSH is an empty REQ_PREFLUSH request: a cache flush as submitted
+ * (fsync's blkdev_issue_flush). The flush machinery never issues it: it
+ * issues a FLUSH command on its behalf, and completes it afterwards
+ * (/proc/diskstats counts it as a write of 0 sectors, the command as a
+ * flush). */
 #define ST_OP_READ 0
 #define ST_OP_WRITE 1
 #define ST_OP_FLUSH 2
 #define ST_OP_DISCARD 3
 #define ST_OP_OTHER 4
+#define ST_OP_PREFLUSH 5
 
 /* Who a block request is for. */
 #define ST_OWNER_OTHER 0
@@ -23,37 +29,66 @@ struct st_dev_key {
 	__u32 op;  /* ST_OP_* */
 };
 
+/* Per disk and op. Every figure but merges and unseen is committed once
+ * per request, at its final completion, and only for requests started
+ * after the probe was armed: requests == the total of every histogram
+ * (depth: of those issued to the driver). */
 struct st_dev_stats {
 	__u64 requests;     /* completed */
-	__u64 bytes;        /* completed */
-	__u64 merges;       /* bios merged into a request already queued */
-	__u64 queue_ns;     /* summed start -> issue */
-	__u64 service_ns;   /* summed issue -> complete */
-	__u64 timed;        /* completions whose start and issue were seen */
+	__u64 bytes;
+	__u64 merges;       /* bios merged into a queued request, and requests merged into another */
+	__u64 queue_ns;     /* summed start -> first issue */
+	__u64 service_ns;   /* summed time in the driver, over its issues (a never issued request: start -> completion) */
+	__u64 latency_ns;   /* summed start -> final completion */
+	__u64 issued;       /* of the requests, those issued to the driver */
 	__u64 own_requests; /* ST_OWNER_WORKLOAD */
 	__u64 own_bytes;
+	__u64 own_service_ns;
+	__u64 own_latency_ns;
 	__u64 wb_requests;  /* ST_OWNER_WRITEBACK */
 	__u64 wb_bytes;
-	__u64 size_slots[ST_SLOTS];    /* log2 of the request's bytes */
-	__u64 queue_slots[ST_SLOTS];   /* log2 of microseconds, slot 0 from 0 */
+	__u64 preflush;     /* writes with data that asked for a cache flush before them (REQ_PREFLUSH) */
+	__u64 fua;          /* writes that asked to be on stable media when complete (REQ_FUA) */
+	__u64 errors;       /* completed with an error */
+	__u64 unseen;       /* completed in the window, started before it: in no figure above */
+	__u64 unseen_bytes;
+	__u64 size_slots[ST_SLOTS];      /* log2 of the request's bytes */
+	__u64 queue_slots[ST_SLOTS];     /* log2 of microseconds, slot 0 from 0 */
 	__u64 service_slots[ST_SLOTS];
-	__u64 depth_slots[ST_SLOTS];   /* requests issued to the driver and not completed, this one included, at issue */
+	__u64 depth_slots[ST_SLOTS];     /* the disk's requests in the driver at its first issue, this one included */
+	__u64 own_depth_slots[ST_SLOTS]; /* the workload's requests in the driver at its first issue (its own only) */
 };
 
-/* Per disk: what is in flight, for %util and the depth. */
+/* Per disk: the requests in the driver now, each counted by the flag of
+ * its rqs entry, so the counts cannot drift. */
 struct st_disk {
-	__s64 inflight;   /* started (accounted) and not completed */
-	__s64 issued;     /* issued to the driver and not completed */
-	__u64 busy_since; /* when inflight went from 0 to 1 */
-	__u64 busy_ns;    /* closed busy periods */
+	__s64 issued;
+	__s64 own_issued;
+	__u64 stale;      /* entries still there when their struct request was reused (a completion not seen) */
 };
+
+/* st_rq.flags */
+#define ST_RQ_PRE 1          /* started before the probe was armed: tracked for the depth only */
+#define ST_RQ_ISSUED 2       /* issued to the driver at least once */
+#define ST_RQ_IN_DRIVER 4    /* in the driver now, counted in st_disk.issued */
+#define ST_RQ_OWN_IN_DRIVER 8 /* and in st_disk.own_issued */
+#define ST_RQ_PREFLUSH 16
+#define ST_RQ_FUA 32
 
 /* A request in flight, keyed by its address. */
 struct st_rq {
-	__u64 start_ns;  /* block_io_start or block_rq_insert, whichever came first */
-	__u64 issue_ns;
-	__u32 owner;     /* ST_OWNER_* */
-	__u32 counted;   /* counted in st_disk.inflight */
+	__u64 start_ns;   /* block_io_start (block_rq_insert without it; a flush command's own start) */
+	__u64 issue_ns;   /* the current issue, while in the driver */
+	__u64 queue_ns;
+	__u64 service_ns;
+	__u64 bytes;      /* completed so far */
+	__u64 kick_ns;    /* a flush command's start_time_ns: a reused one differs */
+	__u32 dev;
+	__u32 op;         /* ST_OP_*, decided at its start, before the flush machinery strips REQ_PREFLUSH */
+	__u32 owner;      /* ST_OWNER_* */
+	__u32 flags;      /* ST_RQ_* */
+	__u32 depth;      /* at its first issue */
+	__u32 own_depth;
 };
 
 /* Page cache, per-CPU counters for the workload. */
@@ -149,7 +184,7 @@ struct st_event {
 #define ST_PROG_IO_START 1
 #define ST_PROG_ISSUE 2
 #define ST_PROG_COMPLETE 3
-#define ST_PROG_MERGE 4
+#define ST_PROG_MERGE 4 /* bio and request merges */
 #define ST_PROG_SYS_ENTER 5
 #define ST_PROG_SYS_EXIT 6
 #define ST_PROG_CACHE 7 /* the page-cache programs, together */
@@ -166,11 +201,10 @@ struct st_counters {
 	__u64 worked[ST_NUM_PROGS];
 	__u64 timed[ST_NUM_PROGS];   /* of which timed: the block programs all, the others 1 in ST_TIME_EVERY */
 	__u64 work_ns[ST_NUM_PROGS];
-	__u64 rq_dropped;    /* requests not timed: rqs full */
+	__u64 rq_dropped;    /* requests not counted: rqs full */
 	__u64 file_dropped;  /* file operations not counted: files full */
 	__u64 ev_dropped;    /* SQLite events lost: ring buffer full */
 	__u64 tf_dropped;    /* threads not counted on a file: thread_files full */
-	__u64 unseen;        /* completions of requests started before attach */
 };
 
 #endif /* __STORAGE_H */

@@ -7,8 +7,8 @@ import (
 	"github.com/perfsleuth/perfsleuth/internal/units"
 )
 
-// Shallow queue. queueDepth1Share: 90% of the requests issued with none
-// other in flight is a device driven as fio drives it with iodepth=1 (a
+// Shallow queue. queueDepth1Share: 90% of the workload's requests issued
+// with none of its others in flight is a device driven as fio drives it with iodepth=1 (a
 // synchronous engine, one thread): it serves one request at a time, and
 // then %util measures it truly. queueUtilMax: below 70% busy it has time to
 // spare even so. queueStorageShare: the busy threads wait on storage 30% of
@@ -32,14 +32,16 @@ func deviceQueueShallow(run *model.Run) *model.Finding {
 	var ev []string
 	for _, d := range run.Storage.Devices {
 		ds := summarizeDevice(d)
-		if !ds.workload || ds.issued < deviceMinRequests || d.UtilPct >= queueUtilMax ||
-			float64(ds.depth1) < queueDepth1Share*float64(ds.issued) {
+		// The workload's own depth: what it keeps in flight, whatever
+		// else the disk serves.
+		if !ds.workload || ds.ownIssued < deviceMinRequests || d.UtilPct >= queueUtilMax ||
+			float64(ds.ownDepth1) < queueDepth1Share*float64(ds.ownIssued) {
 			continue
 		}
-		line := fmt.Sprintf("%s: %.0f%% of %s requests issued with no other in flight, %.0f%% util",
-			devName(d), pctOf(ds.depth1, ds.issued), units.FormatCount(ds.issued), d.UtilPct)
-		if ds.service > 0 {
-			line += ", mean service " + units.FormatNs(ds.service*1e9)
+		line := fmt.Sprintf("%s: %.0f%% of the workload's %s requests issued with none of its others in flight, %.0f%% util",
+			devName(d), pctOf(ds.ownDepth1, ds.ownIssued), units.FormatCount(ds.ownIssued), d.UtilPct)
+		if ds.ownService > 0 {
+			line += ", its requests' mean service " + units.FormatNs(ds.ownService*1e9)
 		}
 		if ds.requests > 0 {
 			line += ", " + units.FormatSize(ds.bytes/ds.requests) + " per request on average"

@@ -7,14 +7,18 @@ import (
 	"github.com/perfsleuth/perfsleuth/internal/units"
 )
 
-// Device saturation. deviceUtilSaturated: iostat's %util at 90% or more,
-// the usual saturation mark in iostat -x reading (a device busy 90% of the
-// time leaves requests little chance to find it idle). %util alone misleads
-// on devices that serve requests in parallel, so a second, independent
-// sign is taken too: requests waited in the kernel's queue at least as long
-// as the device took to serve them (biolatency -Q against plain biolatency),
-// while at least half of them (deviceDeepShare) found another request in
-// flight at issue, the USE method's "average queue length above 1".
+// Device saturation: the device cannot take more work. The sign is that
+// requests wait in the kernel's queue at least as long as the device takes
+// to serve them (biolatency -Q against plain biolatency) while at least
+// half of them (deviceDeepShare) found another request in the driver at
+// issue, the USE method's "average queue length above 1": the device's
+// queue is full and requests back up behind it. %util alone does not show
+// it for a device that serves requests in parallel (SSD, NVMe, RAID, most
+// virtual disks: iostat(1) says so), which can be busy 100% of the time
+// with capacity to spare; only for a rotational disk, which serves one
+// request at a time, is %util at 90% or more (deviceUtilSaturated, the
+// usual mark in iostat -x reading) a sign by itself. Regression: it fired
+// on sysbench random writes at 4% util, and on fio at iodepth 1 by %util.
 // deviceMinRequests: means and histograms of fewer than 1000 requests say
 // little, and the queue test needs them.
 const (
@@ -28,6 +32,7 @@ func deviceSaturated(run *model.Run) *model.Finding {
 		return nil
 	}
 	w := window(run)
+	rotational := run.Host.Storage != nil && run.Host.Storage.Rotational != nil && *run.Host.Storage.Rotational
 	var ev []string
 	n, byUtil := 0, false
 	for _, d := range run.Storage.Devices {
@@ -35,7 +40,7 @@ func deviceSaturated(run *model.Run) *model.Finding {
 		if !ds.workload {
 			continue
 		}
-		util := d.UtilPct >= deviceUtilSaturated
+		util := rotational && d.UtilPct >= deviceUtilSaturated
 		queued := ds.issued >= deviceMinRequests && ds.service > 0 && ds.queue >= ds.service &&
 			float64(ds.issued-ds.depth1) >= deviceDeepShare*float64(ds.issued)
 		if !util && !queued {
@@ -57,7 +62,7 @@ func deviceSaturated(run *model.Run) *model.Finding {
 		return nil
 	}
 	if byUtil {
-		ev = append(ev, "%util is the share of time with at least one request in flight: a device that serves requests in parallel (SSD, NVMe, RAID, many virtual disks) can show 100% with capacity to spare (iostat(1) says so); compare the queue and service times, or rerun with a higher iodepth to see whether it delivers more")
+		ev = append(ev, "a rotational disk busy this much serves its requests one after the other with little idle time left")
 	}
 	ev = append(ev, "requests wait for the device: fewer or larger requests (merging, larger blocks), less data (the page cache, compression), or a faster device; an io-pressure experiment shows whether the workload feels it")
 	return &model.Finding{

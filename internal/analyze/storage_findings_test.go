@@ -45,11 +45,19 @@ func device(name string, util float64, requests, depth1 int64, queueSec, service
 		Depth: []model.Range{{Low: 0, High: 1, Count: depth1}, {Low: 2, High: 3, Count: requests - depth1}}}
 	if own {
 		op.WorkloadRequests = requests
+		op.WorkloadDepth, op.WorkloadServiceMeanSec = op.Depth, serviceSec
 	}
 	return model.BlockDevice{Name: name, Dev: "8:0", UtilPct: util, BusySec: util / 10, Ops: []model.BlockOp{op}}
 }
 
 func devices(ds ...model.BlockDevice) *model.StorageIO { return &model.StorageIO{Devices: ds} }
+
+// rotational puts the run's files on a rotational disk.
+func rotational(r *model.Run) *model.Run {
+	yes := true
+	r.Host.Storage = &model.Storage{Rotational: &yes}
+	return r
+}
 
 func sqlite(q model.SQLiteIO) *model.StorageIO { return &model.StorageIO{SQLite: &q} }
 
@@ -179,9 +187,16 @@ func TestStorageFindings(t *testing.T) {
 			run: storageRun(cpuBound, cache(model.PageCache{HitRatio: -1, Dirtied: 500000})),
 		},
 		{
-			name: "a device busy 97% of the time", id: "device.saturated", severity: "warning",
-			run:      storageRun(storageBound, devices(device("sda", 97, 20000, 19000, 1e-4, 5e-4, true))),
-			evidence: []string{"1 block device looks saturated", "sda: 97% util, 20,000 requests (2,000/s), 78.1 MiB (7.8 MiB/s), mean queue 100µs, service 500µs", "serves requests in parallel"},
+			name: "a rotational disk busy 97% of the time", id: "device.saturated", severity: "warning",
+			run:      rotational(storageRun(storageBound, devices(device("sda", 97, 20000, 19000, 1e-4, 5e-4, true)))),
+			evidence: []string{"1 block device looks saturated", "sda: 97% util, 20,000 requests (2,000/s), 78.1 MiB (7.8 MiB/s), mean queue 100µs, service 500µs", "rotational disk busy this much"},
+		},
+		// Regression: %util alone called a virtual disk that serves
+		// requests in parallel saturated (sysbench rndwr at 4% util, fio
+		// at iodepth 1): busy is not full.
+		{
+			name: "a parallel device busy 97% of the time, requests not waiting", id: "device.saturated",
+			run: storageRun(storageBound, devices(device("vda", 97, 20000, 19000, 1e-4, 5e-4, true))),
 		},
 		{
 			name: "requests queue as long as they are served, at depth", id: "device.saturated", severity: "warning",
@@ -191,7 +206,7 @@ func TestStorageFindings(t *testing.T) {
 		},
 		{
 			name: "untimed requests print no times", id: "device.saturated", severity: "warning",
-			run:      storageRun(storageBound, devices(device("sda", 97, 20000, 19000, 0, 0, true))),
+			run:      rotational(storageRun(storageBound, devices(device("sda", 97, 20000, 19000, 0, 0, true)))),
 			evidence: []string{"sda: 97% util, 20,000 requests (2,000/s), 78.1 MiB (7.8 MiB/s), 5% of requests issued with another in flight"},
 			absent:   []string{"mean queue", ", service "},
 		},
@@ -214,8 +229,20 @@ func TestStorageFindings(t *testing.T) {
 		{
 			name: "waiting on storage one request at a time", id: "device.queue_shallow", severity: "warning",
 			run: storageRun(storageBound, devices(device("vda", 40, 5000, 4800, 1e-5, 8e-4, true))),
-			evidence: []string{"waits on storage 60% of its time", "vda: 96% of 5,000 requests issued with no other in flight, 40% util, mean service 800µs, 4 KiB per request",
+			evidence: []string{"waits on storage 60% of its time", "vda: 96% of the workload's 5,000 requests issued with none of its others in flight, 40% util, its requests' mean service 800µs, 4 KiB per request",
 				"storage-read 1.000s, storage-write 1.000s, storage-sync 4.000s: 60% of 10.000s", "iodepth"},
+		},
+		// Regression: fio at iodepth 1 read "98% of requests issued with
+		// another in flight": the disk's depth counted others' requests.
+		// The workload's own depth is what it keeps in flight.
+		{
+			name: "depth 1 for the workload while others keep the disk deeper", id: "device.queue_shallow", severity: "warning",
+			run: storageRun(storageBound, devices(func() model.BlockDevice {
+				d := device("vda", 40, 5000, 100, 1e-5, 8e-4, true)
+				d.Ops[0].WorkloadDepth = []model.Range{{Low: 0, High: 1, Count: 5000}}
+				return d
+			}())),
+			evidence: []string{"vda: 100% of the workload's 5,000 requests issued with none of its others in flight"},
 		},
 		{
 			name: "shallow queue but the workload is CPU-bound", id: "device.queue_shallow",

@@ -65,41 +65,71 @@ func indexNames(q *model.SQLiteIO) map[string]bool {
 type deviceSummary struct {
 	requests, bytes int64
 	// issued counts the requests of the depth histograms, depth1 those
-	// issued with no other request in flight.
-	issued, depth1 int64
-	// queue and service are the request-weighted means, in seconds.
-	queue, service float64
+	// issued with no other request of the disk in the driver; ownIssued
+	// and ownDepth1 the same over the workload's own requests and its own
+	// others in the driver (what its iodepth is).
+	issued, depth1       int64
+	ownIssued, ownDepth1 int64
+	// queue and service are the means over the data requests (reads,
+	// writes, discards: a flush command's time is the cache's, not a
+	// request's), in seconds; ownService over the workload's own.
+	queue, service, ownService float64
 	// workload: some requests were the workload's (its own or the
 	// writeback of its files), so the device is on its path.
 	workload bool
 }
 
+// dataOp: the ops whose requests move data; flush and preflush requests
+// are the device's cache flushes.
+func dataOp(op string) bool { return op != "flush" && op != "preflush" }
+
 func summarizeDevice(d model.BlockDevice) deviceSummary {
 	var s deviceSummary
-	var timed int64
+	var timed, ownTimed int64
 	for _, op := range d.Ops {
 		s.requests += op.Requests
 		s.bytes += op.Bytes
-		if op.ServiceMeanSec > 0 {
-			s.queue += op.QueueMeanSec * float64(op.Requests)
-			s.service += op.ServiceMeanSec * float64(op.Requests)
-			timed += op.Requests
-		}
-		for _, r := range op.Depth {
-			s.issued += r.Count
-			// Depth counts the request itself, so the first log2 bucket,
-			// [0, 1], is depth 1.
-			if r.High <= 1 {
-				s.depth1 += r.Count
-			}
-		}
 		s.workload = s.workload || op.WorkloadRequests+op.WritebackRequests > 0
+		if !dataOp(op.Op) {
+			continue
+		}
+		s.queue += op.QueueMeanSec * float64(op.Requests)
+		s.service += op.ServiceMeanSec * float64(op.Requests)
+		timed += op.Requests
+		s.ownService += op.WorkloadServiceMeanSec * float64(op.WorkloadRequests)
+		ownTimed += op.WorkloadRequests
+		s.issued, s.depth1 = s.issued+histTotal(op.Depth), s.depth1+depthOne(op.Depth)
+		s.ownIssued, s.ownDepth1 = s.ownIssued+histTotal(op.WorkloadDepth), s.ownDepth1+depthOne(op.WorkloadDepth)
 	}
 	if timed > 0 {
 		s.queue /= float64(timed)
 		s.service /= float64(timed)
 	}
+	if ownTimed > 0 {
+		s.ownService /= float64(ownTimed)
+	}
 	return s
+}
+
+func histTotal(rs []model.Range) int64 {
+	var n int64
+	for _, r := range rs {
+		n += r.Count
+	}
+	return n
+}
+
+// depthOne counts the requests of a depth histogram issued at depth 1: the
+// depth counts the request itself, so the first log2 bucket, [0, 1], is
+// depth 1.
+func depthOne(rs []model.Range) int64 {
+	var n int64
+	for _, r := range rs {
+		if r.High <= 1 {
+			n += r.Count
+		}
+	}
+	return n
 }
 
 // attributesStorage: the accounting tells storage waits apart (the /proc

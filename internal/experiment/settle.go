@@ -2,13 +2,11 @@ package experiment
 
 import (
 	"context"
-	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
 )
 
 // Between runs the device is left to finish what the previous run wrote:
@@ -22,14 +20,12 @@ const (
 	settleQuiet = 100 * time.Millisecond
 	// settleMax bounds the wait: a disk another tenant keeps busy never
 	// goes quiet.
-	settleMax  = 3 * time.Second
-	settlePoll = 10 * time.Millisecond
+	settleMax = 3 * time.Second
 )
 
 // settle syncs the file system behind dir (syncfs: the previous run's
 // dirty pages and journal) and waits until disks have had no request in
 // flight for settleQuiet, at most settleMax. It returns how long it took.
-// A disk whose in-flight counters cannot be read is not waited for.
 func settle(ctx context.Context, dir string, disks []string) time.Duration {
 	start := time.Now()
 	if dir != "" {
@@ -38,31 +34,6 @@ func settle(ctx context.Context, dir string, disks []string) time.Duration {
 			unix.Close(fd)
 		}
 	}
-	quietSince := time.Now()
-	for time.Since(start) < settleMax && ctx.Err() == nil {
-		if inflight(disks) > 0 {
-			quietSince = time.Now()
-		} else if time.Since(quietSince) >= settleQuiet {
-			break
-		}
-		time.Sleep(settlePoll)
-	}
+	sysinfo.WaitDisksIdle(ctx, disks, settleQuiet, settleMax)
 	return time.Since(start)
-}
-
-// inflight is the requests in flight on disks, from
-// /sys/block/DISK/inflight ("reads writes"); unreadable counts as none.
-func inflight(disks []string) int {
-	n := 0
-	for _, d := range disks {
-		b, err := os.ReadFile(filepath.Join("/sys/block", d, "inflight"))
-		if err != nil {
-			continue
-		}
-		for _, f := range strings.Fields(string(b)) {
-			v, _ := strconv.Atoi(f)
-			n += v
-		}
-	}
-	return n
 }

@@ -2,6 +2,8 @@ package htmlreport
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/report/rows"
@@ -73,7 +75,13 @@ func blockDevices(s *section, devs []rows.DeviceRow) {
 				cell{Text: durSec(o.QueueSec)}, cell{Text: durSec(o.ServiceSec)}, cell{Text: f("%.0f", o.WorkloadPct)})
 		}
 	}
-	tb.t.Foot = "queue: start to issue to the driver; service: issue to completion (means); workload %: requests issued by the workload or written back for its files"
+	notes := rows.BlockNotes
+	for _, d := range devs {
+		if d.Unseen > 0 {
+			notes = append(slices.Clone(notes), fmt.Sprintf("%s: %s requests started before the window and completed in it: in no figure above", d.Name, units.FormatCount(d.Unseen)))
+		}
+	}
+	tb.t.Foot = strings.Join(notes, "; ")
 	s.table(tb.t)
 	for _, d := range devs {
 		var figs []figure

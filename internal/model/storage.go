@@ -35,8 +35,13 @@ type StorageDropped struct {
 	Requests     int64 `json:"requests"`
 	FileOps      int64 `json:"file_ops"`
 	SQLiteEvents int64 `json:"sqlite_events"`
-	// Unseen counts completions of requests started before the probe.
+	// Unseen counts completions of requests started before the probe was
+	// armed (the sum of the devices' per-op Unseen): they are in no count.
 	Unseen int64 `json:"unseen_completions"`
+	// Stale counts requests whose completion the probe did not see (it
+	// found their entry still there when the request was reused): they
+	// are in no count.
+	Stale int64 `json:"stale_requests,omitempty"`
 	// MissedRuns counts, per program, the runs the kernel skipped because
 	// the program was already running on that CPU (its recursion_misses):
 	// a missed block_rq_complete is a request not counted.
@@ -52,20 +57,59 @@ type BlockDevice struct {
 	Name string `json:"name"`
 	// Dev is "major:minor".
 	Dev string `json:"dev"`
-	// BusySec is the time with at least one request in flight; UtilPct is
-	// its share of the window (iostat's %util).
-	BusySec float64   `json:"busy_sec"`
-	UtilPct float64   `json:"util_pct"`
-	Ops     []BlockOp `json:"ops"`
+	// BusySec is the time with at least one request in flight, from
+	// /proc/diskstats' io_ticks over the window; UtilPct is its share of
+	// the window: iostat's %util, over the same requests (those started
+	// before the window too).
+	BusySec float64 `json:"busy_sec"`
+	UtilPct float64 `json:"util_pct"`
+	// Diskstats is what /proc/diskstats counted over the window, for
+	// comparing with the requests the probe measured; nil when unread.
+	Diskstats *DiskstatsDelta `json:"diskstats,omitempty"`
+	Ops       []BlockOp       `json:"ops"`
 }
 
-// BlockOp is one kind of request (read, write, flush, discard, other) on a
-// device.
+// DiskstatsDelta is the change of a disk's /proc/diskstats counters over
+// the window. Its writes count what the probe splits into write and
+// preflush (an empty cache-flush request is a write of 0 sectors there).
+type DiskstatsDelta struct {
+	Reads    int64 `json:"reads"`
+	Writes   int64 `json:"writes"`
+	Discards int64 `json:"discards"`
+	Flushes  int64 `json:"flushes"`
+	// ReadBytes, WriteBytes and DiscardBytes are the sectors × 512.
+	ReadBytes    int64 `json:"read_bytes"`
+	WriteBytes   int64 `json:"write_bytes"`
+	DiscardBytes int64 `json:"discard_bytes"`
+	ReadMerges   int64 `json:"read_merges"`
+	WriteMerges  int64 `json:"write_merges"`
+	// IOTicksMs is the time with a request in flight, in ms.
+	IOTicksMs int64 `json:"io_ticks_ms"`
+}
+
+// BlockOp is one kind of request (read, write, flush, discard, other,
+// preflush) on a device. Requests started in the window and completed in
+// it are counted, each once, at its final completion; every histogram
+// holds each of them (Depth: each one issued to the driver).
 type BlockOp struct {
 	Op       string `json:"op"`
 	Requests int64  `json:"requests"`
 	Bytes    int64  `json:"bytes"`
 	Merges   int64  `json:"merges"`
+	// Issued are the requests issued to the driver (a preflush is not:
+	// the flush machinery issues a flush command on its behalf).
+	Issued int64 `json:"issued"`
+	// Preflush and FUA count the writes with data that asked for a cache
+	// flush before them (REQ_PREFLUSH) and to be on stable media when
+	// complete (REQ_FUA): journal commits, O_DSYNC writes. Errors are the
+	// requests that completed with an error.
+	Preflush int64 `json:"preflush,omitempty"`
+	FUA      int64 `json:"fua,omitempty"`
+	Errors   int64 `json:"errors,omitempty"`
+	// Unseen completed in the window but started before it: they are in
+	// no other figure of the op (UnseenBytes their bytes).
+	Unseen      int64 `json:"unseen,omitempty"`
+	UnseenBytes int64 `json:"unseen_bytes,omitempty"`
 	// Workload*: requests issued by the workload's threads; Writeback*:
 	// issued by another task (the flusher) for pages of files the workload
 	// wrote.
@@ -73,16 +117,28 @@ type BlockOp struct {
 	WorkloadBytes     int64 `json:"workload_bytes"`
 	WritebackRequests int64 `json:"writeback_requests"`
 	WritebackBytes    int64 `json:"writeback_bytes"`
-	// Queue is start (accounting or scheduler insert) to issue to the
-	// driver; service is issue to completion. Means over the timed requests.
+	// Queue is start (accounting) to the first issue to the driver;
+	// service the time in the driver (a requeued request's issues summed;
+	// a never issued preflush: start to completion); latency start to the
+	// final completion (a flush sequence's post-flush included). Means over
+	// Requests.
 	QueueMeanSec   float64 `json:"queue_mean_sec"`
 	ServiceMeanSec float64 `json:"service_mean_sec"`
-	// Histograms: Size in bytes, Queue and Service in ns, Depth in requests
-	// issued and not completed at issue (this one included).
-	Size    []Range `json:"size_hist"`
-	Queue   []Range `json:"queue_hist"`
-	Service []Range `json:"service_hist"`
-	Depth   []Range `json:"depth_hist"`
+	LatencyMeanSec float64 `json:"latency_mean_sec"`
+	// WorkloadServiceMeanSec and WorkloadLatencyMeanSec are the same over
+	// the workload's own requests (WorkloadRequests).
+	WorkloadServiceMeanSec float64 `json:"workload_service_mean_sec,omitempty"`
+	WorkloadLatencyMeanSec float64 `json:"workload_latency_mean_sec,omitempty"`
+	// Histograms: Size in bytes, Queue and Service in ns, Depth the disk's
+	// requests in the driver at a request's first issue (this one
+	// included), WorkloadDepth the workload's requests in the driver at
+	// the issue of each of its own: at iodepth 1 it is all 1, whatever
+	// else the disk serves.
+	Size          []Range `json:"size_hist"`
+	Queue         []Range `json:"queue_hist"`
+	Service       []Range `json:"service_hist"`
+	Depth         []Range `json:"depth_hist"`
+	WorkloadDepth []Range `json:"workload_depth_hist,omitempty"`
 }
 
 // Range is a histogram bucket: Count values in [Low, High].

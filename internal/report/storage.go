@@ -47,19 +47,23 @@ func (d *doc) blockDevices(devs []rows.DeviceRow) {
 		return
 	}
 	d.heading("block devices (eBPF, every request in the window)")
-	d.line("  %-7s %-7s %8s %6s %7s %6s %7s %8s %8s %5s", "device", "op", "requests", "req/s", "MiB", "KiB/rq", "merges", "queue", "service", "wl%")
+	d.line("  %-7s %-8s %8s %6s %7s %6s %6s %8s %8s %5s", "device", "op", "requests", "req/s", "MiB", "KiB/rq", "merges", "queue", "service", "wl%")
 	for _, dev := range devs {
 		name := dev.Name
 		for _, o := range dev.Ops {
-			d.line("  %-7s %-7s %8s %6s %7s %6s %7s %8s %8s %5s", fit(name, 7), o.Op, units.FormatCount(o.Requests), orBlank(o.PerSec, 6),
-				num(o.MiB, 7), orBlank(o.KiBPerReq, 6), units.FormatCount(o.Merges), units.FormatNs(o.QueueSec*1e9),
+			d.line("  %-7s %-8s %8s %6s %7s %6s %6s %8s %8s %5s", fit(name, 7), o.Op, units.FormatCount(o.Requests), orBlank(o.PerSec, 6),
+				num(o.MiB, 7), orBlank(o.KiBPerReq, 6), count(o.Merges, 6), units.FormatNs(o.QueueSec*1e9),
 				units.FormatNs(o.ServiceSec*1e9), orBlank(o.WorkloadPct, 5))
 			name = ""
 		}
 		d.line("  %-7s busy %s, %%util %.1f", "", rows.Secs(dev.BusySec), dev.UtilPct)
+		if dev.Unseen > 0 {
+			d.line("  %-7s %s requests started before the window and completed in it: in no figure above", "", units.FormatCount(dev.Unseen))
+		}
 	}
-	d.line("  queue: start to issue to the driver; service: issue to completion (means);")
-	d.line("  wl%%: requests issued by the workload or written back for its files")
+	for _, n := range rows.BlockNotes {
+		d.wrapped("  ", "    ", n)
+	}
 }
 
 // orBlank prints a value that may be missing in w columns (num), blank

@@ -132,6 +132,15 @@ func latencyCols(l rows.Latency) string {
 
 // num prints v in at most w columns, with one decimal if it fits,
 // then with k or M suffixes: iostat columns stay aligned on any device.
+// count fits a count in w columns: in full with separators when it fits
+// ("12,345"), else as num shortens it.
+func count(n int64, w int) string {
+	if s := units.FormatCount(n); len(s) <= w {
+		return s
+	}
+	return num(float64(n), w)
+}
+
 func num(v float64, w int) string {
 	for dec := 1; dec >= 0; dec-- {
 		if s := strconv.FormatFloat(v, 'f', dec, 64); len(s) <= w {

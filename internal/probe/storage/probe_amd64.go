@@ -19,6 +19,7 @@ import (
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
+	"github.com/prometheus/procfs/blockdevice"
 	"golang.org/x/sys/unix"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
@@ -40,6 +41,8 @@ type Probe struct {
 	reader *ringbuf.Reader
 	done   chan struct{}
 	start  time.Time
+	// diskstats is /proc/diskstats when the probe was armed.
+	diskstats map[string]blockdevice.Diskstats
 }
 
 // hooks groups the programs by what they measure; a group whose
@@ -49,7 +52,7 @@ var hooks = []struct {
 	progs []string
 	files bool // only with Config.Files
 }{
-	{"block devices", []string{"block_rq_issue", "block_rq_complete", "block_rq_insert", "block_io_start", "block_bio_backmerge", "block_bio_frontmerge"}, false},
+	{"block devices", []string{"block_rq_issue", "block_rq_complete", "block_rq_insert", "block_io_start", "block_rq_requeue", "block_rq_merge", "block_bio_backmerge", "block_bio_frontmerge"}, false},
 	{"page-cache hit ratio", []string{"filemap_get_pages", "filemap_add"}, false},
 	{"mmap faults", []string{"filemap_fault"}, false},
 	{"readahead", []string{"sync_ra", "async_ra"}, false},
@@ -61,8 +64,10 @@ var hooks = []struct {
 // optionalHooks may be missing without their group: a request starts at
 // block_io_start or block_rq_insert, whichever the kernel has, or at issue.
 var optionalHooks = map[string]string{
-	"block_rq_insert":      "queue times start later",
-	"block_io_start":       "queue times start later",
+	"block_rq_insert":      "requests start at the scheduler's insert",
+	"block_io_start":       "requests start at the scheduler's insert",
+	"block_rq_requeue":     "a requeued request's service includes its time waiting to be issued again",
+	"block_rq_merge":       "requests merged into another are not counted as merges",
 	"block_bio_backmerge":  "merges are not counted",
 	"block_bio_frontmerge": "merges are not counted",
 }
@@ -87,6 +92,12 @@ func Start(cfg Config, tracked, threads *ebpf.Map) (_ *Probe, err error) {
 		return nil, fmt.Errorf("storage: %w", err)
 	}
 	kernel, kerr := btf.LoadKernelSpec()
+	// Requests start at block_io_start, or at block_rq_insert on kernels
+	// without it (before 6.5).
+	haveIOStart := kerr == nil && sysinfo.HasBTFTracepoint(kernel, "block_io_start")
+	if err := spec.Variables["have_io_start"].Set(haveIOStart); err != nil {
+		return nil, fmt.Errorf("storage: %w", err)
+	}
 	for _, g := range hooks {
 		if g.files && !cfg.Files {
 			for _, n := range g.progs {
@@ -137,9 +148,8 @@ func Start(cfg Config, tracked, threads *ebpf.Map) (_ *Probe, err error) {
 	} else {
 		close(p.done)
 	}
-	p.start = time.Now()
 	// Completions first, so that no request is counted in flight forever.
-	order := []string{"block_rq_complete", "block_rq_issue", "block_rq_insert", "block_io_start", "block_bio_backmerge", "block_bio_frontmerge",
+	order := []string{"block_rq_complete", "block_rq_merge", "block_rq_requeue", "block_rq_issue", "block_rq_insert", "block_io_start", "block_bio_backmerge", "block_bio_frontmerge",
 		"filemap_get_pages", "filemap_add", "filemap_fault", "sync_ra", "async_ra", "dirty_folio", "balance_dirty_pages", "sys_exit", "sys_enter"}
 	for _, n := range order {
 		prog := coll.Programs[n]
@@ -151,6 +161,15 @@ func Start(cfg Config, tracked, threads *ebpf.Map) (_ *Probe, err error) {
 			return nil, fmt.Errorf("attach %s: %w", n, err)
 		}
 		p.links = append(p.links, l)
+	}
+	// Armed: requests that start from now on are measured, and
+	// completions from now on are counted. The window and /proc/diskstats'
+	// counts start here too, read right before, so that only what
+	// completes in between is in diskstats and not in the probe.
+	p.diskstats = readDiskstats()
+	p.start = time.Now()
+	if err := p.objs.ArmedNs.Set(probe.MonotonicNs()); err != nil {
+		return nil, fmt.Errorf("storage: arm: %w", err)
 	}
 	return p, nil
 }
@@ -204,17 +223,17 @@ func (p *Probe) Stop() (*model.StorageIO, error) {
 	if err := p.objs.Stopped.Set(uint32(1)); err != nil {
 		return nil, fmt.Errorf("storage: %w", err)
 	}
+	// /proc/diskstats at once: the window it covers is the programs'.
+	end := readDiskstats()
 	window := time.Since(p.start)
-	for _, l := range p.links {
-		l.Close()
-	}
+	probe.CloseLinks(p.links)
 	p.links = nil
 	if p.reader != nil {
 		// Flush makes the reader return what is left, then ErrFlushed.
 		p.reader.Flush()
 		<-p.done
 	}
-	return p.read(window)
+	return p.read(window, end)
 }
 
 func (p *Probe) close() {
@@ -233,7 +252,7 @@ func (p *Probe) close() {
 	}
 }
 
-func (p *Probe) read(window time.Duration) (*model.StorageIO, error) {
+func (p *Probe) read(window time.Duration, end map[string]blockdevice.Diskstats) (*model.StorageIO, error) {
 	st := &model.StorageIO{Notes: slices.Clone(p.notes)}
 	var errs []error
 	c, err := p.counters()
@@ -251,10 +270,23 @@ func (p *Probe) read(window time.Duration) (*model.StorageIO, error) {
 		}
 		st.Notes = append(st.Notes, note)
 	}
-	st.Dropped = model.StorageDropped{Requests: int64(c.RqDropped), FileOps: int64(c.FileDropped), SQLiteEvents: int64(c.EvDropped), Unseen: int64(c.Unseen),
+	st.Dropped = model.StorageDropped{Requests: int64(c.RqDropped), FileOps: int64(c.FileDropped), SQLiteEvents: int64(c.EvDropped),
 		MissedRuns: p.missedRuns(), ThreadFiles: int64(c.TfDropped)}
-	if st.Devices, err = p.readDevices(window); err != nil {
+	if st.Devices, err = p.readDevices(window, end); err != nil {
 		errs = append(errs, err)
+	}
+	for _, d := range st.Devices {
+		for _, o := range d.Ops {
+			st.Dropped.Unseen += o.Unseen
+		}
+	}
+	stale, drift, err := p.inDriverCheck()
+	if err != nil {
+		errs = append(errs, err)
+	}
+	st.Dropped.Stale = stale
+	if drift != "" {
+		st.Notes = append(st.Notes, drift)
 	}
 	if st.Cache, err = p.readCache(); err != nil {
 		errs = append(errs, err)
@@ -339,18 +371,17 @@ func (p *Probe) counters() (storageStCounters, error) {
 		sum.FileDropped += c.FileDropped
 		sum.EvDropped += c.EvDropped
 		sum.TfDropped += c.TfDropped
-		sum.Unseen += c.Unseen
 	}
 	return sum, nil
 }
 
-func (p *Probe) readDevices(window time.Duration) ([]model.BlockDevice, error) {
+func (p *Probe) readDevices(window time.Duration, end map[string]blockdevice.Diskstats) ([]model.BlockDevice, error) {
 	byDev := map[uint32]*model.BlockDevice{}
 	var k storageStDevKey
 	var v storageStDevStats
 	it := p.objs.Devs.Iterate()
 	for it.Next(&k, &v) {
-		if v.Requests == 0 && v.Merges == 0 {
+		if v.Requests == 0 && v.Merges == 0 && v.Unseen == 0 {
 			continue
 		}
 		d := byDev[k.Dev]
@@ -359,11 +390,21 @@ func (p *Probe) readDevices(window time.Duration) ([]model.BlockDevice, error) {
 			byDev[k.Dev] = d
 		}
 		op := model.BlockOp{Op: Ops[min(int(k.Op), len(Ops)-1)], Requests: int64(v.Requests), Bytes: int64(v.Bytes), Merges: int64(v.Merges),
+			Issued: int64(v.Issued), Preflush: int64(v.Preflush), FUA: int64(v.Fua), Errors: int64(v.Errors),
+			Unseen: int64(v.Unseen), UnseenBytes: int64(v.UnseenBytes),
 			WorkloadRequests: int64(v.OwnRequests), WorkloadBytes: int64(v.OwnBytes), WritebackRequests: int64(v.WbRequests), WritebackBytes: int64(v.WbBytes),
-			Size: ranges(v.SizeSlots[:], 1), Queue: ranges(v.QueueSlots[:], 1000), Service: ranges(v.ServiceSlots[:], 1000), Depth: ranges(v.DepthSlots[:], 1)}
-		if v.Timed > 0 {
-			op.QueueMeanSec = float64(v.QueueNs) / float64(v.Timed) / 1e9
-			op.ServiceMeanSec = float64(v.ServiceNs) / float64(v.Timed) / 1e9
+			Size: ranges(v.SizeSlots[:], 1), Queue: ranges(v.QueueSlots[:], 1000), Service: ranges(v.ServiceSlots[:], 1000), Depth: ranges(v.DepthSlots[:], 1),
+			WorkloadDepth: ranges(v.OwnDepthSlots[:], 1)}
+		if v.Requests > 0 {
+			n := float64(v.Requests)
+			op.QueueMeanSec = float64(v.QueueNs) / n / 1e9
+			op.ServiceMeanSec = float64(v.ServiceNs) / n / 1e9
+			op.LatencyMeanSec = float64(v.LatencyNs) / n / 1e9
+		}
+		if v.OwnRequests > 0 {
+			n := float64(v.OwnRequests)
+			op.WorkloadServiceMeanSec = float64(v.OwnServiceNs) / n / 1e9
+			op.WorkloadLatencyMeanSec = float64(v.OwnLatencyNs) / n / 1e9
 		}
 		d.Ops = append(d.Ops, op)
 	}
@@ -371,19 +412,15 @@ func (p *Probe) readDevices(window time.Duration) ([]model.BlockDevice, error) {
 		return nil, fmt.Errorf("map devs: %w", err)
 	}
 	var out []model.BlockDevice
-	for dev, d := range byDev {
-		var disk storageStDisk
-		if err := p.objs.Disks.Lookup(dev, &disk); err == nil {
-			busy := disk.BusyNs
-			// A period still open at the end counts up to the end.
-			if disk.Inflight > 0 && disk.BusySince > 0 {
-				if now := probe.MonotonicNs(); now > disk.BusySince {
-					busy += now - disk.BusySince
+	for _, d := range byDev {
+		if a, ok := p.diskstats[d.Name]; ok {
+			if b, ok := end[d.Name]; ok {
+				delta := diskstatsDelta(a, b)
+				d.Diskstats = &delta
+				d.BusySec = float64(delta.IOTicksMs) / 1000
+				if window > 0 {
+					d.UtilPct = min(100, d.BusySec/window.Seconds()*100)
 				}
-			}
-			d.BusySec = float64(busy) / 1e9
-			if window > 0 {
-				d.UtilPct = min(100, d.BusySec/window.Seconds()*100)
 			}
 		}
 		slices.SortFunc(d.Ops, func(a, b model.BlockOp) int { return slices.Index(Ops[:], a.Op) - slices.Index(Ops[:], b.Op) })
@@ -392,6 +429,80 @@ func (p *Probe) readDevices(window time.Duration) ([]model.BlockDevice, error) {
 	slices.SortFunc(out, func(a, b model.BlockDevice) int { return strings.Compare(a.Name, b.Name) })
 	return out, nil
 }
+
+// readDiskstats reads /proc/diskstats by device name; nil when it cannot.
+func readDiskstats() map[string]blockdevice.Diskstats {
+	fs, err := blockdevice.NewFS("/proc", "/sys")
+	if err != nil {
+		return nil
+	}
+	stats, err := fs.ProcDiskstats()
+	if err != nil {
+		return nil
+	}
+	out := make(map[string]blockdevice.Diskstats, len(stats))
+	for _, s := range stats {
+		out[s.DeviceName] = s
+	}
+	return out
+}
+
+// diskstatsDelta is what a disk's counters moved by from a to b.
+func diskstatsDelta(a, b blockdevice.Diskstats) model.DiskstatsDelta {
+	d := func(x, y uint64) int64 {
+		if y < x {
+			return 0
+		}
+		return int64(y - x)
+	}
+	return model.DiskstatsDelta{
+		Reads: d(a.ReadIOs, b.ReadIOs), Writes: d(a.WriteIOs, b.WriteIOs), Discards: d(a.DiscardIOs, b.DiscardIOs),
+		Flushes:   d(a.FlushRequestsCompleted, b.FlushRequestsCompleted),
+		ReadBytes: d(a.ReadSectors, b.ReadSectors) * 512, WriteBytes: d(a.WriteSectors, b.WriteSectors) * 512,
+		DiscardBytes: d(a.DiscardSectors, b.DiscardSectors) * 512,
+		ReadMerges:   d(a.ReadMerges, b.ReadMerges), WriteMerges: d(a.WriteMerges, b.WriteMerges),
+		IOTicksMs: d(a.IOsTotalTicks, b.IOsTotalTicks),
+	}
+}
+
+// inDriverCheck compares each disk's count of requests in the driver with
+// the entries that say they are, after the probe stopped: they must
+// agree, or the counts drifted (a note says so). It also returns the stale
+// entries the programs found and dropped.
+func (p *Probe) inDriverCheck() (stale int64, note string, err error) {
+	inDriver := map[uint32]int64{}
+	var key uint64
+	var r storageStRq
+	it := p.objs.Rqs.Iterate()
+	for it.Next(&key, &r) {
+		if r.Flags&stRqInDriver != 0 {
+			inDriver[r.Dev]++
+		}
+	}
+	if err := it.Err(); err != nil {
+		return 0, "", fmt.Errorf("map rqs: %w", err)
+	}
+	var dev uint32
+	var d storageStDisk
+	var drifted []string
+	dit := p.objs.Disks.Iterate()
+	for dit.Next(&dev, &d) {
+		stale += int64(d.Stale)
+		if d.Issued != inDriver[dev] {
+			drifted = append(drifted, fmt.Sprintf("%s counted %d in the driver for %d requests", sysinfo.BlockName(sysinfo.DevString(dev)), d.Issued, inDriver[dev]))
+		}
+	}
+	if err := dit.Err(); err != nil {
+		return 0, "", fmt.Errorf("map disks: %w", err)
+	}
+	if len(drifted) > 0 {
+		note = "the block probe's in-driver counts drifted (" + strings.Join(drifted, "; ") + "): the depth histograms are off by that much"
+	}
+	return stale, note, nil
+}
+
+// stRqInDriver is ST_RQ_IN_DRIVER of bpf/storage.h.
+const stRqInDriver = 4
 
 // readCache sums the page-cache counters (the programs' runs are in
 // counters, with the other programs').

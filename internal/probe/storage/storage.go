@@ -16,7 +16,7 @@ import (
 )
 
 // Ops names the block request operations, indexed as ST_OP_*.
-var Ops = [...]string{"read", "write", "flush", "discard", "other"}
+var Ops = [...]string{"read", "write", "flush", "discard", "other", "preflush"}
 
 // Config says what to follow and what to collect.
 type Config struct {
@@ -148,12 +148,12 @@ const NumPrograms = 8
 
 // ProgramNames name them, in the order of bpf/storage.h's ST_PROG_*.
 var ProgramNames = [NumPrograms]string{"block_rq_insert", "block_io_start", "block_rq_issue", "block_rq_complete",
-	"block_bio_merge", "sys_enter", "sys_exit", "page_cache"}
+	"block_merge", "sys_enter", "sys_exit", "page_cache"}
 
 // progIndex maps each BPF program to its group in ProgramNames.
 var progIndex = map[string]int{
-	"block_rq_insert": 0, "block_io_start": 1, "block_rq_issue": 2, "block_rq_complete": 3,
-	"block_bio_backmerge": 4, "block_bio_frontmerge": 4, "sys_enter": 5, "sys_exit": 6,
+	"block_rq_insert": 0, "block_io_start": 1, "block_rq_issue": 2, "block_rq_requeue": 2, "block_rq_complete": 3,
+	"block_bio_backmerge": 4, "block_bio_frontmerge": 4, "block_rq_merge": 4, "sys_enter": 5, "sys_exit": 6,
 	"filemap_get_pages": 7, "filemap_add": 7, "filemap_fault": 7, "sync_ra": 7, "async_ra": 7,
 	"dirty_folio": 7, "balance_dirty_pages": 7,
 }

@@ -53,7 +53,6 @@ type storageStCounters struct {
 	FileDropped uint64
 	EvDropped   uint64
 	TfDropped   uint64
-	Unseen      uint64
 }
 
 type storageStDevKey struct {
@@ -63,29 +62,37 @@ type storageStDevKey struct {
 }
 
 type storageStDevStats struct {
-	_            structs.HostLayout
-	Requests     uint64
-	Bytes        uint64
-	Merges       uint64
-	QueueNs      uint64
-	ServiceNs    uint64
-	Timed        uint64
-	OwnRequests  uint64
-	OwnBytes     uint64
-	WbRequests   uint64
-	WbBytes      uint64
-	SizeSlots    [32]uint64
-	QueueSlots   [32]uint64
-	ServiceSlots [32]uint64
-	DepthSlots   [32]uint64
+	_             structs.HostLayout
+	Requests      uint64
+	Bytes         uint64
+	Merges        uint64
+	QueueNs       uint64
+	ServiceNs     uint64
+	LatencyNs     uint64
+	Issued        uint64
+	OwnRequests   uint64
+	OwnBytes      uint64
+	OwnServiceNs  uint64
+	OwnLatencyNs  uint64
+	WbRequests    uint64
+	WbBytes       uint64
+	Preflush      uint64
+	Fua           uint64
+	Errors        uint64
+	Unseen        uint64
+	UnseenBytes   uint64
+	SizeSlots     [32]uint64
+	QueueSlots    [32]uint64
+	ServiceSlots  [32]uint64
+	DepthSlots    [32]uint64
+	OwnDepthSlots [32]uint64
 }
 
 type storageStDisk struct {
 	_         structs.HostLayout
-	Inflight  int64
 	Issued    int64
-	BusySince uint64
-	BusyNs    uint64
+	OwnIssued int64
+	Stale     uint64
 }
 
 type storageStEvent struct {
@@ -137,11 +144,19 @@ type storageStFileKey struct {
 }
 
 type storageStRq struct {
-	_       structs.HostLayout
-	StartNs uint64
-	IssueNs uint64
-	Owner   uint32
-	Counted uint32
+	_         structs.HostLayout
+	StartNs   uint64
+	IssueNs   uint64
+	QueueNs   uint64
+	ServiceNs uint64
+	Bytes     uint64
+	KickNs    uint64
+	Dev       uint32
+	Op        uint32
+	Owner     uint32
+	Flags     uint32
+	Depth     uint32
+	OwnDepth  uint32
 }
 
 type storageStThreadFileKey struct {
@@ -201,6 +216,8 @@ const (
 	storageProgBlockRqComplete    = "block_rq_complete"
 	storageProgBlockRqInsert      = "block_rq_insert"
 	storageProgBlockRqIssue       = "block_rq_issue"
+	storageProgBlockRqMerge       = "block_rq_merge"
+	storageProgBlockRqRequeue     = "block_rq_requeue"
 	storageProgDirtyFolio         = "dirty_folio"
 	storageProgFilemapAdd         = "filemap_add"
 	storageProgFilemapFault       = "filemap_fault"
@@ -208,6 +225,8 @@ const (
 	storageProgSyncRa             = "sync_ra"
 	storageProgSysEnter           = "sys_enter"
 	storageProgSysExit            = "sys_exit"
+	storageVarArmedNs             = "armed_ns"
+	storageVarHaveIoStart         = "have_io_start"
 	storageVarStopped             = "stopped"
 	storageVarUnusedEvent         = "unused_event"
 	storageVarWantFiles           = "want_files"
@@ -265,6 +284,8 @@ type storageProgramSpecs struct {
 	BlockRqComplete    *ebpf.ProgramSpec `ebpf:"block_rq_complete"`
 	BlockRqInsert      *ebpf.ProgramSpec `ebpf:"block_rq_insert"`
 	BlockRqIssue       *ebpf.ProgramSpec `ebpf:"block_rq_issue"`
+	BlockRqMerge       *ebpf.ProgramSpec `ebpf:"block_rq_merge"`
+	BlockRqRequeue     *ebpf.ProgramSpec `ebpf:"block_rq_requeue"`
 	DirtyFolio         *ebpf.ProgramSpec `ebpf:"dirty_folio"`
 	FilemapAdd         *ebpf.ProgramSpec `ebpf:"filemap_add"`
 	FilemapFault       *ebpf.ProgramSpec `ebpf:"filemap_fault"`
@@ -298,6 +319,8 @@ type storageMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type storageVariableSpecs struct {
+	ArmedNs     *ebpf.VariableSpec `ebpf:"armed_ns"`
+	HaveIoStart *ebpf.VariableSpec `ebpf:"have_io_start"`
 	Stopped     *ebpf.VariableSpec `ebpf:"stopped"`
 	UnusedEvent *ebpf.VariableSpec `ebpf:"unused_event"`
 	WantFiles   *ebpf.VariableSpec `ebpf:"want_files"`
@@ -364,6 +387,8 @@ func (m *storageMaps) Close() error {
 //
 // It can be passed to loadStorageObjects or ebpf.CollectionSpec.LoadAndAssign.
 type storageVariables struct {
+	ArmedNs     *ebpf.Variable `ebpf:"armed_ns"`
+	HaveIoStart *ebpf.Variable `ebpf:"have_io_start"`
 	Stopped     *ebpf.Variable `ebpf:"stopped"`
 	UnusedEvent *ebpf.Variable `ebpf:"unused_event"`
 	WantFiles   *ebpf.Variable `ebpf:"want_files"`
@@ -383,6 +408,8 @@ type storagePrograms struct {
 	BlockRqComplete    *ebpf.Program `ebpf:"block_rq_complete"`
 	BlockRqInsert      *ebpf.Program `ebpf:"block_rq_insert"`
 	BlockRqIssue       *ebpf.Program `ebpf:"block_rq_issue"`
+	BlockRqMerge       *ebpf.Program `ebpf:"block_rq_merge"`
+	BlockRqRequeue     *ebpf.Program `ebpf:"block_rq_requeue"`
 	DirtyFolio         *ebpf.Program `ebpf:"dirty_folio"`
 	FilemapAdd         *ebpf.Program `ebpf:"filemap_add"`
 	FilemapFault       *ebpf.Program `ebpf:"filemap_fault"`
@@ -402,6 +429,8 @@ func (p *storagePrograms) Close() error {
 		p.BlockRqComplete,
 		p.BlockRqInsert,
 		p.BlockRqIssue,
+		p.BlockRqMerge,
+		p.BlockRqRequeue,
 		p.DirtyFolio,
 		p.FilemapAdd,
 		p.FilemapFault,

@@ -41,6 +41,16 @@ type DeviceRow struct {
 	Name, Dev        string
 	BusySec, UtilPct float64
 	Ops              []BlockOpRow
+	// Unseen are the requests that completed in the window but started
+	// before it: in no figure of the ops.
+	Unseen int64
+}
+
+// BlockNotes explain the device table's terms, for both views.
+var BlockNotes = []string{
+	"queue: start to issue to the driver; service: time in the driver (means)",
+	"flush: the device's cache-flush commands; preflush: cache flushes asked for (fsync, journal commits), each served by a flush command; /proc/diskstats counts a preflush as a write of 0 bytes",
+	"wl%: requests issued by the workload or written back for its files",
 }
 
 // BlockOpRow is one kind of request to a device.
@@ -87,7 +97,8 @@ func Devices(devs []model.BlockDevice, window float64) []DeviceRow {
 				{What: "service", Label: "service time", Buckets: o.Service},
 				{What: "queue", Label: "queue time", Buckets: o.Queue},
 				{What: "size", Label: "request size", Buckets: o.Size},
-				{What: "depth", Label: "requests in flight at issue", Buckets: o.Depth},
+				{What: "depth", Label: "requests in the driver at issue", Buckets: o.Depth},
+				{What: "workload depth", Label: "the workload's requests in the driver at issue", Buckets: o.WorkloadDepth},
 			} {
 				if len(h.Buckets) == 0 {
 					continue
@@ -98,6 +109,7 @@ func Devices(devs []model.BlockDevice, window float64) []DeviceRow {
 				op.Hists = append(op.Hists, h)
 			}
 			r.Ops = append(r.Ops, op)
+			r.Unseen += o.Unseen
 		}
 		out = append(out, r)
 	}
