@@ -53,6 +53,7 @@
 #define REQ_OP_WRITE 1
 #define REQ_OP_FLUSH 2
 #define REQ_OP_DISCARD 3
+#define REQ_OP_WRITE_ZEROES 9
 #define O_APPEND 02000
 #define PAGE_MAPPING_ANON 0x1
 
@@ -303,6 +304,8 @@ static __always_inline __u32 op_of(__u32 opf)
 		return ST_OP_FLUSH;
 	case REQ_OP_DISCARD:
 		return ST_OP_DISCARD;
+	case REQ_OP_WRITE_ZEROES:
+		return ST_OP_WRITE_ZEROES;
 	}
 	return ST_OP_OTHER;
 }
@@ -395,13 +398,19 @@ static __always_inline void forget(__u64 key, struct st_rq *r, __u64 now)
 }
 
 /* stale forgets an entry still there when its struct request starts
- * again: its completion was not seen. */
+ * again: the request completed and the program did not run for it (the
+ * kernel skips a tp_btf program now and then without counting a miss: 4
+ * reads of 3,000 at depth 1 beside a writer, here). It is counted as
+ * missed, so that measured + unseen + missed is what diskstats counts. */
 static __always_inline void stale(__u64 key, struct st_rq *r, __u64 now)
 {
-	struct st_disk *d = bpf_map_lookup_elem(&disks, &r->dev);
+	struct st_dev_stats *s;
 
-	if (d)
-		__sync_fetch_and_add(&d->stale, 1);
+	if (!(r->flags & ST_RQ_PRE)) {
+		s = dev_stats(r->dev, r->op);
+		if (s)
+			__sync_fetch_and_add(&s->missed, 1);
+	}
 	forget(key, r, now);
 }
 

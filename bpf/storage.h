@@ -11,13 +11,14 @@
  * (fsync's blkdev_issue_flush). The flush machinery never issues it: it
  * issues a FLUSH command on its behalf, and completes it afterwards
  * (/proc/diskstats counts it as a write of 0 sectors, the command as a
- * flush). */
+ * flush). Other ops are read or write in diskstats by their direction. */
 #define ST_OP_READ 0
 #define ST_OP_WRITE 1
 #define ST_OP_FLUSH 2
 #define ST_OP_DISCARD 3
 #define ST_OP_OTHER 4
 #define ST_OP_PREFLUSH 5
+#define ST_OP_WRITE_ZEROES 6 /* blkdev_issue_zeroout: ext4's lazy inode-table init, fallocate's zeroing; a write in diskstats */
 
 /* Who a block request is for. */
 #define ST_OWNER_OTHER 0
@@ -52,6 +53,7 @@ struct st_dev_stats {
 	__u64 errors;       /* completed with an error */
 	__u64 unseen;       /* completed in the window, started before it: in no figure above */
 	__u64 unseen_bytes;
+	__u64 missed;       /* started in the window, their completion not seen (the kernel did not run the program): in no figure above */
 	__u64 size_slots[ST_SLOTS];      /* log2 of the request's bytes */
 	__u64 queue_slots[ST_SLOTS];     /* log2 of microseconds, slot 0 from 0 */
 	__u64 service_slots[ST_SLOTS];
@@ -64,7 +66,6 @@ struct st_dev_stats {
 struct st_disk {
 	__s64 issued;
 	__s64 own_issued;
-	__u64 stale;      /* entries still there when their struct request was reused (a completion not seen) */
 };
 
 /* st_rq.flags */

@@ -282,6 +282,11 @@ static __always_inline struct ta_thread *get_or_create(struct task_struct *task,
 	if (!t)
 		return NULL;
 	__sync_fetch_and_add(&entries, 1);
+	/* Alive from its first sight: a thread forked in the window, or one
+	 * that was there at attach, whether the seed or a switch saw it
+	 * first. Regression: threads a switch saw before the seed were never
+	 * counted, and PostgreSQL's 14 processes read "at most 6 alive". */
+	count_alive(1);
 	t->tid = tid;
 	t->tgid = task->tgid;
 	t->state = state;
@@ -669,7 +674,6 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 	if (!is_tracked(ptgid))
 		return 0;
 	count_tracked(c, TA_PROG_FORK);
-	count_alive(1);
 	if (ctgid == ptgid) {
 		if (c)
 			c->thread_creates++;
@@ -735,7 +739,6 @@ int seed(struct bpf_iter__task *ctx)
 	t = get_or_create(task, state, now);
 	if (!t)
 		return 0;
-	count_alive(1);
 	if (state == TA_STATE_BLOCKED)
 		t->cat = classify(NULL, task, tstate, t);
 	t->utime_ns = task->utime;
@@ -773,6 +776,23 @@ static __always_inline void fill_path(struct ta_file *f, struct dentry *d)
 	fill_names(f->names, &f->depth, &f->truncated, d);
 }
 
+/* thread_cats copies a running thread's time per category to out, as if
+ * its running interval were closed at now: the difference of two copies
+ * taken at a sync call's entry and exit is the call's time by category (on
+ * CPU, waiting for a CPU, blocked), adding up to its latency. */
+static __always_inline bool thread_cats(__u32 tid, __u64 now, __u64 *out)
+{
+	struct ta_thread *t = bpf_map_lookup_elem(&threads, &tid);
+
+	if (!t || t->last_ns == 0)
+		return false;
+	for (int i = 0; i < TA_NUM_CATS; i++)
+		out[i] = t->ns[i];
+	if (t->state == TA_STATE_RUNNING && now > t->last_ns)
+		out[TA_CAT_CPU] += now - t->last_ns;
+	return true;
+}
+
 SEC("tp_btf/ext4_sync_file_enter")
 int BPF_PROG(ext4_sync_enter, struct file *file, int datasync)
 {
@@ -806,6 +826,7 @@ int BPF_PROG(ext4_sync_enter, struct file *file, int datasync)
 		}
 	}
 	st.ts = bpf_ktime_get_ns();
+	st.has_cats = thread_cats(tid, st.ts, st.cat_ns);
 	if (bpf_map_update_elem(&sync_start, &tid, &st, BPF_ANY) != 0 && c)
 		c->dropped++;
 	return 0;
@@ -819,7 +840,8 @@ int BPF_PROG(ext4_sync_exit, struct inode *inode, int ret)
 	struct ta_sync_stats *s;
 	struct ta_counters *c;
 	struct ta_file *f;
-	__u64 delta, slot;
+	__u64 delta, slot, now, cats[TA_NUM_CATS];
+	bool split;
 	__u32 k;
 
 	if (stopped)
@@ -829,7 +851,13 @@ int BPF_PROG(ext4_sync_exit, struct inode *inode, int ret)
 	if (!st)
 		return 0; /* entered before attach, or not tracked */
 	count_tracked(c, TA_PROG_SYNC_EXIT);
-	delta = bpf_ktime_get_ns() - st->ts;
+	now = bpf_ktime_get_ns();
+	delta = now - st->ts;
+	split = st->has_cats && thread_cats(tid, now, cats);
+	if (split) {
+		for (int i = 0; i < TA_NUM_CATS; i++)
+			cats[i] = cats[i] > st->cat_ns[i] ? cats[i] - st->cat_ns[i] : 0;
+	}
 	k = st->kind;
 	f = bpf_map_lookup_elem(&files, &st->file);
 	if (f) {
@@ -850,6 +878,12 @@ int BPF_PROG(ext4_sync_exit, struct inode *inode, int ret)
 	if (slot >= TA_MAX_SLOTS)
 		slot = TA_MAX_SLOTS - 1;
 	s->slots[slot]++;
+	if (split) {
+		s->split++;
+		s->split_ns += delta;
+		for (int i = 0; i < TA_NUM_CATS; i++)
+			s->cat_ns[i] += cats[i];
+	}
 	return 0;
 }
 

@@ -178,6 +178,9 @@ struct ta_sync_stats {
 	__u64 count;              /* completed calls */
 	__u64 total_ns;           /* their summed latency */
 	__u64 slots[TA_MAX_SLOTS]; /* slots[i]: latency in [2^i, 2^(i+1)) us; slot 0 from 0 */
+	__u64 cat_ns[TA_NUM_CATS]; /* the calls' time by category: on CPU in the kernel, waiting for a CPU, blocked (storage-sync, lock, ...) */
+	__u64 split;              /* of the calls, those split by category (the thread had an entry at both ends) */
+	__u64 split_ns;           /* and their summed latency */
 };
 
 /* A sync call in progress, keyed by tid. */
@@ -186,6 +189,9 @@ struct ta_sync_start {
 	struct ta_file_key file;
 	__u32 kind;
 	__u32 datasync;
+	__u64 cat_ns[TA_NUM_CATS]; /* the thread's time per category at entry, its running interval closed at ts */
+	__u32 has_cats;
+	__u32 _pad;
 };
 
 #endif /* __TIMEACCT_H */

@@ -17,11 +17,21 @@ func thread(tid int, secs map[string]float64) model.ThreadTime {
 	return model.ThreadTime{PID: 1, TID: tid, Comm: "t", WallSec: wall, Seconds: secs, UserSec: secs[model.CatCPU]}
 }
 
+// runWith is a run whose accounting is consistent with its threads: the
+// probe counted as many alive at once and as many exits as it lists.
 func runWith(cpus int, window float64, threads ...model.ThreadTime) *model.Run {
-	return &model.Run{
-		Host:           model.Host{CPUsOnline: cpus},
-		TimeAccounting: &model.TimeAccounting{Source: "ebpf", WindowSec: window, Threads: threads},
+	ta := &model.TimeAccounting{Source: "ebpf", WindowSec: window, Threads: threads}
+	for _, t := range threads {
+		switch {
+		case t.Folded > 0:
+			ta.ThreadsExited += int64(t.Folded)
+		case t.Exited:
+			ta.ThreadsExited++
+		default:
+			ta.PeakThreads++
+		}
 	}
+	return &model.Run{Host: model.Host{CPUsOnline: cpus}, TimeAccounting: ta}
 }
 
 func ids(fs []model.Finding) string {
@@ -257,5 +267,24 @@ func TestProbeCostCountsAsOverhead(t *testing.T) {
 	Analyze(r)
 	if !strings.Contains(ids(r.Findings), "observer.overhead_high") {
 		t.Errorf("8%% of the workload's CPU spent in eBPF programs is not reported: %q", ids(r.Findings))
+	}
+}
+
+// TestIdleUnderLoad: a thread woken by a timer every 20 ms waits a few
+// percent for a CPU after each wake-up on a loaded machine; it is still
+// waiting for work, and must not outvote the thread doing it. Regression:
+// the "other" scenario read "sleep 50%, other 45%" under a parallel build.
+// A thread that waits for a CPU most of the time wants to run: not idle.
+func TestIdleUnderLoad(t *testing.T) {
+	worker := thread(1, map[string]float64{model.CatOther: 1.45, model.CatCPU: 0.05})
+	timer := thread(2, map[string]float64{model.CatSleep: 1.437, model.CatCPU: 0.003, model.CatCPUWait: 0.06})
+	run := runWith(2, 1.5, worker, timer)
+	Analyze(run)
+	if run.Verdict.Primary != model.CatOther {
+		t.Errorf("verdict %q (%s), want other: the timer thread is idle", run.Verdict.Primary, run.Verdict.Summary)
+	}
+	starved := thread(3, map[string]float64{model.CatSleep: 0.7, model.CatCPU: 0.005, model.CatCPUWait: 0.795})
+	if isIdle(&starved) {
+		t.Error("a thread waiting for a CPU half its time was called idle")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/perfsleuth/perfsleuth/internal/analyze"
 	"github.com/perfsleuth/perfsleuth/internal/export"
 	"github.com/perfsleuth/perfsleuth/internal/model"
 )
@@ -42,11 +43,13 @@ func TestExportWritesEveryFormat(t *testing.T) {
 	if err := json.Unmarshal([]byte(r.stdout), &trace); err != nil || len(trace.TraceEvents) == 0 {
 		t.Fatalf("stdout is not the trace (%v): %.200s", err, r.stdout)
 	}
-	// The files hold exactly what the library renders from the record.
+	// The files hold exactly what the library renders from the record,
+	// analysed as every command analyses a record it loads.
 	loaded, err := model.Load(rec)
 	if err != nil {
 		t.Fatal(err)
 	}
+	analyze.Run(loaded)
 	for file, render := range map[string]func(*model.Run) ([]byte, error){
 		"on.folded": export.FoldedOnCPU, "off.folded": export.FoldedOffCPU,
 		"stacks.pb.gz": export.Pprof, "metrics.prom": export.Prometheus,

@@ -3,6 +3,7 @@ package htmlreport
 import (
 	"fmt"
 	"html/template"
+	"slices"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/report/rows"
@@ -137,11 +138,20 @@ func syncSection(s *section, ta *model.TimeAccounting) {
 		}
 		return
 	}
-	tb := newTable("sync call", "calls", "total", "mean", "~median in")
+	split := slices.ContainsFunc(syncs, func(s rows.SyncRow) bool { return s.Split != "" })
+	cols := []string{"sync call", "calls", "total", "mean", "~median in"}
+	if split {
+		cols = append(cols, "~in the calls")
+	}
+	tb := newTable(cols...)
 	var figs []figure
 	for _, sc := range syncs {
-		tb.add(cell{Text: sc.Kind}, cell{Text: units.FormatCount(sc.Count)}, cell{Text: durSec(sc.TotalSec)},
-			cell{Text: durSec(sc.MeanSec)}, cell{Text: sc.MedianIn})
+		cells := []cell{{Text: sc.Kind}, {Text: units.FormatCount(sc.Count)}, {Text: durSec(sc.TotalSec)},
+			{Text: durSec(sc.MeanSec)}, {Text: sc.MedianIn}}
+		if split {
+			cells = append(cells, cell{Text: sc.Split})
+		}
+		tb.add(cells...)
 		figs = append(figs, figure{Caption: sc.Kind + " latency", Sub: units.FormatCount(sc.Count) + " calls",
 			Chart: Histogram(chartName("sync", sc.Kind), nsBuckets(sc.Buckets), HistogramOptions{
 				Title: sc.Kind + " latency", Unit: UnitNs, Color: CategoryColor(model.CatStorageSync)})})

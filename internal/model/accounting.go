@@ -60,6 +60,11 @@ type TimeAccounting struct {
 	// thread and stack, most samples first; nil when not asked for.
 	OnCPU   []OnCPUStack `json:"oncpu_stacks,omitempty"`
 	OnCPUHz int          `json:"oncpu_hz,omitempty"`
+	// OnCPUSamples is every sample of the workload's threads, OnCPU's kept
+	// stacks or not (the record keeps the 200 largest stacks); OnCPUDropped
+	// the samples the sampler could not count (its map was full).
+	OnCPUSamples int64 `json:"oncpu_samples,omitempty"`
+	OnCPUDropped int64 `json:"oncpu_dropped,omitempty"`
 	// OnCPUNote says why there are no on-CPU samples, when there are none.
 	OnCPUNote string `json:"oncpu_note,omitempty"`
 	// ProbeCPUSec is the CPU time the eBPF programs took, summed over all
@@ -77,6 +82,30 @@ type TimeAccounting struct {
 	// Dropped counts events the probe could not record (full maps); the
 	// accounting is exact only when it is 0.
 	Dropped int64 `json:"dropped"`
+	// Kernel holds the accounting against the kernel's own figures for
+	// the same threads and window (schedstat, delay accounting); nil when
+	// they could not be read.
+	Kernel *KernelAgreement `json:"kernel,omitempty"`
+}
+
+// KernelAgreement is perfsleuth's accounting against the kernel's own.
+type KernelAgreement struct {
+	Checks []KernelCheck `json:"checks"`
+	// Notes say what could not be compared, and why.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// KernelCheck is one figure of the accounting beside the kernel's: What
+// ("cpu + cpu-wait", "cpu", "cpu-wait") over Threads threads, from Source
+// ("schedstat"). Only Judged figures must agree (within 5%); the others
+// are shown for what they tell.
+type KernelCheck struct {
+	What          string  `json:"what"`
+	Source        string  `json:"source"`
+	Threads       int     `json:"threads"`
+	PerfsleuthSec float64 `json:"perfsleuth_sec"`
+	KernelSec     float64 `json:"kernel_sec"`
+	Judged        bool    `json:"judged"`
 }
 
 // ThreadTime is one thread's accounting.
@@ -132,6 +161,23 @@ type Finding struct {
 	Severity string   `json:"severity"`
 	Summary  string   `json:"summary"`
 	Evidence []string `json:"evidence"`
+	// Test is the figure the rule's threshold was held against, as the
+	// finding prints it: perfsleuth's own consistency check holds it again,
+	// so that a finding never contradicts its own number. Nil for a rule
+	// without one threshold.
+	Test *FindingTest `json:"test,omitempty"`
+	// Share is the share of the busy threads' time the finding's cause
+	// costs, when the rule knows it: a warning's must be material.
+	Share *float64 `json:"share,omitempty"`
+}
+
+// FindingTest is a finding's threshold and the figure it was applied to:
+// the finding holds when Value Op Threshold (Op ">=", ">", "<" or "<=").
+type FindingTest struct {
+	Name      string  `json:"name"`
+	Value     float64 `json:"value"`
+	Op        string  `json:"op"`
+	Threshold float64 `json:"threshold"`
 }
 
 // SyncCalls is one kind of sync call (fsync, fdatasync, msync, an O_SYNC or
@@ -142,6 +188,16 @@ type SyncCalls struct {
 	TotalSec float64 `json:"total_sec"`
 	// Buckets is a log2 latency histogram: Count calls in [LowNs, HighNs].
 	Buckets []Bucket `json:"buckets"`
+	// Split is the calls' time by accounting category: cpu (on a CPU in
+	// the kernel's sync path), cpu-wait (woken and waiting for a CPU),
+	// storage-sync (blocked on the device or the journal), lock, ...: it
+	// adds up to SplitSec, the summed latency of the SplitCount calls split
+	// (those of threads the accounting followed at both ends: all but a
+	// few at the window's edges). The time accounting's storage-sync is
+	// the blocked part, summed with the other blocked sync time.
+	Split      map[string]float64 `json:"split,omitempty"`
+	SplitCount int64              `json:"split_count,omitempty"`
+	SplitSec   float64            `json:"split_sec,omitempty"`
 }
 
 // ProgramCost is one eBPF program's share of the probe's cost: runs about

@@ -99,6 +99,9 @@ func (d *doc) syncCalls(ta *model.TimeAccounting) {
 	d.line("  %-16s %9s %9s %9s  %s", "sync call", "calls", "total", "mean", "median in")
 	for _, s := range syncs {
 		d.line("  %-16s %9s %9s %9s  %s", s.Kind, units.FormatCount(s.Count), rows.Secs(s.TotalSec), units.FormatNs(s.MeanSec*1e9), s.MedianIn)
+		if s.Split != "" {
+			d.wrapped("    in it: ", "      ", s.Split)
+		}
 	}
 }
 
@@ -212,7 +215,12 @@ func (d *doc) onCPU(ta *model.TimeAccounting) {
 		}
 		return
 	}
-	d.line("  on-CPU samples at %d Hz: %s (%s of CPU); functions the samples fell in:", o.Hz, units.FormatCount(o.Samples), rows.Secs(o.CPUSec))
+	if o.Kept < o.Samples {
+		d.wrapped("  ", "    ", fmt.Sprintf("on-CPU samples at %d Hz: %s (%s of CPU), %s of them in the %d stacks kept; functions those fell in:",
+			o.Hz, units.FormatCount(o.Samples), rows.Secs(o.CPUSec), units.FormatCount(o.Kept), len(o.Stacks)))
+	} else {
+		d.line("  on-CPU samples at %d Hz: %s (%s of CPU); functions the samples fell in:", o.Hz, units.FormatCount(o.Samples), rows.Secs(o.CPUSec))
+	}
 	for _, f := range o.Funcs.Rows {
 		d.line("    %5.1f%%  %s", f.Pct, fit(f.Name, 68))
 	}

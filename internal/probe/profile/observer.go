@@ -64,6 +64,7 @@ func (o *observer) Contribute(run *model.Run) {
 	}
 	ta.OnCPUNote = o.note
 	ta.OnCPUHz = o.res.Hz
+	ta.OnCPUSamples, ta.OnCPUDropped = int64(o.res.Samples), int64(o.res.Dropped)
 	ta.OnCPU = nameOnCPU(o.res, o.s.Namer())
 	if len(o.res.Stacks) == 0 && o.note == "" {
 		ta.OnCPUNote = "no sample of the workload's threads on a CPU: it ran for less than a sampling period"

@@ -272,21 +272,21 @@ func (p *Probe) read(window time.Duration, end map[string]blockdevice.Diskstats)
 	}
 	st.Dropped = model.StorageDropped{Requests: int64(c.RqDropped), FileOps: int64(c.FileDropped), SQLiteEvents: int64(c.EvDropped),
 		MissedRuns: p.missedRuns(), ThreadFiles: int64(c.TfDropped)}
-	if st.Devices, err = p.readDevices(window, end); err != nil {
+	missed, drift, err := p.leftovers()
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if drift != "" {
+		st.Notes = append(st.Notes, drift)
+	}
+	if st.Devices, err = p.readDevices(window, end, missed); err != nil {
 		errs = append(errs, err)
 	}
 	for _, d := range st.Devices {
 		for _, o := range d.Ops {
 			st.Dropped.Unseen += o.Unseen
+			st.Dropped.Missed += o.Missed
 		}
-	}
-	stale, drift, err := p.inDriverCheck()
-	if err != nil {
-		errs = append(errs, err)
-	}
-	st.Dropped.Stale = stale
-	if drift != "" {
-		st.Notes = append(st.Notes, drift)
 	}
 	if st.Cache, err = p.readCache(); err != nil {
 		errs = append(errs, err)
@@ -375,13 +375,13 @@ func (p *Probe) counters() (storageStCounters, error) {
 	return sum, nil
 }
 
-func (p *Probe) readDevices(window time.Duration, end map[string]blockdevice.Diskstats) ([]model.BlockDevice, error) {
+func (p *Probe) readDevices(window time.Duration, end map[string]blockdevice.Diskstats, missed map[storageStDevKey]int64) ([]model.BlockDevice, error) {
 	byDev := map[uint32]*model.BlockDevice{}
 	var k storageStDevKey
 	var v storageStDevStats
 	it := p.objs.Devs.Iterate()
 	for it.Next(&k, &v) {
-		if v.Requests == 0 && v.Merges == 0 && v.Unseen == 0 {
+		if v.Requests == 0 && v.Merges == 0 && v.Unseen == 0 && v.Missed == 0 && missed[k] == 0 {
 			continue
 		}
 		d := byDev[k.Dev]
@@ -391,7 +391,7 @@ func (p *Probe) readDevices(window time.Duration, end map[string]blockdevice.Dis
 		}
 		op := model.BlockOp{Op: Ops[min(int(k.Op), len(Ops)-1)], Requests: int64(v.Requests), Bytes: int64(v.Bytes), Merges: int64(v.Merges),
 			Issued: int64(v.Issued), Preflush: int64(v.Preflush), FUA: int64(v.Fua), Errors: int64(v.Errors),
-			Unseen: int64(v.Unseen), UnseenBytes: int64(v.UnseenBytes),
+			Unseen: int64(v.Unseen), UnseenBytes: int64(v.UnseenBytes), Missed: int64(v.Missed) + missed[k],
 			WorkloadRequests: int64(v.OwnRequests), WorkloadBytes: int64(v.OwnBytes), WritebackRequests: int64(v.WbRequests), WritebackBytes: int64(v.WbBytes),
 			Size: ranges(v.SizeSlots[:], 1), Queue: ranges(v.QueueSlots[:], 1000), Service: ranges(v.ServiceSlots[:], 1000), Depth: ranges(v.DepthSlots[:], 1),
 			WorkloadDepth: ranges(v.OwnDepthSlots[:], 1)}
@@ -465,12 +465,15 @@ func diskstatsDelta(a, b blockdevice.Diskstats) model.DiskstatsDelta {
 	}
 }
 
-// inDriverCheck compares each disk's count of requests in the driver with
-// the entries that say they are, after the probe stopped: they must
-// agree, or the counts drifted (a note says so). It also returns the stale
-// entries the programs found and dropped.
-func (p *Probe) inDriverCheck() (stale int64, note string, err error) {
+// leftovers looks at the request entries left when the probe stopped. A
+// disk's count of requests in the driver must equal the entries that say
+// they are (a note says so if not: the counts drifted). And on a disk with
+// nothing in flight any more (/sys/block/DISK/inflight), every entry left
+// of a request started in the window is a completion the probe did not
+// see: missed, per disk and op.
+func (p *Probe) leftovers() (missed map[storageStDevKey]int64, note string, err error) {
 	inDriver := map[uint32]int64{}
+	left := map[storageStDevKey]int64{}
 	var key uint64
 	var r storageStRq
 	it := p.objs.Rqs.Iterate()
@@ -478,31 +481,43 @@ func (p *Probe) inDriverCheck() (stale int64, note string, err error) {
 		if r.Flags&stRqInDriver != 0 {
 			inDriver[r.Dev]++
 		}
+		if r.Flags&stRqPre == 0 {
+			left[storageStDevKey{Dev: r.Dev, Op: r.Op}]++
+		}
 	}
 	if err := it.Err(); err != nil {
-		return 0, "", fmt.Errorf("map rqs: %w", err)
+		return nil, "", fmt.Errorf("map rqs: %w", err)
 	}
 	var dev uint32
 	var d storageStDisk
 	var drifted []string
 	dit := p.objs.Disks.Iterate()
 	for dit.Next(&dev, &d) {
-		stale += int64(d.Stale)
 		if d.Issued != inDriver[dev] {
 			drifted = append(drifted, fmt.Sprintf("%s counted %d in the driver for %d requests", sysinfo.BlockName(sysinfo.DevString(dev)), d.Issued, inDriver[dev]))
 		}
 	}
 	if err := dit.Err(); err != nil {
-		return 0, "", fmt.Errorf("map disks: %w", err)
+		return nil, "", fmt.Errorf("map disks: %w", err)
 	}
 	if len(drifted) > 0 {
 		note = "the block probe's in-driver counts drifted (" + strings.Join(drifted, "; ") + "): the depth histograms are off by that much"
 	}
-	return stale, note, nil
+	missed = map[storageStDevKey]int64{}
+	for k, n := range left {
+		if sysinfo.DisksInFlight([]string{sysinfo.BlockName(sysinfo.DevString(k.Dev))}) == 0 {
+			missed[k] = n
+		}
+	}
+	return missed, note, nil
 }
 
-// stRqInDriver is ST_RQ_IN_DRIVER of bpf/storage.h.
-const stRqInDriver = 4
+// stRqInDriver and stRqPre are ST_RQ_IN_DRIVER and ST_RQ_PRE of
+// bpf/storage.h.
+const (
+	stRqInDriver = 4
+	stRqPre      = 1
+)
 
 // readCache sums the page-cache counters (the programs' runs are in
 // counters, with the other programs').

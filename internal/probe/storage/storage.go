@@ -16,7 +16,7 @@ import (
 )
 
 // Ops names the block request operations, indexed as ST_OP_*.
-var Ops = [...]string{"read", "write", "flush", "discard", "other", "preflush"}
+var Ops = [...]string{"read", "write", "flush", "discard", "other", "preflush", "write-zeroes"}
 
 // Config says what to follow and what to collect.
 type Config struct {

@@ -217,10 +217,14 @@ func TestBlockMatchesDiskstats(t *testing.T) {
 	if ds == nil {
 		t.Fatal("no /proc/diskstats counts in the record")
 	}
-	t.Logf("probe: %+v; diskstats: %+v; missed runs %v, stale %d", ops, *ds, st.Dropped.MissedRuns, st.Dropped.Stale)
+	t.Logf("probe: %+v; diskstats: %+v; missed runs %v, missed requests %d", ops, *ds, st.Dropped.MissedRuns, st.Dropped.Missed)
+	// Every request diskstats counted is the probe's: measured, started
+	// before the window (unseen), or completed without the probe's
+	// program running for it (missed: the kernel skips one now and then,
+	// and the probe finds it when the request is reused or left over).
 	seen := func(o ...string) (n, bytes int64) {
 		for _, name := range o {
-			n += ops[name].Requests + ops[name].Unseen
+			n += ops[name].Requests + ops[name].Unseen + ops[name].Missed
 			bytes += ops[name].Bytes + ops[name].UnseenBytes
 		}
 		return n, bytes
@@ -232,15 +236,16 @@ func TestBlockMatchesDiskstats(t *testing.T) {
 		}
 	}
 	r, rb := seen("read")
-	w, wb := seen("write", "preflush")
+	w, wb := seen("write", "preflush", "write-zeroes")
 	f, _ := seen("flush")
 	exact("reads", r, ds.Reads)
-	exact("read bytes", rb, ds.ReadBytes)
 	exact("writes and preflushes", w, ds.Writes)
-	exact("write bytes", wb, ds.WriteBytes)
 	exact("flush commands", f, ds.Flushes)
-	if len(st.Dropped.MissedRuns) > 0 || st.Dropped.Stale > 0 {
-		t.Errorf("requests the probe missed: runs %v, stale %d", st.Dropped.MissedRuns, st.Dropped.Stale)
+	// A missed request's bytes are unknown: the bytes are exact only
+	// without one.
+	if st.Dropped.Missed == 0 {
+		exact("read bytes", rb, ds.ReadBytes)
+		exact("write bytes", wb, ds.WriteBytes)
 	}
 	checkHistograms(t, dev)
 	// Every write the test made is the workload's.
@@ -304,11 +309,26 @@ func TestBlockDepthOneRead(t *testing.T) {
 	if w := ops["write"]; w.WorkloadRequests > 0 || w.Requests == 0 {
 		t.Logf("the background writer's writes: %d, %d of them the workload's", w.Requests, w.WorkloadRequests)
 	}
-	if r.WorkloadRequests < reads {
-		t.Fatalf("%d workload reads, want %d", r.WorkloadRequests, reads)
+	// A completion the kernel did not run the program for is a read the
+	// probe counts as missed, not measured. Regression: the CI machine
+	// measured 2,990 of 3,000 reads and nothing said where 10 went: the
+	// kernel skipped the program for their completions (no recursion miss
+	// counted), and their entries were dropped unnoticed when reused.
+	t.Logf("reads: %d (%d the workload's), missed %d, diskstats %+v", r.Requests, r.WorkloadRequests, r.Missed, dev.Diskstats)
+	if r.WorkloadRequests+r.Missed < reads || r.Requests+r.Unseen+r.Missed != dev.Diskstats.Reads {
+		t.Fatalf("%d workload reads, %d missed, %d unseen; want %d reads, and /proc/diskstats' %d", r.WorkloadRequests, r.Missed, r.Unseen, reads, dev.Diskstats.Reads)
 	}
-	if got := histTotal(r.WorkloadDepth); got != r.WorkloadRequests || len(r.WorkloadDepth) != 1 || r.WorkloadDepth[0].High != 1 {
-		t.Errorf("workload depth %+v: want all %d at 1", r.WorkloadDepth, r.WorkloadRequests)
+	// A missed completion leaves its request counted in flight until its
+	// struct is reused (a few ms): the reads issued meanwhile read depth
+	// 2. Without one, every read is at depth 1.
+	depth1 := int64(0)
+	for _, b := range r.WorkloadDepth {
+		if b.High <= 1 {
+			depth1 += b.Count
+		}
+	}
+	if got := histTotal(r.WorkloadDepth); got != r.WorkloadRequests || r.Missed == 0 && depth1 != got || float64(depth1) < 0.9*float64(got) {
+		t.Errorf("workload depth %+v with %d missed completions: want all %d at 1 (90%% with a missed one)", r.WorkloadDepth, r.Missed, r.WorkloadRequests)
 	}
 	loop := total.Seconds() / reads
 	t.Logf("reads: the loop's mean %.1f µs; the workload's requests: service %.1f µs, latency %.1f µs", loop*1e6, r.WorkloadServiceMeanSec*1e6, r.WorkloadLatencyMeanSec*1e6)
@@ -387,20 +407,22 @@ func TestBlockJournalCommitOnce(t *testing.T) {
 	if ds == nil {
 		t.Fatal("no /proc/diskstats counts in the record")
 	}
-	w, pf, fl := ops["write"], ops["preflush"], ops["flush"]
+	w, pf, fl, wz := ops["write"], ops["preflush"], ops["flush"], ops["write-zeroes"]
 	t.Logf("writes %d (preflush %d, fua %d), preflushes %d, flushes %d; diskstats writes %d flushes %d",
 		w.Requests, w.Preflush, w.FUA, pf.Requests, fl.Requests, ds.Writes, ds.Flushes)
-	if got := w.Requests + w.Unseen + pf.Requests + pf.Unseen; got != ds.Writes {
+	// ext4's lazy init zeroes the new file system's inode tables in the
+	// background (write-zeroes, a write in diskstats).
+	if got := w.Requests + w.Unseen + w.Missed + pf.Requests + pf.Unseen + pf.Missed + wz.Requests + wz.Unseen + wz.Missed; got != ds.Writes {
 		t.Errorf("writes and preflushes %d, /proc/diskstats writes %d", got, ds.Writes)
 	}
-	if got := fl.Requests + fl.Unseen; got != ds.Flushes {
+	if got := fl.Requests + fl.Unseen + fl.Missed; got != ds.Flushes {
 		t.Errorf("flushes %d, /proc/diskstats %d", got, ds.Flushes)
 	}
 	if w.Preflush < 100 || w.FUA < 100 {
 		t.Errorf("%d writes with a cache flush before, %d with FUA: want a journal commit block for each of the 100 fsyncs", w.Preflush, w.FUA)
 	}
-	if bytes := ds.WriteBytes; w.Bytes+w.UnseenBytes != bytes {
-		t.Errorf("write bytes %d, /proc/diskstats %d", w.Bytes+w.UnseenBytes, bytes)
+	if bytes := ds.WriteBytes; st.Dropped.Missed == 0 && w.Bytes+w.UnseenBytes+wz.Bytes+wz.UnseenBytes != bytes {
+		t.Errorf("write bytes %d, /proc/diskstats %d", w.Bytes+w.UnseenBytes+wz.Bytes+wz.UnseenBytes, bytes)
 	}
 }
 

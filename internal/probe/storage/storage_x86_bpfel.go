@@ -81,6 +81,7 @@ type storageStDevStats struct {
 	Errors        uint64
 	Unseen        uint64
 	UnseenBytes   uint64
+	Missed        uint64
 	SizeSlots     [32]uint64
 	QueueSlots    [32]uint64
 	ServiceSlots  [32]uint64
@@ -92,7 +93,6 @@ type storageStDisk struct {
 	_         structs.HostLayout
 	Issued    int64
 	OwnIssued int64
-	Stale     uint64
 }
 
 type storageStEvent struct {

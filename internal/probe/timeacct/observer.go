@@ -32,6 +32,8 @@ type observer struct {
 	costNote string
 	res      *Result
 	err      error
+	// schedstat at the window's start and end, for kernelAgreement.
+	sched0, sched1 map[int]schedstat
 }
 
 func (o *observer) Info() probe.Info { return probe.Info{Name: "timeacct"} }
@@ -55,6 +57,7 @@ func (o *observer) Start(_ context.Context, s *probe.Session) error {
 		return fmt.Errorf("eBPF time accounting is off (%v): off-CPU time shows as unknown; 'perfsleuth doctor' says what this kernel lacks", err)
 	}
 	o.p, o.s = p, s
+	o.sched0 = readSchedstats(s.Roots)
 	tracked, threads := p.SharedMaps()
 	s.Share(SharedTracked, tracked)
 	s.Share(SharedThreads, threads)
@@ -68,6 +71,7 @@ func (o *observer) Stop() error {
 	if o.p == nil {
 		return nil
 	}
+	o.sched1 = readSchedstats(o.s.Roots)
 	o.res, o.err = o.p.Stop()
 	o.p = nil
 	return o.err
@@ -88,6 +92,7 @@ func (o *observer) Contribute(run *model.Run) {
 	if o.res.Stacks {
 		ta.OffCPU = nameOffCPU(o.res.OffCPU, o.s.Namer())
 	}
+	ta.Kernel = kernelAgreement(ta, o.sched0, o.sched1)
 	run.TimeAccounting = ta
 }
 
@@ -171,8 +176,18 @@ func toModel(r *Result) *model.TimeAccounting {
 		if st.Count == 0 {
 			continue
 		}
-		ta.Syncs = append(ta.Syncs, model.SyncCalls{Kind: SyncKinds[k], Count: int64(st.Count),
-			TotalSec: float64(st.TotalNs) / 1e9, Buckets: log2Buckets(st.LatencyLog2Us[:], 1000)})
+		sc := model.SyncCalls{Kind: SyncKinds[k], Count: int64(st.Count),
+			TotalSec: float64(st.TotalNs) / 1e9, Buckets: log2Buckets(st.LatencyLog2Us[:], 1000),
+			SplitCount: int64(st.Split), SplitSec: float64(st.SplitNs) / 1e9}
+		for i, ns := range st.CatNs {
+			if ns > 0 {
+				if sc.Split == nil {
+					sc.Split = map[string]float64{}
+				}
+				sc.Split[Categories[i]] = float64(ns) / 1e9
+			}
+		}
+		ta.Syncs = append(ta.Syncs, sc)
 	}
 	for _, f := range r.Files {
 		ta.SyncedFiles = append(ta.SyncedFiles, model.SyncedFile{Path: f.Path, Dev: f.Dev, Ino: f.Ino, PID: f.PID,

@@ -255,6 +255,11 @@ func (p *Probe) read() (*Result, error) {
 			for i, v := range s.Slots {
 				out.LatencyLog2Us[i] += v
 			}
+			for i, v := range s.CatNs {
+				out.CatNs[i] += v
+			}
+			out.Split += s.Split
+			out.SplitNs += s.SplitNs
 		}
 	}
 

@@ -167,6 +167,10 @@ const NumLatencySlots = 32
 // SyncStats counts the completed calls of one sync syscall in the window.
 type SyncStats struct {
 	Count, TotalNs uint64
+	// CatNs is the time of the Split calls (SplitNs in all) by category,
+	// indexed like Thread.Ns.
+	CatNs          [NumCategories]uint64
+	Split, SplitNs uint64
 	// LatencyLog2Us[i] counts calls that took [2^i, 2^(i+1)) microseconds;
 	// slot 0 also holds those under 1 us, the last slot everything above.
 	LatencyLog2Us [NumLatencySlots]uint64

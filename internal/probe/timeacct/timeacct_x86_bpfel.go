@@ -101,6 +101,9 @@ type timeacctTaSyncStart struct {
 	File     timeacctTaFileKey
 	Kind     uint32
 	Datasync uint32
+	CatNs    [8]uint64
+	HasCats  uint32
+	Pad      uint32
 }
 
 type timeacctTaSyncStats struct {
@@ -108,6 +111,9 @@ type timeacctTaSyncStats struct {
 	Count   uint64
 	TotalNs uint64
 	Slots   [32]uint64
+	CatNs   [8]uint64
+	Split   uint64
+	SplitNs uint64
 }
 
 type timeacctTaSysKey struct {

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/units"
@@ -131,6 +132,10 @@ type SyncRow struct {
 	// MedianIn is the log2 bucket that holds the median call.
 	MedianIn string
 	Buckets  []model.Bucket
+	// Split says how the calls' time divides between the CPU and the
+	// waits ("on CPU 31%, waiting for a CPU 5%, blocked on storage 64%");
+	// "" when not measured.
+	Split string
 }
 
 // Syncs lists the sync calls by kind, in the record's order.
@@ -138,9 +143,45 @@ func Syncs(ta *model.TimeAccounting) []SyncRow {
 	var out []SyncRow
 	for _, s := range ta.Syncs {
 		out = append(out, SyncRow{Kind: s.Kind, Count: s.Count, TotalSec: s.TotalSec,
-			MeanSec: s.TotalSec / float64(max(s.Count, 1)), MedianIn: MedianBucket(s.Buckets, s.Count), Buckets: s.Buckets})
+			MeanSec: s.TotalSec / float64(max(s.Count, 1)), MedianIn: MedianBucket(s.Buckets, s.Count), Buckets: s.Buckets,
+			Split: SyncSplit(s)})
 	}
 	return out
+}
+
+// splitWords says each accounting category as the state of a thread in a
+// call.
+var splitWords = map[string]string{
+	model.CatCPU: "on CPU", model.CatCPUWait: "waiting for a CPU", model.CatStorageRead: "blocked on storage",
+	model.CatStorageWrite: "blocked on storage", model.CatStorageSync: "blocked on storage", model.CatLock: "waiting on a lock",
+	model.CatSleep: "asleep", model.CatOther: "other waits", model.CatUnknown: "unknown",
+}
+
+// SyncSplit says how a kind of sync call's time divides by state, largest
+// first, in shares of the split calls' time; "" when not measured.
+func SyncSplit(s model.SyncCalls) string {
+	if s.SplitSec <= 0 || len(s.Split) == 0 {
+		return ""
+	}
+	by := map[string]float64{}
+	var names []string
+	for _, c := range model.Categories {
+		sec, ok := s.Split[c]
+		if !ok || sec <= 0 {
+			continue
+		}
+		w := splitWords[c]
+		if _, seen := by[w]; !seen {
+			names = append(names, w)
+		}
+		by[w] += sec
+	}
+	sort.SliceStable(names, func(i, j int) bool { return by[names[i]] > by[names[j]] })
+	var parts []string
+	for _, n := range names {
+		parts = append(parts, fmt.Sprintf("%s %.0f%%", n, by[n]/s.SplitSec*100))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // MedianBucket names the log2 bucket that holds the median of count values,

@@ -100,9 +100,10 @@ type OnCPU struct {
 	Note  string
 	Hz    int
 	// Samples counts them all; CPUSec is their CPU time (Samples/Hz, or
-	// Samples when Hz is unknown).
-	Samples int64
-	CPUSec  float64
+	// Samples when Hz is unknown); Kept the samples of the stacks the
+	// record kept (the most sampled ones), which Funcs share out.
+	Samples, Kept int64
+	CPUSec        float64
 	// Funcs are the functions the samples fell in, most samples first.
 	Funcs List[FuncShare]
 	// Stacks are the record's, hottest first.
@@ -124,7 +125,7 @@ func OnCPUOf(ta *model.TimeAccounting, maxFuncs int) OnCPU {
 	o := OnCPU{Taken: ta.OnCPU != nil, Note: ta.OnCPUNote, Hz: ta.OnCPUHz, Stacks: ta.OnCPU}
 	self := map[string]int64{}
 	for _, s := range ta.OnCPU {
-		o.Samples += s.Samples
+		o.Kept += s.Samples
 		leaf := "[unknown]"
 		switch {
 		case len(s.Kernel) > 0:
@@ -134,13 +135,15 @@ func OnCPUOf(ta *model.TimeAccounting, maxFuncs int) OnCPU {
 		}
 		self[leaf] += s.Samples
 	}
+	// Records made before the total was kept have only the kept stacks'.
+	o.Samples = max(ta.OnCPUSamples, o.Kept)
 	o.CPUSec = float64(o.Samples) / float64(max(o.Hz, 1))
 	names := slices.Collect(maps.Keys(self))
 	slices.SortFunc(names, func(a, b string) int { return cmp.Or(cmp.Compare(self[b], self[a]), strings.Compare(a, b)) })
 	l := first(names, maxFuncs)
 	o.Funcs.Total = l.Total
 	for _, n := range l.Rows {
-		o.Funcs.Rows = append(o.Funcs.Rows, FuncShare{n, self[n], 100 * float64(self[n]) / float64(max(o.Samples, 1))})
+		o.Funcs.Rows = append(o.Funcs.Rows, FuncShare{n, self[n], 100 * float64(self[n]) / float64(max(o.Kept, 1))})
 	}
 	return o
 }
