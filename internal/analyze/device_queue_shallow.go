@@ -59,5 +59,7 @@ func deviceQueueShallow(run *model.Run) *model.Finding {
 		Severity: "warning",
 		Summary:  fmt.Sprintf("the workload waits on storage %.0f%% of its time but keeps the device's queue at depth 1", storage*100),
 		Evidence: ev,
+		Test:     &model.FindingTest{Name: "storage share", Value: storage, Op: ">=", Threshold: queueStorageShare},
+		Share:    &storage,
 	}
 }

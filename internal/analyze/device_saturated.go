@@ -65,9 +65,19 @@ func deviceSaturated(run *model.Run) *model.Finding {
 		ev = append(ev, "a rotational disk busy this much serves its requests one after the other with little idle time left")
 	}
 	ev = append(ev, "requests wait for the device: fewer or larger requests (merging, larger blocks), less data (the page cache, compression), or a faster device; an io-pressure experiment shows whether the workload feels it")
-	return &model.Finding{
-		Severity: "warning",
+	// A warning when the workload's own storage waits are a material
+	// share of its time; otherwise the device is full of others' work.
+	f := &model.Finding{
+		Severity: "info",
 		Summary:  fmt.Sprintf("%d %s saturated", n, plural(n, "block device looks", "block devices look")),
 		Evidence: ev,
 	}
+	if ta := run.TimeAccounting; attributesStorage(ta) {
+		st := share(ta, model.CatStorageRead) + share(ta, model.CatStorageWrite) + share(ta, model.CatStorageSync)
+		f.Share = &st
+		if st >= materialShare {
+			f.Severity = "warning"
+		}
+	}
+	return f
 }

@@ -35,6 +35,8 @@ func lockContention(run *model.Run) *model.Finding {
 		Severity: "warning",
 		Summary:  fmt.Sprintf("threads wait for each other %.0f%% of their time", s*100),
 		Evidence: ev,
+		Test:     &model.FindingTest{Name: "lock share", Value: s, Op: ">=", Threshold: lockShareWarning},
+		Share:    &s,
 	}
 }
 

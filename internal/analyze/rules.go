@@ -14,6 +14,8 @@ var rules = []rule{
 	{"sync.dominant", syncDominant},
 	{"lock.contention", lockContention},
 	{"cpu.saturated", cpuSaturated},
+	{"cpu.contended", cpuContended},
+	{"cpu.wakeup_latency", cpuWakeupLatency},
 	{"threads.churn", threadsChurn},
 	{"syscall.tiny_io", tinyIO},
 	{"io.random_small", ioRandomSmall},

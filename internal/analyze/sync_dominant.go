@@ -36,5 +36,7 @@ func syncDominant(run *model.Run) *model.Finding {
 			fmt.Sprintf("storage-sync %.3fs of %.3fs busy-thread time", ta.Total[model.CatStorageSync], busySeconds(ta)),
 			"fewer syncs (group commits, WAL with synchronous=NORMAL, larger transactions) or a device with a faster flush would help; whether it is the critical path, an io-pressure experiment shows",
 		},
+		Test:  &model.FindingTest{Name: "storage-sync share", Value: s, Op: ">=", Threshold: syncShareWarning},
+		Share: &s,
 	}
 }

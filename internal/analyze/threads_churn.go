@@ -28,5 +28,6 @@ func threadsChurn(run *model.Run) *model.Finding {
 			fmt.Sprintf("%d threads created and %d exited in %.2fs (%d processes created); at most %d alive at once", ta.ThreadsCreated, ta.ThreadsExited, ta.WindowSec, ta.ProcessesCreated, ta.PeakThreads),
 			"a thread per unit of work: use a pool, or a timer that does not start a thread per call",
 		},
+		Test: &model.FindingTest{Name: "threads created per second", Value: rate, Op: ">=", Threshold: churnPerSecond},
 	}
 }

@@ -47,9 +47,18 @@ func writebackThrottled(run *model.Run) *model.Finding {
 		ev = append(ev, fmt.Sprintf("storage-write %.3fs of busy-thread time, which includes the pauses", ta.Total[model.CatStorageWrite]))
 	}
 	ev = append(ev, "the workload dirties pages faster than the device writes them back: write less (compress, avoid rewrites), start writeback early (sync_file_range), or use a faster device; raising vm.dirty_ratio only delays the pauses for bursts that fit in memory")
+	// A warning once the pauses cost a material share of the time; worth
+	// knowing from half of it.
+	sh := c.ThrottledSec / base
+	sev := "info"
+	if sh >= materialShare {
+		sev = "warning"
+	}
 	return &model.Finding{
-		Severity: "warning",
-		Summary:  fmt.Sprintf("writes were paused by dirty-page throttling for %.0f%% of %s", c.ThrottledSec/base*100, of),
+		Severity: sev,
+		Summary:  fmt.Sprintf("writes were paused by dirty-page throttling for %.0f%% of %s", sh*100, of),
 		Evidence: ev,
+		Test:     &model.FindingTest{Name: "dirty-throttling pauses, share of " + of, Value: sh, Op: ">=", Threshold: throttleShare},
+		Share:    &sh,
 	}
 }

@@ -165,9 +165,12 @@ func totals(s *section, run *model.Run, o *model.Observation) {
 		}
 		s.table(tb.t)
 	}
-	p := rows.ProcessOf(o, rows.Units{Dur: durSec})
+	p := rows.ProcessOf(o, run.Storage, rows.Units{Dur: durSec})
 	s.h3("The workload's process tree")
 	k := []kv{{"processes", p.Workload}, {"switches", p.Switches}, {"io", p.IO}}
+	if p.Storage != "" {
+		k = append(k, kv{"storage", p.Storage})
+	}
 	if p.IODelay != "" {
 		k = append(k, kv{"io delay", p.IODelay})
 	}

@@ -169,11 +169,14 @@ func (d *doc) observation(run *model.Run, o *model.Observation) {
 	for _, c := range rows.CPUs(t.CPUs) {
 		d.line("  %-8s %7.1f %7.1f %7.1f %7.1f %7.1f %7.1f", c.Name, c.User, c.System, c.IOWait, c.IRQ, c.Steal, c.Idle)
 	}
-	p := rows.ProcessOf(o, termUnits)
+	p := rows.ProcessOf(o, run.Storage, termUnits)
 	d.blank()
 	d.field("  workload", p.Workload)
 	d.field("  switches", p.Switches)
 	d.field("  io", p.IO)
+	if p.Storage != "" {
+		d.field("  storage", p.Storage)
+	}
 	if p.IODelay != "" {
 		d.field("  io delay", p.IODelay)
 	}

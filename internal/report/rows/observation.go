@@ -35,11 +35,14 @@ func Busy(c model.CPUUse) float64 { return max(100-c.Idle-c.IOWait, 0) }
 // Process says what the workload's process tree did over the window, one
 // sentence a line; the delays are "" when none was measured.
 type Process struct {
+	// Storage is what reached the block devices for the workload, from
+	// the block probe; "" without it.
+	Storage                                   string
 	Workload, Switches, IO, IODelay, RunDelay string
 }
 
 // ProcessOf describes the observation's process totals.
-func ProcessOf(o *model.Observation, u Units) Process {
+func ProcessOf(o *model.Observation, st *model.StorageIO, u Units) Process {
 	p := o.Totals.Process
 	cpuShare := ""
 	if o.DurationSec > 0 {
@@ -50,9 +53,30 @@ func ProcessOf(o *model.Observation, u Units) Process {
 			p.Processes, p.Threads, u.Dur(p.UserSec), u.Dur(p.SystemSec), cpuShare),
 		Switches: fmt.Sprintf("%s voluntary (blocked), %s involuntary (preempted)",
 			units.FormatCount(p.VolCtxSw), units.FormatCount(p.InvolCtxSw)),
-		IO: fmt.Sprintf("read %s from storage of %s asked (%s read calls); wrote %s to storage of %s (%s write calls)",
-			units.FormatSize(p.ReadBytes), units.FormatSize(p.RChar), units.FormatCount(p.SyscR),
-			units.FormatSize(p.WriteBytes), units.FormatSize(p.WChar), units.FormatCount(p.SyscW)),
+		// /proc/PID/io: rchar and wchar count what read and write calls
+		// (read, pread, readv, sendfile...) moved, not io_submit's or
+		// io_uring's; read_bytes what the kernel read from storage for
+		// it; write_bytes the pages it dirtied, a page dirtied again after
+		// its writeback counted again, so not what reached storage
+		// (PostgreSQL's WAL: 5.7 GiB of write_bytes for 234.5 MiB
+		// written). What reached storage is the block probe's.
+		IO: fmt.Sprintf("read calls moved %s (%s calls), write calls %s (%s calls; asynchronous IO, io_submit and io_uring, is in neither); /proc counts %s read from storage for it and %s of pages it dirtied (a page dirtied again after its writeback counts again)",
+			units.FormatSize(p.RChar), units.FormatCount(p.SyscR), units.FormatSize(p.WChar), units.FormatCount(p.SyscW),
+			units.FormatSize(p.ReadBytes), units.FormatSize(p.WriteBytes)),
+	}
+	if st != nil && len(st.Devices) > 0 {
+		var r, w int64
+		for _, d := range st.Devices {
+			for _, op := range d.Ops {
+				switch op.Op {
+				case "read":
+					r += op.WorkloadBytes
+				case "write":
+					w += op.WorkloadBytes + op.WritebackBytes
+				}
+			}
+		}
+		out.Storage = fmt.Sprintf("%s read and %s written by block requests for it (its own, and the writeback of its files: eBPF)", units.FormatSize(r), units.FormatSize(w))
 	}
 	if p.IODelaySec > 0 {
 		out.IODelay = u.Dur(p.IODelaySec) + " blocked on block IO (delay accounting)"
