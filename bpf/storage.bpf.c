@@ -153,13 +153,12 @@ static __always_inline void mark_written(struct st_file_key *k)
 		*last = *k;
 }
 
-/* Where the next call on an open file (struct file *) would begin if it
- * were sequential. */
+/* Where the last call on an open file (struct file *) began and ended. */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 8192);
 	__type(key, __u64);
-	__type(value, __s64);
+	__type(value, struct st_pos);
 } positions SEC(".maps");
 
 struct {
@@ -1137,7 +1136,7 @@ static __always_inline void exit_call(struct task_struct *task, struct st_call *
 	struct st_file *f;
 	__u8 head[ST_HEAD] = {};
 	__u64 delta, file;
-	__s64 *pos, prev = 0;
+	struct st_pos *pos, prev = {};
 	bool known;
 	__u32 op, tid;
 
@@ -1173,7 +1172,8 @@ static __always_inline void exit_call(struct task_struct *task, struct st_call *
 		file = st->file;
 		if (f->last_file == file) {
 			known = true;
-			prev = f->last_next;
+			prev.start = f->last_start;
+			prev.next = f->last_next;
 		} else {
 			/* Another open file: keep the last one's position in
 			 * the map, take this one's from it. */
@@ -1183,15 +1183,21 @@ static __always_inline void exit_call(struct task_struct *task, struct st_call *
 				prev = *pos;
 			if (f->last_file) {
 				__u64 last = f->last_file;
-				__s64 next = f->last_next;
+				struct st_pos lp = {.start = f->last_start, .next = f->last_next};
 
-				bpf_map_update_elem(&positions, &last, &next, BPF_ANY);
+				bpf_map_update_elem(&positions, &last, &lp, BPF_ANY);
 			}
 			f->last_file = file;
 		}
+		f->last_start = st->off;
 		f->last_next = st->off + ret;
+		/* Sequential: the call begins where the previous one ended, or
+		 * inside it (it overlaps it, and maybe extends it): a log that
+		 * rewrites its last partial block with each append (InnoDB's
+		 * redo, 512-byte blocks) is written in order, not at random.
+		 * Regression: MariaDB's redo log read "26,017 random writes". */
 		if (known) {
-			if (prev == st->off)
+			if (st->off >= prev.start && st->off <= prev.next)
 				__sync_fetch_and_add(&f->seq[i], 1);
 			else
 				__sync_fetch_and_add(&f->random[i], 1);

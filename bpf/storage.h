@@ -111,6 +111,12 @@ struct st_file_key {
 	__u32 _pad;
 };
 
+/* Where an open file's last call began and ended (positions). */
+struct st_pos {
+	__s64 start;
+	__s64 next;
+};
+
 /* A thread that read (op 0) or wrote (op 1) a file. */
 struct st_thread_file_key {
 	__u64 ino;
@@ -131,7 +137,7 @@ struct st_thread_file_key {
 struct st_file {
 	__u64 ops[2];
 	__u64 bytes[2];
-	__u64 seq[2];      /* operations that began where the previous one on the same open file ended */
+	__u64 seq[2];      /* operations that began where the previous one on the same open file ended, or inside it */
 	__u64 random[2];   /* operations that began elsewhere (the first on an open file is neither) */
 	__u64 call_ns[2];  /* time in the calls */
 	__u64 blocked_ns;  /* of which blocked on storage (read, write, sync) */
@@ -145,6 +151,7 @@ struct st_file {
 	 * are used through one open file, so most calls skip the map. */
 	__u64 last_file;
 	__s64 last_next;
+	__s64 last_start;  /* where that open file's last call began */
 	__u32 tgid;        /* the first process that touched it */
 	__u32 kind;        /* ST_KIND_* */
 	__u32 depth;       /* path components filled */

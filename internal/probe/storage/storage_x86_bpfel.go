@@ -126,6 +126,7 @@ type storageStFile struct {
 	SizeSlots [2][32]uint64
 	LastFile  uint64
 	LastNext  int64
+	LastStart int64
 	Tgid      uint32
 	Kind      uint32
 	Depth     uint32
@@ -141,6 +142,12 @@ type storageStFileKey struct {
 	Ino uint64
 	Dev uint32
 	Pad uint32
+}
+
+type storageStPos struct {
+	_     structs.HostLayout
+	Start int64
+	Next  int64
 }
 
 type storageStRq struct {
