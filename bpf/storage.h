@@ -66,6 +66,11 @@ struct st_dev_stats {
 struct st_disk {
 	__s64 issued;
 	__s64 own_issued;
+	/* The time with at least one request in the driver: each request
+	 * leaving it adds the part of its stay after busy_until, the latest
+	 * end of a stay so far (see leave_driver). */
+	__u64 busy_ns;
+	__u64 busy_until;
 };
 
 /* st_rq.flags */

@@ -44,10 +44,7 @@ func record(t *testing.T, dir, path string, args ...string) *model.Run {
 	if out, errOut, status := perfsleuth(t, dir, args...); status != 0 {
 		t.Fatalf("perfsleuth %s: exit status %d\n%s%s", strings.Join(args, " "), status, out, errOut)
 	}
-	run, err := model.Load(path)
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := loadRecord(t, path)
 	return run
 }
 
@@ -139,10 +136,7 @@ func TestCompareIdenticalConfigs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []string{a, b} {
-		r, err := model.Load(p)
-		if err != nil {
-			t.Fatal(err)
-		}
+		r := loadRecord(t, p)
 		if r.Experiments == nil || r.Experiments.Pair == nil || len(r.Experiments.Conditions[0].Runs) != 5 {
 			t.Fatalf("%s: not 5 interleaved runs: %+v", p, r.Experiments)
 		}

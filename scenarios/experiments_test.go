@@ -51,10 +51,7 @@ func experiment(t *testing.T, args ...string) *model.Run {
 	if err != nil {
 		t.Fatalf("perfsleuth %s: %v\n%s", strings.Join(full, " "), err, out)
 	}
-	run, err := model.Load(rec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := loadRecord(t, rec)
 	if run.Experiments == nil || run.Verdict == nil {
 		t.Fatalf("no experiments or verdict in the record\n%s", out)
 	}

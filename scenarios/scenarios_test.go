@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perfsleuth/perfsleuth/internal/analyze"
 	"github.com/perfsleuth/perfsleuth/internal/model"
 )
 
@@ -65,12 +66,19 @@ func diagnose(t *testing.T, args ...string) *model.Run {
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("perfsleuth %s: %v\n%s", strings.Join(full, " "), err, out)
 	}
-	run, err := model.Load(rec)
-	if err != nil {
-		t.Fatal(err)
-	}
+	run := loadRecord(t, rec)
 	if run.TimeAccounting == nil || run.Verdict == nil {
 		t.Fatalf("no time accounting or verdict in the record")
+	}
+	// The eBPF accounting is set beside the kernel's own (schedstat), and
+	// the judged figure agrees (loadRecord holds it to 5%).
+	if ta := run.TimeAccounting; ta.Source == "ebpf" {
+		if ta.Kernel == nil || len(ta.Kernel.Checks) == 0 || !ta.Kernel.Checks[0].Judged || ta.Kernel.Checks[0].Threads == 0 {
+			t.Errorf("no judged agreement with schedstat in the record: %+v", ta.Kernel)
+		} else {
+			c := ta.Kernel.Checks[0]
+			t.Logf("%s: %.3f s here, %.3f s by %s over %d threads", c.What, c.PerfsleuthSec, c.KernelSec, c.Source, c.Threads)
+		}
 	}
 	return run
 }
@@ -241,10 +249,7 @@ func TestSQLiteStorage(t *testing.T) {
 			if out, err := cmd.CombinedOutput(); err != nil {
 				t.Fatalf("%v\n%s", err, out)
 			}
-			run, err := model.Load(rec)
-			if err != nil {
-				t.Fatal(err)
-			}
+			run := loadRecord(t, rec)
 			if run.TimeAccounting == nil || run.TimeAccounting.Source != "ebpf" {
 				t.Skip("needs eBPF")
 			}
@@ -272,4 +277,23 @@ func TestSQLiteStorage(t *testing.T) {
 			}
 		})
 	}
+}
+
+// loadRecord loads a run record the test made and holds it to
+// perfsleuth's check of its own figures (analyze's
+// perfsleuth.inconsistent, run again with this build's rules): every
+// record a scenario makes agrees with itself.
+func loadRecord(t *testing.T, path string) *model.Run {
+	t.Helper()
+	run, err := model.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	analyze.Run(run)
+	for _, f := range run.Findings {
+		if f.ID == "perfsleuth.inconsistent" {
+			t.Errorf("%s: %s:\n  %s", filepath.Base(path), f.Summary, strings.Join(f.Evidence, "\n  "))
+		}
+	}
+	return run
 }

@@ -17,10 +17,11 @@ import (
 // virtual disks: iostat(1) says so), which can be busy 100% of the time
 // with capacity to spare; only for a rotational disk, which serves one
 // request at a time, is %util at 90% or more (deviceUtilSaturated, the
-// usual mark in iostat -x reading) a sign by itself. Regression: it fired
-// on sysbench random writes at 4% util, and on fio at iodepth 1 by %util.
-// deviceMinRequests: means and histograms of fewer than 1000 requests say
-// little, and the queue test needs them.
+// usual mark in iostat -x reading) a sign by itself, and then the probe's
+// own busy time (deviceUtil), not the kernel's jiffy-counted io_ticks.
+// Regression: it fired on sysbench random writes at 4% util, and on fio at
+// iodepth 1 by %util. deviceMinRequests: means and histograms of fewer
+// than 1000 requests say little, and the queue test needs them.
 const (
 	deviceUtilSaturated = 90
 	deviceDeepShare     = 0.5
@@ -40,7 +41,8 @@ func deviceSaturated(run *model.Run) *model.Finding {
 		if !ds.workload {
 			continue
 		}
-		util := rotational && d.UtilPct >= deviceUtilSaturated
+		pct, label := deviceUtil(d)
+		util := rotational && pct >= deviceUtilSaturated
 		queued := ds.issued >= deviceMinRequests && ds.service > 0 && ds.queue >= ds.service &&
 			float64(ds.issued-ds.depth1) >= deviceDeepShare*float64(ds.issued)
 		if !util && !queued {
@@ -48,7 +50,7 @@ func deviceSaturated(run *model.Run) *model.Finding {
 		}
 		n++
 		byUtil = byUtil || util && !queued
-		line := fmt.Sprintf("%s: %.0f%% util, %s requests%s, %s%s", devName(d), d.UtilPct,
+		line := fmt.Sprintf("%s: %.0f%% %s, %s requests%s, %s%s", devName(d), pct, label,
 			units.FormatCount(ds.requests), perSec(ds.requests, w, units.FormatCount), units.FormatSize(ds.bytes), perSec(ds.bytes, w, units.FormatSize))
 		if ds.service > 0 {
 			line += fmt.Sprintf(", mean queue %s, service %s", units.FormatNs(ds.queue*1e9), units.FormatNs(ds.service*1e9))

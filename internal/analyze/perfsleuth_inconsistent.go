@@ -27,7 +27,7 @@ const (
 	sumToleranceFrac = 0.001
 	samplesSlack     = 0.10
 	// kernelAgreement: the bar for perfsleuth's accounting against
-	// the kernel's own (schedstat, delay accounting): 5%.
+	// the kernel's own (schedstat's run and run-queue time): 5%.
 	kernelAgreement = 0.05
 	// kernelAgreementMinSec: below 10 ms a difference is a few
 	// scheduler ticks of the kernel's figures, not a disagreement.
@@ -38,15 +38,7 @@ const (
 )
 
 func perfsleuthInconsistent(run *model.Run) *model.Finding {
-	var ev []string
-	ev = append(ev, accountingSums(run.TimeAccounting)...)
-	ev = append(ev, threadCounts(run.TimeAccounting)...)
-	ev = append(ev, samplesVsCPU(run.TimeAccounting)...)
-	ev = append(ev, kernelAgreementOf(run.TimeAccounting)...)
-	if run.Storage != nil {
-		ev = append(ev, blockSums(run.Storage.Devices)...)
-	}
-	ev = append(ev, findingsHold(run.Findings)...)
+	ev := Inconsistencies(run)
 	if len(ev) == 0 {
 		return nil
 	}
@@ -55,6 +47,22 @@ func perfsleuthInconsistent(run *model.Run) *model.Finding {
 		Summary:  fmt.Sprintf("perfsleuth's own figures disagree (%d %s): the figures named below cannot all be right", len(ev), plural(len(ev), "case", "cases")),
 		Evidence: append(ev, "this is perfsleuth's fault, not the workload's: please report it with the run record (--json)"),
 	}
+}
+
+// Inconsistencies lists, in words, each pair of the record's figures that
+// disagree: what perfsleuth.inconsistent reports. The probes' tests hold
+// the parts of a record they make to it.
+func Inconsistencies(run *model.Run) []string {
+	var ev []string
+	ev = append(ev, accountingSums(run.TimeAccounting)...)
+	ev = append(ev, threadCounts(run.TimeAccounting)...)
+	ev = append(ev, samplesVsCPU(run.TimeAccounting)...)
+	ev = append(ev, kernelAgreementOf(run.TimeAccounting)...)
+	if run.Storage != nil {
+		ev = append(ev, blockSums(run.Storage.Devices, window(run))...)
+		ev = append(ev, writtenBack(run.Storage)...)
+	}
+	return append(ev, findingsHold(run.Findings)...)
 }
 
 // accountingSums: each thread's categories add up to its wall time, and
@@ -140,7 +148,8 @@ func samplesVsCPU(ta *model.TimeAccounting) []string {
 
 // kernelAgreementOf: the accounting's cpu and cpu-wait against the
 // kernel's own per-thread figures (schedstat) over the same threads, and
-// its storage waits against delay accounting's block-IO delay.
+// not its storage waits, which delay accounting counts otherwise
+// (timeacct's kernel.go says how).
 func kernelAgreementOf(ta *model.TimeAccounting) []string {
 	if ta == nil || ta.Kernel == nil {
 		return nil
@@ -163,15 +172,24 @@ func kernelAgreementOf(ta *model.TimeAccounting) []string {
 // blockSums: every histogram of a block op holds each of its requests once
 // (the depth histogram each one issued), and a request's time in the
 // driver is within its whole time.
-func blockSums(devs []model.BlockDevice) []string {
+func blockSums(devs []model.BlockDevice, w float64) []string {
 	var out []string
 	for _, d := range devs {
+		if b := d.DriverBusySec; b != nil && w > 0 && *b > w*(1+sumToleranceFrac)+sumToleranceSec {
+			out = append(out, fmt.Sprintf("%s: busy in the driver %s, longer than the window, %s", devName(d),
+				units.FormatNs(*b*1e9), units.FormatNs(w*1e9)))
+		}
 		for _, o := range d.Ops {
 			for _, h := range []struct {
 				name string
 				rs   []model.Range
 				want int64
 			}{{"size", o.Size, o.Requests}, {"queue", o.Queue, o.Requests}, {"service", o.Service, o.Requests}, {"depth", o.Depth, o.Issued}} {
+				// Records made before requests issued were counted
+				// (v0.x) have none: their depth has nothing to hold to.
+				if h.name == "depth" && o.Issued == 0 {
+					continue
+				}
 				if got := histTotal(h.rs); got != h.want {
 					out = append(out, fmt.Sprintf("%s %s: %s requests, and its %s histogram holds %s", devName(d), o.Op,
 						units.FormatCount(h.want), h.name, units.FormatCount(got)))
@@ -184,6 +202,28 @@ func blockSums(devs []model.BlockDevice) []string {
 		}
 	}
 	return out
+}
+
+// writtenBack: the page cache's "written to disk for its files" is the
+// block table's write bytes of the workload and of writeback on its
+// behalf, the same requests.
+func writtenBack(st *model.StorageIO) []string {
+	if st.Cache == nil {
+		return nil
+	}
+	var sum int64
+	for _, d := range st.Devices {
+		for _, o := range d.Ops {
+			if o.Op == "write" {
+				sum += o.WorkloadBytes + o.WritebackBytes
+			}
+		}
+	}
+	if st.Cache.WrittenBackBytes == sum {
+		return nil
+	}
+	return []string{fmt.Sprintf("the page cache says %s written to disk for the workload's files, the block table's writes of the workload and its writeback %s",
+		units.FormatSize(st.Cache.WrittenBackBytes), units.FormatSize(sum))}
 }
 
 // findingsHold: each finding's threshold holds for the figure it prints,

@@ -138,8 +138,12 @@ func attributesStorage(ta *model.TimeAccounting) bool {
 	return ta != nil && ta.Source != "procfs" && busySeconds(ta) > 0
 }
 
-// window is the observation window's length in seconds, 0 when unknown.
+// window is the storage probe's window in seconds (its counts' rates are
+// over it), else the observation's, 0 when unknown.
 func window(run *model.Run) float64 {
+	if st := run.Storage; st != nil && st.WindowSec > 0 {
+		return st.WindowSec
+	}
 	if o := run.Observation; o != nil && o.DurationSec > 0 {
 		return o.DurationSec
 	}
@@ -177,4 +181,16 @@ func fileName(f model.FileIO) string {
 		return f.Path
 	}
 	return fmt.Sprintf("inode %d on %s", f.Ino, f.Dev)
+}
+
+// deviceUtil is the share of the window d was busy: the time with a
+// request in the driver, measured by the probe, when the record has it;
+// else iostat's %util from /proc/diskstats, which counts in jiffies and
+// can be far off either way for requests far shorter than a jiffy. label
+// says which, for the evidence.
+func deviceUtil(d model.BlockDevice) (pct float64, label string) {
+	if d.DriverUtilPct != nil {
+		return *d.DriverUtilPct, "busy"
+	}
+	return d.UtilPct, "util"
 }

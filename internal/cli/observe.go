@@ -59,7 +59,19 @@ func (f *observeFlags) options() probe.Options {
 // observe is the pipeline for one target: observe it, analyse the record,
 // save and print it. bar (may be nil) is cleared before anything prints.
 func (f *observeFlags) observe(cmd *cobra.Command, t target.Target, bar *progressBar) error {
-	run, err := runner.Observe(cmd.Context(), t, runner.Options{Probe: f.options()})
+	opts := runner.Options{Probe: f.options()}
+	if f.pid != 0 {
+		// Nothing else shows while an existing process is observed: say
+		// when the window opens (scripts start their own tools on it).
+		opts.Armed = func() {
+			until := "until it exits"
+			if f.duration > 0 {
+				until = "for " + f.duration.String()
+			}
+			fmt.Fprintf(cmd.ErrOrStderr(), "observing pid %d %s: Ctrl-C to end\n", f.pid, until)
+		}
+	}
+	run, err := runner.Observe(cmd.Context(), t, opts)
 	bar.Clear()
 	if err != nil {
 		return err

@@ -15,8 +15,12 @@ func promStorage(s *promSet, st *model.StorageIO) {
 		return
 	}
 	for _, d := range st.Devices {
-		s.counter("block_busy_seconds_total", "Seconds each block device had at least one request in flight (eBPF).").add(d.BusySec, "device", d.Name)
-		s.gauge("block_utilization_ratio", "Share of the window each block device was busy (iostat's %util / 100, eBPF).").add(d.UtilPct/100, "device", d.Name)
+		s.counter("block_busy_seconds_total", "Seconds each block device had at least one request in flight, from /proc/diskstats' io_ticks (iostat's; counted in jiffies).").add(d.BusySec, "device", d.Name)
+		s.gauge("block_utilization_ratio", "Share of the window each block device was busy (iostat's %util / 100, from /proc/diskstats' io_ticks).").add(d.UtilPct/100, "device", d.Name)
+		if d.DriverBusySec != nil && d.DriverUtilPct != nil {
+			s.counter("block_driver_busy_seconds_total", "Seconds each block device had at least one request in the driver, measured to the nanosecond (eBPF).").add(*d.DriverBusySec, "device", d.Name)
+			s.gauge("block_driver_utilization_ratio", "Share of the window each block device had a request in the driver (eBPF).").add(*d.DriverUtilPct/100, "device", d.Name)
+		}
 		for _, op := range d.Ops {
 			l := []string{"device", d.Name, "op", op.Op}
 			s.counter("block_requests_total", "Block requests completed, per device and op (read, write, flush, discard, other).").add(float64(op.Requests), l...)

@@ -75,6 +75,9 @@ func accountingSection(run *model.Run) *section {
 		s.p(fmt.Sprintf("threads: %d created, %d exited, at most %d alive at once; %d process(es) created",
 			ta.ThreadsCreated, ta.ThreadsExited, ta.PeakThreads, ta.ProcessesCreated))
 	}
+	if k := rows.KernelAgreement(ta); k != "" {
+		s.p(k)
+	}
 	s.listIf(ta.Unknown)
 	if a.Dropped != "" {
 		s.warn(a.Dropped)

@@ -36,16 +36,16 @@ var compareCases = []compareCase{
 		[]string{"headline-measure", "time-compare", "cause-time"},
 		[]string{"not comparable like for like", "sync behaviour", "noise unknown", "A and B are each a single run",
 			"to learn A&#39;s noise, repeat it:", "perfsleuth diagnose --conditions baseline --repeat 5 --json A-baseline.json",
-			"fdatasync calls per transaction", "sync calls</strong>, accounting for 68% of the difference", "not judged: the busy threads"}},
+			"fdatasync calls per transaction", "sync calls</strong>, accounting for 81% of the difference", "not judged: the busy threads"}},
 	{"same", "compare-same-a", "compare-same-b",
 		[]string{"headline-measure", "headline-change", "time-compare"},
-		[]string{"the same settings, host, file system and observer", "within the noise", "[-29%, +66%]",
-			"nothing beyond its threshold: 19 measures compared", "no significant difference: nothing to explain",
+		[]string{"the same settings, host, file system and observer", "within the noise", "[-23%, +4%]",
+			"nothing beyond its threshold: 20 measures compared", "no significant difference: nothing to explain",
 			"nothing else differs to keep in mind"}},
 	{"repeats", "compare-repeats-a", "compare-same-a",
 		[]string{"headline-measure", "headline-change", "time-compare", "cause-time"},
-		[]string{"beyond the noise", "B is 52x slower (-98%), 95% interval [-98%, -97%]", "28,206 · 16,486",
-			"A&#39;s noise (±44%)", "7 of 16 measures compared differ"}},
+		[]string{"beyond the noise", "B is 47x slower (-98%), 95% interval [-98%, -97%]", "61,057 · 60,115",
+			"A&#39;s noise (±15%)", "6 of 17 measures compared differ"}},
 	{"kinds", "observe-fileio", "observe-sqlite",
 		[]string{},
 		[]string{"workload", "no change to compute", "no time accounting side by side: A has none: /proc sampling only, B eBPF",
@@ -122,7 +122,7 @@ func TestComparePageNamesTheSyncBehaviourBeforeTheHeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := string(page)
-	sync, median, cause := strings.Index(s, "sync behaviour"), strings.Index(s, "44,270"), strings.Index(s, "the most likely cause is")
+	sync, median, cause := strings.Index(s, "sync behaviour"), strings.Index(s, "76,023"), strings.Index(s, "the most likely cause is")
 	if sync < 0 || median < 0 || cause < 0 || !(sync < median && median < cause) {
 		t.Errorf("sync behaviour at %d, A's median at %d, the cause at %d: want them in that order", sync, median, cause)
 	}

@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/perfsleuth/perfsleuth/internal/analyze"
 	"github.com/perfsleuth/perfsleuth/internal/model"
 )
 
@@ -72,14 +73,14 @@ func fullRun(t testing.TB) *model.Run {
 		return out
 	}
 	run.Storage = &model.StorageIO{
-		Devices: []model.BlockDevice{{Name: "vda", Dev: "253:0", BusySec: 0.58, UtilPct: 60.4, Ops: []model.BlockOp{
-			{Op: "write", Requests: 7520, Bytes: 27 << 20, WorkloadRequests: 6900, WorkloadBytes: 25 << 20, WritebackRequests: 420,
+		Devices: []model.BlockDevice{{Name: "vda", Dev: "253:0", BusySec: 0.58, UtilPct: 60.4, DriverBusySec: new(0.55), DriverUtilPct: new(57.7), Ops: []model.BlockOp{
+			{Op: "write", Requests: 7520, Issued: 7520, Bytes: 27 << 20, WorkloadRequests: 6900, WorkloadBytes: 25 << 20, WritebackRequests: 420,
 				WritebackBytes: 1 << 20, QueueMeanSec: 4.1e-6, ServiceMeanSec: 88e-6,
 				Size: log2(4096, 6800, 500, 200, 20), Queue: log2(1024, 5200, 1800, 400, 100, 20), Service: log2(16384, 900, 3100, 2800, 600, 100, 20), Depth: log2(1, 7000, 500, 20)},
-			{Op: "flush", Requests: 1200, QueueMeanSec: 2e-6, ServiceMeanSec: 120e-6,
-				Queue: log2(1024, 1100, 100), Service: log2(32768, 300, 700, 180, 20), Depth: log2(1, 1150, 50)},
+			{Op: "flush", Requests: 1200, Issued: 1200, QueueMeanSec: 2e-6, ServiceMeanSec: 120e-6,
+				Size: []model.Range{{Low: 0, High: 1, Count: 1200}}, Queue: log2(1024, 1100, 100), Service: log2(32768, 300, 700, 180, 20), Depth: log2(1, 1150, 50)},
 		}}},
-		Cache: &model.PageCache{Lookups: 1204, ReadAdded: 0, HitRatio: 1, OtherAdded: 610, Dirtied: 4450, WrittenBackBytes: 27 << 20},
+		Cache: &model.PageCache{Lookups: 1204, ReadAdded: 0, HitRatio: 1, OtherAdded: 610, Dirtied: 4450, WrittenBackBytes: 26 << 20},
 		Files: []model.FileIO{
 			{Path: "/tmp/perfsleuth-sqlite-3734750150/perfsleuth.db-journal", Dev: "253:1", Ino: 131, Instances: 600, PID: 14438, SQLite: "journal",
 				Writes: model.FileOps{Count: 3600, Bytes: 14 << 20, Sequential: 3000, Random: 600, Pattern: "sequential", CallSec: 0.02},
@@ -166,4 +167,14 @@ func hostileRun(t testing.TB) *model.Run {
 	run.Experiments.Conditions[2].Settings = []string{h(1)}
 	run.Experiments.Conditions[3].Class = h(0)
 	return run
+}
+
+// The hand-built full record agrees with itself as a real one must: the
+// golden page is not built on figures that contradict each other.
+func TestFullRunConsistent(t *testing.T) {
+	run := fullRun(t)
+	analyze.Run(run)
+	for _, e := range analyze.Inconsistencies(run) {
+		t.Errorf("fullRun disagrees with itself: %s", e)
+	}
 }

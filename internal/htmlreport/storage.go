@@ -26,10 +26,7 @@ func storageSection(run *model.Run) *section {
 		s.Why = "no storage view: the storage probe needs eBPF (this run was observed without it, or only measured)"
 		return s
 	}
-	window := 0.0
-	if run.TimeAccounting != nil {
-		window = run.TimeAccounting.WindowSec
-	}
+	window := rows.StorageWindow(run)
 	blockDevices(s, rows.Devices(st.Devices, window))
 	pageCache(s, st.Cache)
 	files(s, st.Files)
@@ -76,6 +73,9 @@ func blockDevices(s *section, devs []rows.DeviceRow) {
 		}
 	}
 	notes := rows.BlockNotes
+	if slices.ContainsFunc(devs, func(r rows.DeviceRow) bool { return r.DriverBusySec != nil }) {
+		notes = append(slices.Clone(notes), rows.BusyNote)
+	}
 	for _, d := range devs {
 		if d.Unseen > 0 {
 			notes = append(slices.Clone(notes), fmt.Sprintf("%s: %s requests started before the window and completed in it: in no figure above", d.Name, units.FormatCount(d.Unseen)))
@@ -93,7 +93,7 @@ func blockDevices(s *section, devs []rows.DeviceRow) {
 						Title: fmt.Sprintf("%s %s %s", d.Name, o.Op, h.Label), Unit: style.unit, Color: style.color})})
 			}
 		}
-		s.h3(fmt.Sprintf("%s (%s): busy %s, %%util %.1f", d.Name, d.Dev, durSec(d.BusySec), d.UtilPct))
+		s.h3(fmt.Sprintf("%s (%s): %s", d.Name, d.Dev, d.Busy()))
 		if len(figs) == 0 {
 			s.why("no histograms recorded for this device")
 			continue

@@ -39,8 +39,9 @@ type TimeAccounting struct {
 	ProcessesCreated int64 `json:"processes_created"`
 	// PeakThreads is the most threads of the workload alive at once.
 	PeakThreads int `json:"peak_threads"`
-	// Syncs has one entry per kind of sync call made in the window (fsync,
-	// fdatasync, sync_file_range, msync, syncfs, sync).
+	// Syncs has one entry per kind of sync call made in the window: fsync,
+	// fdatasync, msync, write (O_SYNC and O_DSYNC writes), other
+	// (sync_file_range, syncfs, sync).
 	Syncs []SyncCalls `json:"syncs,omitempty"`
 	// SyncNote says why sync calls were not timed, when they were not.
 	SyncNote string `json:"sync_note,omitempty"`

@@ -30,6 +30,9 @@ func (d *doc) accounting(run *model.Run) {
 		if ta.Source == "ebpf" {
 			d.line("  threads: %d created, %d exited, at most %d alive at once", ta.ThreadsCreated, ta.ThreadsExited, ta.PeakThreads)
 		}
+		if k := rows.KernelAgreement(ta); k != "" {
+			d.wrapped("  ", "    ", k)
+		}
 		d.syncCalls(ta)
 		d.syncedFiles(ta)
 		d.syscalls(ta)

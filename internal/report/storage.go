@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/report/rows"
@@ -18,10 +19,7 @@ func (d *doc) storage(run *model.Run) {
 	if st == nil {
 		return
 	}
-	window := 0.0
-	if run.TimeAccounting != nil {
-		window = run.TimeAccounting.WindowSec
-	}
+	window := rows.StorageWindow(run)
 	d.blockDevices(rows.Devices(st.Devices, window))
 	if st.Cache != nil {
 		d.pageCache(rows.PageCacheOf(st.Cache, termUnits))
@@ -56,12 +54,16 @@ func (d *doc) blockDevices(devs []rows.DeviceRow) {
 				units.FormatNs(o.ServiceSec*1e9), orBlank(o.WorkloadPct, 5))
 			name = ""
 		}
-		d.line("  %-7s busy %s, %%util %.1f", "", rows.Secs(dev.BusySec), dev.UtilPct)
+		d.wrapped("          ", "            ", dev.Busy())
 		if dev.Unseen > 0 {
 			d.line("  %-7s %s requests started before the window and completed in it: in no figure above", "", units.FormatCount(dev.Unseen))
 		}
 	}
-	for _, n := range rows.BlockNotes {
+	notes := rows.BlockNotes
+	if slices.ContainsFunc(devs, func(r rows.DeviceRow) bool { return r.DriverBusySec != nil }) {
+		notes = append(slices.Clone(notes), rows.BusyNote)
+	}
+	for _, n := range notes {
 		d.wrapped("  ", "    ", n)
 	}
 }

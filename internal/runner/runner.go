@@ -40,6 +40,10 @@ type Options struct {
 	// ready and before the probes attach and the measured phase starts:
 	// diagnose applies its conditions there. An error ends the run.
 	BeforeRun func(pids []int) error
+	// Armed, when set, is called once the probes are attached and
+	// counting, as the measured window opens: observe -p says so there,
+	// as bcc's tools print "Tracing... Hit Ctrl-C to end."
+	Armed func()
 }
 
 // Observe runs t under observation and returns its run record. The record
@@ -88,6 +92,9 @@ func Observe(ctx context.Context, t target.Target, opts Options) (*model.Run, er
 	}()
 	if err != nil {
 		return nil, err
+	}
+	if opts.Armed != nil {
+		opts.Armed()
 	}
 
 	out, err := t.Wait(ctx)

@@ -253,7 +253,7 @@ func (p *Probe) close() {
 }
 
 func (p *Probe) read(window time.Duration, end map[string]blockdevice.Diskstats) (*model.StorageIO, error) {
-	st := &model.StorageIO{Notes: slices.Clone(p.notes)}
+	st := &model.StorageIO{WindowSec: window.Seconds(), Notes: slices.Clone(p.notes)}
 	var errs []error
 	c, err := p.counters()
 	if err != nil {
@@ -410,6 +410,26 @@ func (p *Probe) readDevices(window time.Duration, end map[string]blockdevice.Dis
 	}
 	if err := it.Err(); err != nil {
 		return nil, fmt.Errorf("map devs: %w", err)
+	}
+	var dev uint32
+	var disk storageStDisk
+	dit := p.objs.Disks.Iterate()
+	for dit.Next(&dev, &disk) {
+		d := byDev[dev]
+		if d == nil {
+			continue
+		}
+		// Requests still in the driver at the stop are not in it: a few
+		// hundred microseconds at most, against a window of seconds.
+		sec := float64(disk.BusyNs) / 1e9
+		d.DriverBusySec = &sec
+		if window > 0 {
+			pct := min(100, sec/window.Seconds()*100)
+			d.DriverUtilPct = &pct
+		}
+	}
+	if err := dit.Err(); err != nil {
+		return nil, fmt.Errorf("map disks: %w", err)
 	}
 	var out []model.BlockDevice
 	for _, d := range byDev {

@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/procfs/blockdevice"
 	"golang.org/x/sys/unix"
 
+	"github.com/perfsleuth/perfsleuth/internal/analyze"
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/probe/timeacct"
 	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
@@ -49,12 +50,18 @@ func start(t *testing.T, cfg Config) (stop func() *model.StorageIO) {
 			ta.Stop()
 		}
 	})
+	t0 := time.Now()
 	return func() *model.StorageIO {
 		stopped = true
 		st, err := p.Stop()
 		ta.Stop()
 		if err != nil {
 			t.Fatal(err)
+		}
+		// The figures agree with each other, as every record's must.
+		run := &model.Run{Storage: st, Observation: &model.Observation{DurationSec: time.Since(t0).Seconds()}}
+		for _, e := range analyze.Inconsistencies(run) {
+			t.Errorf("the record disagrees with itself: %s", e)
 		}
 		return st
 	}
@@ -329,6 +336,24 @@ func TestBlockDepthOneRead(t *testing.T) {
 	}
 	if got := histTotal(r.WorkloadDepth); got != r.WorkloadRequests || r.Missed == 0 && depth1 != got || float64(depth1) < 0.9*float64(got) {
 		t.Errorf("workload depth %+v with %d missed completions: want all %d at 1 (90%% with a missed one)", r.WorkloadDepth, r.Missed, r.WorkloadRequests)
+	}
+	// The probe's busy time is the union of the requests' stays in the
+	// driver: at least the workload's own (one at a time, they never
+	// overlap), at most all of them end to end (the writer's overlap).
+	var all float64
+	for _, o := range ops {
+		if o.Issued > 0 {
+			all += float64(o.Requests) * o.ServiceMeanSec
+		}
+	}
+	own := float64(r.WorkloadRequests) * r.WorkloadServiceMeanSec
+	if dev.DriverBusySec == nil {
+		t.Fatal("no busy time in the driver")
+	}
+	busy := *dev.DriverBusySec
+	t.Logf("in the driver %.4f s; the workload's service %.4f s, all requests' %.4f s", busy, own, all)
+	if busy < own*0.999 || busy > all*1.001+1e-4 {
+		t.Errorf("in the driver %.4f s: want between the workload's service %.4f s and all requests' %.4f s", busy, own, all)
 	}
 	loop := total.Seconds() / reads
 	t.Logf("reads: the loop's mean %.1f µs; the workload's requests: service %.1f µs, latency %.1f µs", loop*1e6, r.WorkloadServiceMeanSec*1e6, r.WorkloadLatencyMeanSec*1e6)

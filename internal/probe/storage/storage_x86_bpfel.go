@@ -93,6 +93,8 @@ type storageStDisk struct {
 	_         structs.HostLayout
 	Issued    int64
 	OwnIssued int64
+	BusyNs    uint64
+	BusyUntil uint64
 }
 
 type storageStEvent struct {

@@ -3,6 +3,7 @@ package rows
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -278,4 +279,40 @@ func Syscalls(ta *model.TimeAccounting, n int) (l List[SyscallRow], counted bool
 		return list[i].Name < list[j].Name
 	})
 	return first(list, n), true
+}
+
+// KernelAgreement is the accounting against the kernel's own figures, in
+// one line ("" when the record has none): each check's two figures and
+// how far apart they are, the judged ones first.
+func KernelAgreement(ta *model.TimeAccounting) string {
+	k := ta.Kernel
+	if k == nil || len(k.Checks) == 0 {
+		return ""
+	}
+	checks := slices.Clone(k.Checks)
+	slices.SortStableFunc(checks, func(a, b model.KernelCheck) int {
+		switch {
+		case a.Judged == b.Judged:
+			return 0
+		case a.Judged:
+			return -1
+		}
+		return 1
+	})
+	var parts []string
+	for _, c := range checks {
+		apart := ""
+		if c.KernelSec > 0 {
+			apart = fmt.Sprintf(", %.1f%% apart", math.Abs(c.PerfsleuthSec-c.KernelSec)/c.KernelSec*100)
+		}
+		if c.Judged {
+			apart += ", held to 5%"
+		}
+		parts = append(parts, fmt.Sprintf("%s %s here, %s by %s%s", c.What, Secs(c.PerfsleuthSec), Secs(c.KernelSec), c.Source, apart))
+	}
+	line := fmt.Sprintf("against the kernel (%d threads): %s", checks[0].Threads, strings.Join(parts, "; "))
+	if !checks[len(checks)-1].Judged {
+		line += " (the others shown, not judged: docs/figures.md says why)"
+	}
+	return line
 }

@@ -40,11 +40,27 @@ type DeviceRow struct {
 	// Name is the device's name, else its major:minor (Dev).
 	Name, Dev        string
 	BusySec, UtilPct float64
-	Ops              []BlockOpRow
+	// DriverBusySec and DriverUtilPct are the probe's own busy time (a
+	// request in the driver); nil in records without it.
+	DriverBusySec, DriverUtilPct *float64
+	Ops                          []BlockOpRow
 	// Unseen are the requests that completed in the window but started
 	// before it: in no figure of the ops.
 	Unseen int64
 }
+
+// Busy is a device's busy line: the time with a request in the driver,
+// which the probe measures, then iostat's figures from /proc/diskstats.
+func (r DeviceRow) Busy() string {
+	ds := fmt.Sprintf("busy %s, %%util %.1f", Secs(r.BusySec), r.UtilPct)
+	if r.DriverBusySec == nil || r.DriverUtilPct == nil {
+		return ds
+	}
+	return fmt.Sprintf("in the driver %s (%.1f%%); diskstats %s", Secs(*r.DriverBusySec), *r.DriverUtilPct, ds)
+}
+
+// BusyNote explains the busy line when it has both figures.
+const BusyNote = "in the driver: the time with at least one request being served, measured here; diskstats busy and %util: iostat's, from io_ticks, which the kernel counts in whole jiffies at requests' starts and ends: for requests far shorter than a jiffy it can be far off either way"
 
 // BlockNotes explain the device table's terms, for both views.
 var BlockNotes = []string{
@@ -74,12 +90,24 @@ type Hist struct {
 	Count int64
 }
 
-// Devices builds the block device rows; window is the accounting's, for
-// the rates.
+// StorageWindow is the storage probe's window in seconds, over which its
+// counts are rates: its own, else (older records) the time accounting's.
+func StorageWindow(run *model.Run) float64 {
+	if st := run.Storage; st != nil && st.WindowSec > 0 {
+		return st.WindowSec
+	}
+	if run.TimeAccounting != nil {
+		return run.TimeAccounting.WindowSec
+	}
+	return 0
+}
+
+// Devices builds the block device rows; window is the storage probe's
+// (StorageWindow), for the rates.
 func Devices(devs []model.BlockDevice, window float64) []DeviceRow {
 	var out []DeviceRow
 	for _, d := range devs {
-		r := DeviceRow{Name: d.Name, Dev: d.Dev, BusySec: d.BusySec, UtilPct: d.UtilPct}
+		r := DeviceRow{Name: d.Name, Dev: d.Dev, BusySec: d.BusySec, UtilPct: d.UtilPct, DriverBusySec: d.DriverBusySec, DriverUtilPct: d.DriverUtilPct}
 		if r.Name == "" {
 			r.Name = d.Dev
 		}
