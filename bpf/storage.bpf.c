@@ -46,6 +46,8 @@
 #define NR_pwritev 296
 #define NR_preadv2 327
 #define NR_pwritev2 328
+#define NR_io_getevents 208
+#define NR_io_pgetevents 333
 
 #define REQ_OP_MASK 0xff
 #define REQ_FUA (1U << 17)      /* __REQ_FUA, include/linux/blk_types.h */
@@ -185,6 +187,8 @@ struct st_call {
 	 * that goes on with the same file skips thread_files. */
 	__u64 tf_ino[2];
 	__u32 tf_dev[2];
+	/* An io_getevents call in progress: its events array (0: none). */
+	__u64 aio_events;
 };
 
 /* The threads that read or wrote each file, counted once each in the
@@ -1102,6 +1106,85 @@ static __always_inline void enter_call(struct task_struct *task, struct pt_regs 
 	st->ts = bpf_ktime_get_ns();
 }
 
+/* Asynchronous IO (bpf/storage.h st_aio). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, ST_AIO_KINDS);
+	__type(key, __u32);
+	__type(value, struct st_aio);
+} aio SEC(".maps");
+
+/* The opcodes of libaio's iocb and io_uring's SQE that read or write
+ * (uapi: linux/aio_abi.h, linux/io_uring.h). */
+#define IOCB_CMD_PREAD 0
+#define IOCB_CMD_PWRITE 1
+#define IOCB_CMD_PREADV 7
+#define IOCB_CMD_PWRITEV 8
+#define URING_READV 1
+#define URING_WRITEV 2
+#define URING_READ_FIXED 4
+#define URING_WRITE_FIXED 5
+#define URING_READ 22
+#define URING_WRITE 23
+#define URING_READ_MULTISHOT 49
+#define URING_READV_FIXED 60
+#define URING_WRITEV_FIXED 61
+
+static __always_inline void aio_count(__u32 kind, int dir, __s64 res)
+{
+	struct st_aio *a = bpf_map_lookup_elem(&aio, &kind);
+
+	if (!a || dir == 0)
+		return;
+	if (res < 0) {
+		a->errors++;
+		return;
+	}
+	if (dir < 0) {
+		a->reads++;
+		a->read_bytes += res;
+	} else {
+		a->writes++;
+		a->write_bytes += res;
+	}
+}
+
+/* aio_reaped counts what the events an io_getevents call returned (ret of
+ * them, at events in the workload's memory) moved: each event's result
+ * and its iocb's opcode. libaio's completions are seen nowhere else
+ * without kprobes. */
+static __always_inline void aio_reaped(__u64 events, long ret)
+{
+	__u32 kind = ST_AIO_LIBAIO;
+	struct st_aio *a;
+
+	for (int i = 0; i < ST_AIO_MAX_EVENTS; i++) {
+		struct io_event ev;
+		__u16 op;
+		int dir = 0;
+
+		if (i >= ret)
+			break;
+		if (bpf_probe_read_user(&ev, sizeof(ev), (void *)(events + i * sizeof(ev))) ||
+		    bpf_probe_read_user(&op, sizeof(op), (void *)(ev.obj + __builtin_offsetof(struct iocb, aio_lio_opcode)))) {
+			a = bpf_map_lookup_elem(&aio, &kind);
+			if (a)
+				a->uncounted++;
+			continue;
+		}
+		if (op == IOCB_CMD_PREAD || op == IOCB_CMD_PREADV)
+			dir = -1;
+		else if (op == IOCB_CMD_PWRITE || op == IOCB_CMD_PWRITEV)
+			dir = 1;
+		aio_count(kind, dir, ev.res);
+	}
+	if (ret > ST_AIO_MAX_EVENTS) {
+		a = bpf_map_lookup_elem(&aio, &kind);
+		if (a)
+			a->uncounted += ret - ST_AIO_MAX_EVENTS;
+	}
+}
+
 SEC("tp_btf/sys_enter")
 int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
 {
@@ -1121,6 +1204,18 @@ int BPF_PROG(sys_enter, struct pt_regs *regs, long id)
 	case NR_fsync: case NR_fdatasync: case NR_sync_file_range:
 		op = ST_EV_SYNC;
 		break;
+	case NR_io_getevents: case NR_io_pgetevents:
+		if (stopped || !armed_ns)
+			return 0;
+		task = bpf_get_current_task_btf();
+		if (!is_tracked(task->tgid))
+			return 0;
+		t0 = time_start(c, ST_PROG_SYS_ENTER);
+		st = bpf_task_storage_get(&calls, task, 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+		if (st)
+			st->aio_events = BPF_CORE_READ(regs, r10); /* the 4th argument */
+		work_done(c, ST_PROG_SYS_ENTER, t0);
+		return 0;
 	default:
 		return 0;
 	}
@@ -1281,10 +1376,59 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	__u64 now;
 
 	st = bpf_task_storage_get(&calls, task, 0, 0);
+	if (st && st->aio_events) {
+		now = bpf_ktime_get_ns();
+		if (ret > 0 && !stopped)
+			aio_reaped(st->aio_events, ret);
+		st->aio_events = 0;
+		work_done(c, ST_PROG_SYS_EXIT, sampled(c, ST_PROG_SYS_EXIT) ? now : 0);
+		return 0;
+	}
 	if (!st || !st->ts)
 		return 0;
 	now = bpf_ktime_get_ns();
 	exit_call(task, st, ret, c, now);
 	work_done(c, ST_PROG_SYS_EXIT, sampled(c, ST_PROG_SYS_EXIT) ? now : 0);
+	return 0;
+}
+
+/* An io_uring completion: the request's task is the submitter (its
+ * io-wq workers are threads of the same process). */
+SEC("tp_btf/io_uring_complete")
+int BPF_PROG(io_uring_complete, struct io_ring_ctx *ring, void *req, struct io_uring_cqe *cqe)
+{
+	__u64 t0 = bpf_ktime_get_ns();
+	struct st_counters *c = count_run(ST_PROG_AIO);
+	struct io_kiocb *r = req;
+	__u32 tgid = 0;
+	int dir = 0;
+	__u8 op;
+
+	if (stopped || !armed_ns || !r)
+		goto out;
+	tgid = BPF_CORE_READ(r, tctx, task, tgid);
+	if (!tgid)
+		tgid = bpf_get_current_pid_tgid() >> 32;
+	if (!is_tracked(tgid))
+		goto out;
+	op = BPF_CORE_READ(r, opcode);
+	switch (op) {
+	case URING_READV:
+	case URING_READ_FIXED:
+	case URING_READ:
+	case URING_READ_MULTISHOT:
+	case URING_READV_FIXED:
+		dir = -1;
+		break;
+	case URING_WRITEV:
+	case URING_WRITE_FIXED:
+	case URING_WRITE:
+	case URING_WRITEV_FIXED:
+		dir = 1;
+		break;
+	}
+	aio_count(ST_AIO_URING, dir, BPF_CORE_READ(cqe, res));
+out:
+	work_done(c, ST_PROG_AIO, t0);
 	return 0;
 }

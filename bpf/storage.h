@@ -192,6 +192,21 @@ struct st_event {
 	__u8 _pad[6];
 };
 
+/* Asynchronous IO of the workload, per interface (ST_AIO_*): what its
+ * reads and writes moved, as rchar and wchar count what read and write
+ * calls move. libaio's at io_getevents' return (each event's result and
+ * its iocb's opcode, read from the workload's memory; with want_files,
+ * which hooks the syscalls), io_uring's at each completion. */
+#define ST_AIO_LIBAIO 0
+#define ST_AIO_URING 1
+#define ST_AIO_KINDS 2
+#define ST_AIO_MAX_EVENTS 128 /* events read per io_getevents return; the rest counted in uncounted */
+struct st_aio {
+	__u64 reads, read_bytes, writes, write_bytes;
+	__u64 errors;    /* reads and writes that failed */
+	__u64 uncounted; /* events past ST_AIO_MAX_EVENTS, or unreadable */
+};
+
 /* Counters of the probe as a whole. */
 #define ST_PROG_INSERT 0
 #define ST_PROG_IO_START 1
@@ -201,7 +216,8 @@ struct st_event {
 #define ST_PROG_SYS_ENTER 5
 #define ST_PROG_SYS_EXIT 6
 #define ST_PROG_CACHE 7 /* the page-cache programs, together */
-#define ST_NUM_PROGS 8
+#define ST_PROG_AIO 8   /* io_uring_complete: every run timed */
+#define ST_NUM_PROGS 9
 #define ST_TIME_EVERY 16
 struct st_counters {
 	__u64 runs[ST_NUM_PROGS];

@@ -32,11 +32,12 @@ func needTool(t *testing.T, name string) {
 	}
 }
 
-// observed runs perfsleuth observe on a command in dir and returns the record.
-func observed(t *testing.T, dir string, args ...string) *model.Run {
+// observed runs perfsleuth observe with flags on a command in dir and
+// returns the record.
+func observed(t *testing.T, dir string, flags []string, args ...string) *model.Run {
 	t.Helper()
 	rec := filepath.Join(t.TempDir(), "run.json")
-	full := append([]string{"observe", "--interval", "200ms", "--json", rec, "--"}, args...)
+	full := append(append(append([]string{"observe", "--interval", "200ms", "--json", rec}, flags...), "--"), args...)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, filepath.Join(bin, "perfsleuth"), full...)
@@ -109,7 +110,13 @@ func runFio(t *testing.T, dir string, engine string, depth int) (fioRead, *model
 	if b, err := exec.Command("fio", append(job, "--create_only=1", "--output=/dev/null")...).CombinedOutput(); err != nil {
 		t.Fatalf("fio --create_only: %v\n%s", err, b)
 	}
-	run := observed(t, dir, append(append([]string{"fio"}, job...), "--rw=randread",
+	// libaio's completions are counted with --storage, which hooks the
+	// syscalls (io_getevents).
+	var flags []string
+	if engine == "libaio" {
+		flags = []string{"--storage"}
+	}
+	run := observed(t, dir, flags, append(append([]string{"fio"}, job...), "--rw=randread",
 		"--bs=4k", "--direct=1", "--ioengine="+engine, fmt.Sprintf("--iodepth=%d", depth), "--runtime=2", "--time_based",
 		"--output-format=json", "--output="+out)...)
 	b, err := os.ReadFile(out)
@@ -141,7 +148,7 @@ func TestFioAgrees(t *testing.T) {
 	for _, tc := range []struct {
 		engine string
 		depth  int
-	}{{"psync", 1}, {"libaio", 16}} {
+	}{{"psync", 1}, {"libaio", 16}, {"io_uring", 16}} {
 		t.Run(fmt.Sprintf("%s-iodepth%d", tc.engine, tc.depth), func(t *testing.T) {
 			dir := t.TempDir()
 			fio, run := runFio(t, dir, tc.engine, tc.depth)
@@ -155,6 +162,20 @@ func TestFioAgrees(t *testing.T) {
 			if lat := r.WorkloadLatencyMeanSec * 1e9; lat > fio.Clat.Mean || r.WorkloadServiceMeanSec > r.WorkloadLatencyMeanSec {
 				t.Errorf("the requests' mean time %.1f µs (service %.1f µs) against fio's completion latency %.1f µs: want service <= latency <= fio's",
 					lat/1e3, r.WorkloadServiceMeanSec*1e6, fio.Clat.Mean/1e3)
+			}
+			// What the asynchronous engines moved, which /proc's rchar
+			// leaves out: fio's own count of its reads, each reaped.
+			if iface := map[string]string{"libaio": "libaio", "io_uring": "io_uring"}[tc.engine]; iface != "" {
+				var got model.AsyncIO
+				for _, a := range run.Storage.AsyncIO {
+					if a.Interface == iface {
+						got = a
+					}
+				}
+				t.Logf("%s: %d reads, %d bytes; fio: %d reads", iface, got.Reads, got.ReadBytes, fio.TotalIOs)
+				if got.Reads != fio.TotalIOs || got.ReadBytes != 4096*fio.TotalIOs || got.Errors+got.Uncounted > 0 {
+					t.Errorf("%s moved %d reads, %d bytes (%d failed, %d not read): want fio's %d reads of 4 KiB", iface, got.Reads, got.ReadBytes, got.Errors, got.Uncounted, fio.TotalIOs)
+				}
 			}
 			var n, over, atLeast int64
 			for _, b := range r.WorkloadDepth {

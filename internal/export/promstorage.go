@@ -34,6 +34,13 @@ func promStorage(s *promSet, st *model.StorageIO) {
 			s.gauge("block_service_mean_seconds", "Mean time from a request's issue to its completion.").add(op.ServiceMeanSec, l...)
 		}
 	}
+	for _, a := range st.AsyncIO {
+		l := []string{"interface", a.Interface}
+		s.counter("async_io_reads_total", "Reads the workload's asynchronous IO completed (libaio, io_uring), which /proc's rchar leaves out.").add(float64(a.Reads), l...)
+		s.counter("async_io_read_bytes_total", "Bytes the workload's asynchronous reads moved.").add(float64(a.ReadBytes), l...)
+		s.counter("async_io_writes_total", "Writes the workload's asynchronous IO completed.").add(float64(a.Writes), l...)
+		s.counter("async_io_write_bytes_total", "Bytes the workload's asynchronous writes moved.").add(float64(a.WriteBytes), l...)
+	}
 	if c := st.Cache; c != nil {
 		// -1 marks "no buffered read" and "unknown HZ": no figure at all.
 		if c.HitRatio >= 0 {

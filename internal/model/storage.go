@@ -19,6 +19,14 @@ type StorageIO struct {
 	// SQLite maps the reads and writes of SQLite files to pages; nil when
 	// no SQLite file was touched or without --storage.
 	SQLite *SQLiteIO `json:"sqlite,omitempty"`
+	// AsyncIO is the workload's asynchronous IO per interface (libaio,
+	// io_uring), which /proc's rchar and wchar leave out; nil when it
+	// made none, or when the kernel lacks the hooks (Notes say so).
+	// libaio's is counted only when FilesTraced.
+	AsyncIO []AsyncIO `json:"async_io,omitempty"`
+	// FilesTraced: the read, write and sync calls were hooked (observe
+	// --storage), so Files and libaio's AsyncIO were counted.
+	FilesTraced bool `json:"files_traced,omitempty"`
 	// Notes say, in plain words, what was not measured and why.
 	Notes []string `json:"notes,omitempty"`
 	// ProbeRuns counts the storage programs' runs, machine-wide.
@@ -293,4 +301,22 @@ type SQLiteTx struct {
 type TxPattern struct {
 	Steps []string `json:"steps"`
 	Count int64    `json:"count"`
+}
+
+// AsyncIO is what one asynchronous IO interface's reads and writes moved
+// for the workload, as rchar and wchar count what read and write calls
+// move: libaio's counted as io_getevents returns them (each event's
+// result), io_uring's at each completion.
+type AsyncIO struct {
+	// Interface is "libaio" or "io_uring".
+	Interface  string `json:"interface"`
+	Reads      int64  `json:"reads"`
+	ReadBytes  int64  `json:"read_bytes"`
+	Writes     int64  `json:"writes"`
+	WriteBytes int64  `json:"write_bytes"`
+	// Errors are reads and writes that failed; Uncounted, libaio events
+	// the probe could not read (past 128 in one io_getevents return, or
+	// their memory unreadable): in no other figure.
+	Errors    int64 `json:"errors"`
+	Uncounted int64 `json:"uncounted,omitempty"`
 }

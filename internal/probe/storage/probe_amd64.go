@@ -59,7 +59,37 @@ var hooks = []struct {
 	{"pages dirtied", []string{"dirty_folio"}, false},
 	{"dirty throttling", []string{"balance_dirty_pages"}, false},
 	{"files", []string{"sys_enter", "sys_exit"}, true},
+	{"asynchronous IO by io_uring", []string{"io_uring_complete"}, false},
 }
+
+// hookExists says whether the kernel has the BTF tracepoint prog attaches
+// to, of the prototype the program was written for (why says so when it
+// has another).
+func hookExists(kernel *btf.Spec, prog *ebpf.ProgramSpec) (ok bool, why string) {
+	if kernel == nil || !sysinfo.HasBTFTracepoint(kernel, prog.AttachTo) {
+		return false, ""
+	}
+	// io_uring_complete took the CQE's fields one by one before 5.19.
+	if params, ok := uringParams[prog.AttachTo]; ok {
+		var td *btf.Typedef
+		if kernel.TypeByName("btf_trace_"+prog.AttachTo, &td) != nil {
+			return false, ""
+		}
+		ptr, ok := td.Type.(*btf.Pointer)
+		if !ok {
+			return false, ""
+		}
+		fp, ok := ptr.Target.(*btf.FuncProto)
+		if !ok || len(fp.Params) != params {
+			return false, "its arguments differ from this perfsleuth's (an older kernel)"
+		}
+	}
+	return true, ""
+}
+
+// uringParams are the tracepoints whose prototype changed, with the
+// number of parameters (the hidden first one included) the programs take.
+var uringParams = map[string]int{"io_uring_complete": 4}
 
 // optionalHooks may be missing without their group: a request starts at
 // block_io_start or block_rq_insert, whichever the kernel has, or at issue.
@@ -98,6 +128,10 @@ func Start(cfg Config, tracked, threads *ebpf.Map) (_ *Probe, err error) {
 	if err := spec.Variables["have_io_start"].Set(haveIOStart); err != nil {
 		return nil, fmt.Errorf("storage: %w", err)
 	}
+	var kernelOrNil *btf.Spec
+	if kerr == nil {
+		kernelOrNil = kernel
+	}
 	for _, g := range hooks {
 		if g.files && !cfg.Files {
 			for _, n := range g.progs {
@@ -105,11 +139,15 @@ func Start(cfg Config, tracked, threads *ebpf.Map) (_ *Probe, err error) {
 			}
 			continue
 		}
-		var missing []string
+		var missing, whys []string
 		for _, n := range g.progs {
 			tp := spec.Programs[n].AttachTo
+			ok, why := hookExists(kernelOrNil, spec.Programs[n])
+			if why != "" && !slices.Contains(whys, why) {
+				whys = append(whys, why)
+			}
 			switch note, optional := optionalHooks[n]; {
-			case kerr == nil && sysinfo.HasBTFTracepoint(kernel, tp):
+			case ok:
 			case optional:
 				delete(spec.Programs, n)
 				p.notes = append(p.notes, "this kernel has no "+tp+" tracepoint: "+note)
@@ -123,7 +161,11 @@ func Start(cfg Config, tracked, threads *ebpf.Map) (_ *Probe, err error) {
 		for _, n := range g.progs {
 			delete(spec.Programs, n)
 		}
-		p.notes = append(p.notes, fmt.Sprintf("%s not measured: this kernel has no %v tracepoint", g.what, missing))
+		note := fmt.Sprintf("%s not measured: this kernel has no %v tracepoint", g.what, missing)
+		if len(whys) > 0 {
+			note = fmt.Sprintf("%s not measured: %v: %s", g.what, missing, strings.Join(whys, "; "))
+		}
+		p.notes = append(p.notes, note)
 	}
 	if !cfg.Files {
 		spec.Maps["files"].MaxEntries = 1
@@ -150,7 +192,8 @@ func Start(cfg Config, tracked, threads *ebpf.Map) (_ *Probe, err error) {
 	}
 	// Completions first, so that no request is counted in flight forever.
 	order := []string{"block_rq_complete", "block_rq_merge", "block_rq_requeue", "block_rq_issue", "block_rq_insert", "block_io_start", "block_bio_backmerge", "block_bio_frontmerge",
-		"filemap_get_pages", "filemap_add", "filemap_fault", "sync_ra", "async_ra", "dirty_folio", "balance_dirty_pages", "sys_exit", "sys_enter"}
+		"filemap_get_pages", "filemap_add", "filemap_fault", "sync_ra", "async_ra", "dirty_folio", "balance_dirty_pages", "sys_exit", "sys_enter",
+		"io_uring_complete"}
 	for _, n := range order {
 		prog := coll.Programs[n]
 		if prog == nil {
@@ -253,7 +296,7 @@ func (p *Probe) close() {
 }
 
 func (p *Probe) read(window time.Duration, end map[string]blockdevice.Diskstats) (*model.StorageIO, error) {
-	st := &model.StorageIO{WindowSec: window.Seconds(), Notes: slices.Clone(p.notes)}
+	st := &model.StorageIO{WindowSec: window.Seconds(), FilesTraced: p.cfg.Files, Notes: slices.Clone(p.notes)}
 	var errs []error
 	c, err := p.counters()
 	if err != nil {
@@ -296,7 +339,10 @@ func (p *Probe) read(window time.Duration, end map[string]blockdevice.Diskstats)
 			errs = append(errs, err)
 		}
 	} else {
-		st.Notes = append(st.Notes, "per-file IO and SQLite pages not collected: run with --storage (it hooks the read, write and sync calls; docs/probes.md gives its cost)")
+		st.Notes = append(st.Notes, "per-file IO, SQLite pages and libaio's asynchronous IO not collected: run with --storage (it hooks the syscalls; docs/probes.md gives its cost)")
+	}
+	if st.AsyncIO, err = p.readAsyncIO(); err != nil {
+		errs = append(errs, err)
 	}
 	if st.Cache != nil {
 		for _, d := range st.Devices {
@@ -447,6 +493,31 @@ func (p *Probe) readDevices(window time.Duration, end map[string]blockdevice.Dis
 		out = append(out, *d)
 	}
 	slices.SortFunc(out, func(a, b model.BlockDevice) int { return strings.Compare(a.Name, b.Name) })
+	return out, nil
+}
+
+// readAsyncIO sums the asynchronous-IO counters over the CPUs; nil when
+// the workload made none (or the programs are not loaded).
+func (p *Probe) readAsyncIO() ([]model.AsyncIO, error) {
+	var out []model.AsyncIO
+	for kind, name := range []string{"libaio", "io_uring"} {
+		var per []storageStAio
+		if err := p.objs.Aio.Lookup(uint32(kind), &per); err != nil {
+			return nil, fmt.Errorf("map aio: %w", err)
+		}
+		a := model.AsyncIO{Interface: name}
+		for _, c := range per {
+			a.Reads += int64(c.Reads)
+			a.ReadBytes += int64(c.ReadBytes)
+			a.Writes += int64(c.Writes)
+			a.WriteBytes += int64(c.WriteBytes)
+			a.Errors += int64(c.Errors)
+			a.Uncounted += int64(c.Uncounted)
+		}
+		if a.Reads+a.Writes+a.Errors+a.Uncounted > 0 {
+			out = append(out, a)
+		}
+	}
 	return out, nil
 }
 

@@ -144,11 +144,11 @@ func mergeRanges(a, b []model.Range) []model.Range {
 
 // NumPrograms is the number of program groups the probe counts runs of
 // (bpf/storage.h ST_NUM_PROGS): the page-cache programs count as one.
-const NumPrograms = 8
+const NumPrograms = 9
 
 // ProgramNames name them, in the order of bpf/storage.h's ST_PROG_*.
 var ProgramNames = [NumPrograms]string{"block_rq_insert", "block_io_start", "block_rq_issue", "block_rq_complete",
-	"block_merge", "sys_enter", "sys_exit", "page_cache"}
+	"block_merge", "sys_enter", "sys_exit", "page_cache", "io_uring_complete"}
 
 // progIndex maps each BPF program to its group in ProgramNames.
 var progIndex = map[string]int{
@@ -156,6 +156,7 @@ var progIndex = map[string]int{
 	"block_bio_backmerge": 4, "block_bio_frontmerge": 4, "block_rq_merge": 4, "sys_enter": 5, "sys_exit": 6,
 	"filemap_get_pages": 7, "filemap_add": 7, "filemap_fault": 7, "sync_ra": 7, "async_ra": 7,
 	"dirty_folio": 7, "balance_dirty_pages": 7,
+	"io_uring_complete": 8,
 }
 
 // Costs are what a run of each program group costs when its filter stops

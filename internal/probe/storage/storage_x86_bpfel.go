@@ -13,6 +13,16 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type storageStAio struct {
+	_          structs.HostLayout
+	Reads      uint64
+	ReadBytes  uint64
+	Writes     uint64
+	WriteBytes uint64
+	Errors     uint64
+	Uncounted  uint64
+}
+
 type storageStCache struct {
 	_            structs.HostLayout
 	Lookups      uint64
@@ -41,14 +51,15 @@ type storageStCall struct {
 	HasThread uint32
 	TfIno     [2]uint64
 	TfDev     [2]uint32
+	AioEvents uint64
 }
 
 type storageStCounters struct {
 	_           structs.HostLayout
-	Runs        [8]uint64
-	Worked      [8]uint64
-	Timed       [8]uint64
-	WorkNs      [8]uint64
+	Runs        [9]uint64
+	Worked      [9]uint64
+	Timed       [9]uint64
+	WorkNs      [9]uint64
 	RqDropped   uint64
 	FileDropped uint64
 	EvDropped   uint64
@@ -203,6 +214,7 @@ type storageTaThread struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
+	storageMapAio                 = "aio"
 	storageMapCache               = "cache"
 	storageMapCalls               = "calls"
 	storageMapCounters            = "counters"
@@ -231,6 +243,7 @@ const (
 	storageProgFilemapAdd         = "filemap_add"
 	storageProgFilemapFault       = "filemap_fault"
 	storageProgFilemapGetPages    = "filemap_get_pages"
+	storageProgIoUringComplete    = "io_uring_complete"
 	storageProgSyncRa             = "sync_ra"
 	storageProgSysEnter           = "sys_enter"
 	storageProgSysExit            = "sys_exit"
@@ -299,6 +312,7 @@ type storageProgramSpecs struct {
 	FilemapAdd         *ebpf.ProgramSpec `ebpf:"filemap_add"`
 	FilemapFault       *ebpf.ProgramSpec `ebpf:"filemap_fault"`
 	FilemapGetPages    *ebpf.ProgramSpec `ebpf:"filemap_get_pages"`
+	IoUringComplete    *ebpf.ProgramSpec `ebpf:"io_uring_complete"`
 	SyncRa             *ebpf.ProgramSpec `ebpf:"sync_ra"`
 	SysEnter           *ebpf.ProgramSpec `ebpf:"sys_enter"`
 	SysExit            *ebpf.ProgramSpec `ebpf:"sys_exit"`
@@ -308,6 +322,7 @@ type storageProgramSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type storageMapSpecs struct {
+	Aio         *ebpf.MapSpec `ebpf:"aio"`
 	Cache       *ebpf.MapSpec `ebpf:"cache"`
 	Calls       *ebpf.MapSpec `ebpf:"calls"`
 	Counters    *ebpf.MapSpec `ebpf:"counters"`
@@ -357,6 +372,7 @@ func (o *storageObjects) Close() error {
 //
 // It can be passed to loadStorageObjects or ebpf.CollectionSpec.LoadAndAssign.
 type storageMaps struct {
+	Aio         *ebpf.Map `ebpf:"aio"`
 	Cache       *ebpf.Map `ebpf:"cache"`
 	Calls       *ebpf.Map `ebpf:"calls"`
 	Counters    *ebpf.Map `ebpf:"counters"`
@@ -375,6 +391,7 @@ type storageMaps struct {
 
 func (m *storageMaps) Close() error {
 	return _StorageClose(
+		m.Aio,
 		m.Cache,
 		m.Calls,
 		m.Counters,
@@ -423,6 +440,7 @@ type storagePrograms struct {
 	FilemapAdd         *ebpf.Program `ebpf:"filemap_add"`
 	FilemapFault       *ebpf.Program `ebpf:"filemap_fault"`
 	FilemapGetPages    *ebpf.Program `ebpf:"filemap_get_pages"`
+	IoUringComplete    *ebpf.Program `ebpf:"io_uring_complete"`
 	SyncRa             *ebpf.Program `ebpf:"sync_ra"`
 	SysEnter           *ebpf.Program `ebpf:"sys_enter"`
 	SysExit            *ebpf.Program `ebpf:"sys_exit"`
@@ -444,6 +462,7 @@ func (p *storagePrograms) Close() error {
 		p.FilemapAdd,
 		p.FilemapFault,
 		p.FilemapGetPages,
+		p.IoUringComplete,
 		p.SyncRa,
 		p.SysEnter,
 		p.SysExit,

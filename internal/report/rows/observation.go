@@ -3,6 +3,7 @@ package rows
 import (
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/units"
@@ -41,6 +42,34 @@ type Process struct {
 	Workload, Switches, IO, IODelay, RunDelay string
 }
 
+// asyncIO is what the workload's asynchronous IO moved, which rchar and
+// wchar leave out: from the storage probe, or a word that it is in
+// neither when there is no storage probe to count it.
+func asyncIO(st *model.StorageIO) string {
+	if st == nil {
+		return "; asynchronous IO (io_submit, io_uring) is in neither, and is counted only by the eBPF storage probe"
+	}
+	var parts []string
+	for _, a := range st.AsyncIO {
+		part := fmt.Sprintf("%s moved %s read (%s reads) and %s written (%s writes)", a.Interface,
+			units.FormatSize(a.ReadBytes), units.FormatCount(a.Reads), units.FormatSize(a.WriteBytes), units.FormatCount(a.Writes))
+		if a.Errors > 0 {
+			part += fmt.Sprintf(", %s failed", units.FormatCount(a.Errors))
+		}
+		if a.Uncounted > 0 {
+			part += fmt.Sprintf(", %s completions not read", units.FormatCount(a.Uncounted))
+		}
+		parts = append(parts, part)
+	}
+	if !st.FilesTraced {
+		parts = append(parts, "libaio's is counted with --storage")
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "; asynchronous IO, in neither: " + strings.Join(parts, "; ")
+}
+
 // ProcessOf describes the observation's process totals.
 func ProcessOf(o *model.Observation, st *model.StorageIO, u Units) Process {
 	p := o.Totals.Process
@@ -60,9 +89,9 @@ func ProcessOf(o *model.Observation, st *model.StorageIO, u Units) Process {
 		// its writeback counted again, so not what reached storage
 		// (PostgreSQL's WAL: 5.7 GiB of write_bytes for 234.5 MiB
 		// written). What reached storage is the block probe's.
-		IO: fmt.Sprintf("read calls moved %s (%s calls), write calls %s (%s calls; asynchronous IO, io_submit and io_uring, is in neither); /proc counts %s read from storage for it and %s of pages it dirtied (a page dirtied again after its writeback counts again)",
+		IO: fmt.Sprintf("read calls moved %s (%s calls), write calls %s (%s calls)%s; /proc counts %s read from storage for it and %s of pages it dirtied (a page dirtied again after its writeback counts again)",
 			units.FormatSize(p.RChar), units.FormatCount(p.SyscR), units.FormatSize(p.WChar), units.FormatCount(p.SyscW),
-			units.FormatSize(p.ReadBytes), units.FormatSize(p.WriteBytes)),
+			asyncIO(st), units.FormatSize(p.ReadBytes), units.FormatSize(p.WriteBytes)),
 	}
 	if st != nil && len(st.Devices) > 0 {
 		var r, w int64
