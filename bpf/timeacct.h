@@ -15,6 +15,74 @@
 #define TA_CAT_OTHER 7
 #define TA_NUM_CATS 8
 
+/* What ended a blocked interval: the waker, told apart in sched_waking,
+ * which runs in the waker's context (ta_edge_key.kind; id says which). */
+#define TA_WAKER_NONE 0    /* no wake-up seen: the window's edge, or a cpu-wait interval */
+#define TA_WAKER_PEER 1    /* a thread of the workload: id = its tid */
+#define TA_WAKER_KTHREAD 2 /* a kernel thread (jbd2, kworker, ksoftirqd...): id = its pid */
+#define TA_WAKER_OUTSIDE 3 /* a user thread outside the workload: id = its tid */
+#define TA_WAKER_DEVICE 4  /* a block request's completion: id = TA_OP_* */
+#define TA_WAKER_TIMER 5   /* a timer expiring (hrtimer, timer wheel) */
+#define TA_WAKER_IRQ 6     /* another hardware interrupt: id = its irq, 0 if unknown */
+#define TA_WAKER_SOFTIRQ 7 /* another softirq (network, tasklets, RCU): id = its vector */
+#define TA_NUM_WAKERS 8
+
+/* The op of the block completion that woke a thread (TA_WAKER_DEVICE). */
+#define TA_OP_READ 0
+#define TA_OP_WRITE 1
+#define TA_OP_OTHER 2 /* flush, discard, ... */
+
+/* What a thread was doing when it blocked or was preempted: the syscall
+ * it was in, by class (ta_edge_key.act). */
+#define TA_ACT_USER 0   /* user code (preempted outside a syscall) */
+#define TA_ACT_FAULT 1  /* a page fault */
+#define TA_ACT_READ 2   /* read, pread, readv, preadv */
+#define TA_ACT_WRITE 3  /* write, pwrite, writev, pwritev */
+#define TA_ACT_SYNC 4   /* fsync, fdatasync, sync_file_range, msync, syncfs, sync */
+#define TA_ACT_OPEN 5   /* open, stat, rename, unlink, mkdir, ... (metadata) */
+#define TA_ACT_FUTEX 6  /* futex */
+#define TA_ACT_POLL 7   /* poll, select, epoll */
+#define TA_ACT_SLEEP 8  /* nanosleep, clock_nanosleep, pause, sigsuspend */
+#define TA_ACT_CHILD 9  /* wait4, waitid */
+#define TA_ACT_NET 10   /* accept, connect, recv*, send* */
+#define TA_ACT_AIO 11   /* io_getevents, io_pgetevents, io_uring_enter */
+#define TA_ACT_OTHER 12 /* any other syscall */
+#define TA_NUM_ACTS 13
+
+/* The workload's waits and run-queue waits, by what the thread was doing,
+ * the category of the interval and what ended it. */
+struct ta_edge_key {
+	__u32 tid;  /* the waiter */
+	__u32 tgid;
+	__u32 id;   /* the waker (see TA_WAKER_*) */
+	__u32 gen;  /* the waiter's first_ns, low bits: a tid reused in the window is another thread */
+	__u8 act;   /* TA_ACT_* */
+	__u8 cat;   /* TA_CAT_* of the interval: a blocked one, or cpu-wait */
+	__u8 kind;  /* TA_WAKER_* */
+	__u8 _pad;
+};
+
+struct ta_edge {
+	__u64 ns;
+	__u64 count;
+};
+
+/* Per CPU: what the CPU is running now besides its task (interrupt,
+ * softirq, timer), for sched_waking to tell what woke a thread. The
+ * generations tell whether a block completion happened inside the
+ * current interrupt. */
+struct ta_cpu_ctx {
+	__u32 hardirq;     /* irq + 1 while in a hardware interrupt's handler, else 0 */
+	__u32 softirq;     /* vector + 1 while in a softirq, else 0 */
+	__u32 timer;       /* timers expiring now (hrtimer) */
+	__u32 blk_op;      /* TA_OP_* of the last block completion */
+	__u64 hard_gen;    /* hardware interrupts entered */
+	__u64 soft_gen;    /* softirqs entered */
+	__u64 blk_hard_gen; /* hard_gen of the last block completion in a hardirq */
+	__u64 blk_soft_gen; /* soft_gen of the last block completion in a softirq */
+	__u64 blk_task_ts;  /* time of the last block completion in task context (polled IO) */
+};
+
 /* Thread states. */
 #define TA_STATE_RUNNING 0
 #define TA_STATE_RUNNABLE 1
@@ -51,8 +119,18 @@ struct ta_thread {
 	__u32 exited;
 	__s32 kstack;           /* off-CPU stack ids of the open blocked interval (want_stacks) */
 	__s32 ustack;
-	__u32 _pad;
+	__u32 act;              /* TA_ACT_* at the switch-out that opened the interval */
+	__u32 wkind;            /* TA_WAKER_* of the wake-up under way (sched_waking to sched_wakeup) */
+	__u32 wid;
 	__u8 comm[TA_COMM_LEN];
+	/* The edges being accumulated (see edge_add), one for run-queue
+	 * waits ([0]) and one for blocked intervals ([1]), as a thread
+	 * alternates between the two: each goes to the edges map when the
+	 * next interval of its kind has another key, at exit, and is read by
+	 * user space at the end. */
+	struct ta_edge_key ek[2];
+	__u64 edge_ns[2];
+	__u64 edge_count[2];
 };
 
 /* The exited threads of one process, folded together at exit so that a
@@ -94,7 +172,9 @@ struct ta_ranges {
 #define TA_PROG_SYNC_EXIT 6
 #define TA_PROG_SYS_ENTER 7
 #define TA_PROG_SYS_EXIT 8
-#define TA_NUM_PROGS 9
+#define TA_PROG_CTX 9 /* the CPU-context markers: irq, softirq, hrtimer entry/exit, block completion */
+#define TA_PROG_WAKING 10
+#define TA_NUM_PROGS 11
 
 /* Counters of the probe as a whole. */
 struct ta_counters {
@@ -107,6 +187,7 @@ struct ta_counters {
 	__u64 stack_walks;           /* off-CPU stacks taken (want_stacks) */
 	__u64 sys_dropped;           /* syscalls not counted: sys_stats full */
 	__u64 file_dropped;          /* synced files not listed: files full */
+	__u64 edge_dropped;          /* waits not in the edges map: full */
 };
 
 /* Sync calls, timed by the filesystem's fsync tracepoints (ext4:

@@ -122,6 +122,7 @@ func TestScenarioVerdicts(t *testing.T) {
 		finding  string // a finding that must be reported ("" none required)
 		noFind   string // a finding that must not be reported
 		procOnly bool   // the /proc fallback sees this root cause too
+		says     string // in the verdict's summary
 	}{
 		{name: "cpu", primary: model.CatCPU, procOnly: true},
 		{name: "cpuwait", primary: model.CatCPUWait, finding: "cpu.saturated"},
@@ -134,6 +135,12 @@ func TestScenarioVerdicts(t *testing.T) {
 		{name: "idlepool", primary: model.CatCPU, noFind: "lock.contention"},
 		{name: "churn", finding: "threads.churn"},
 		{name: "tinywrites", primary: model.CatCPU, finding: "syscall.tiny_io", procOnly: true},
+		// The critical path (issue 16): threads that wait for the one
+		// doing the work no longer outvote it.
+		{name: "pipeline3", primary: model.CatStorageSync, says: "critical path"},
+		{name: "clientserver", primary: model.CatCPU, says: "critical path"},
+		{name: "syncwait", primary: model.CatStorageSync, says: "critical path"},
+		{name: "timer2ms", primary: model.CatSleep, says: "timer-bound"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -143,6 +150,9 @@ func TestScenarioVerdicts(t *testing.T) {
 			}
 			if c.primary != "" && run.Verdict.Primary != c.primary {
 				t.Errorf("verdict %q (%s), want %q", run.Verdict.Primary, run.Verdict.Summary, c.primary)
+			}
+			if c.says != "" && !strings.Contains(run.Verdict.Summary, c.says) {
+				t.Errorf("verdict %q, want it to say %q", run.Verdict.Summary, c.says)
 			}
 			if c.finding != "" && !hasFinding(run, c.finding) {
 				t.Errorf("finding %s not reported; findings: %+v", c.finding, run.Findings)

@@ -58,6 +58,7 @@ func Inconsistencies(run *model.Run) []string {
 	ev = append(ev, threadCounts(run.TimeAccounting)...)
 	ev = append(ev, samplesVsCPU(run.TimeAccounting)...)
 	ev = append(ev, kernelAgreementOf(run.TimeAccounting)...)
+	ev = append(ev, waitSums(run.TimeAccounting)...)
 	if run.Storage != nil {
 		ev = append(ev, blockSums(run.Storage.Devices, window(run))...)
 		ev = append(ev, writtenBack(run.Storage)...)
@@ -198,6 +199,48 @@ func blockSums(devs []model.BlockDevice, w float64) []string {
 			if o.WorkloadLatencyMeanSec > 0 && o.WorkloadServiceMeanSec > o.WorkloadLatencyMeanSec*1.0001 {
 				out = append(out, fmt.Sprintf("%s %s: the workload's requests spent %s in the driver on average, more than their whole time, %s",
 					devName(d), o.Op, units.FormatNs(o.WorkloadServiceMeanSec*1e9), units.FormatNs(o.WorkloadLatencyMeanSec*1e9)))
+			}
+		}
+	}
+	return out
+}
+
+// waitSums: each thread's waits (the wait-for graph) add up to its time
+// off the CPU, category by category; the exited threads folded into their
+// process's entry are summed there.
+func waitSums(ta *model.TimeAccounting) []string {
+	if ta == nil || ta.Waits == nil {
+		return nil
+	}
+	type key struct {
+		pid, tid int
+	}
+	listed := map[key]bool{}
+	for _, t := range ta.Threads {
+		listed[key{t.PID, t.TID}] = true
+	}
+	sums := map[key]map[string]float64{}
+	for _, w := range ta.Waits {
+		k := key{w.PID, w.TID}
+		if !listed[k] {
+			k.tid = 0
+		}
+		if sums[k] == nil {
+			sums[k] = map[string]float64{}
+		}
+		sums[k][w.Category] += w.Seconds
+	}
+	var out []string
+	for _, t := range ta.Threads {
+		got := sums[key{t.PID, t.TID}]
+		for _, c := range model.Categories {
+			if c == model.CatCPU || c == model.CatUnknown {
+				continue
+			}
+			want := t.Seconds[c]
+			if d := math.Abs(got[c] - want); d > sumToleranceSec && d > sumToleranceFrac*want {
+				out = append(out, fmt.Sprintf("thread %d (%s): %s %s in the accounting, %s in its waits", t.TID, t.Comm, c,
+					units.FormatNs(want*1e9), units.FormatNs(got[c]*1e9)))
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package compare
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -98,14 +99,17 @@ func explain(a, b *model.Run, c *Comparison) Explanation {
 	if wa.unit != "run" {
 		e.Basis = fmt.Sprintf("B took %s for %s %ss, A %s for as many", secWords(secB), units.FormatCount(int64(wb.units)), wb.unit, secWords(secA))
 	}
-	timed := syncsTimed(a) && syncsTimed(b)
-	sa, sb := shares(a, timed), shares(b, timed)
+	timed, cp := syncsTimed(a) && syncsTimed(b), onCriticalPath(a) && onCriticalPath(b)
+	sa, sb := shares(a, timed, cp), shares(b, timed, cp)
 	// When the runs took about as long while the measure moved (a run of
 	// fixed duration, a --metric), there is no time difference to share
 	// out: the candidates are ranked by how far their share moved.
 	byShare := math.Abs(e.TimeDiffSec) < materialChange*math.Max(secA, secB)
 	if byShare {
 		e.Basis = "the runs took about as long for the same work, so the causes are ranked by how far their share of the busy threads' time moved"
+		if cp {
+			e.Basis = "the runs took about as long for the same work, so the causes are ranked by how far their share of the critical path moved"
+		}
 	}
 	var causes []Cause
 	for _, id := range append([]string{"sync"}, candidates...) {
@@ -155,24 +159,53 @@ func sign(x float64) float64 {
 	return 1
 }
 
-// shares are each candidate's share of a run's busy-thread time. With sync
-// calls timed (in both runs, so that both are counted alike), "sync" is
-// their whole time (blocked or not) and "cpu" the CPU time outside them;
-// otherwise "sync" is the storage-sync category.
-func shares(r *model.Run, timed bool) map[string]float64 {
+// onCriticalPath says whether a run has a critical path (a wait-for
+// graph) to rank causes by.
+func onCriticalPath(r *model.Run) bool {
 	ta := r.TimeAccounting
-	busy := busySeconds(ta)
-	out := map[string]float64{}
-	for _, c := range candidates {
-		out[c] = ta.Total[c] / busy
+	if ta == nil || len(ta.CriticalPath) == 0 {
+		return false
 	}
-	out["sync"] = ta.Total[model.CatStorageSync] / busy
+	for _, s := range ta.CriticalPath {
+		if s > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// shares are each candidate's share of a run's critical path (cp, when
+// both runs have one: threads that wait for the one doing the work do not
+// outvote it; rsync's sleeping sender ranked first, "65% of the
+// difference"), else of its busy-thread time. With sync calls timed (in
+// both runs, so that both are counted alike), "sync" is their whole time
+// (blocked or not) and "cpu" the CPU time outside them; otherwise "sync"
+// is the storage-sync category.
+func shares(r *model.Run, timed, cp bool) map[string]float64 {
+	ta := r.TimeAccounting
+	tot := ta.Total
+	if cp {
+		tot = ta.CriticalPath
+	}
+	busy := 0.0
+	for _, k := range slices.Sorted(maps.Keys(tot)) {
+		busy += tot[k]
+	}
+	out := map[string]float64{}
+	if busy <= 0 {
+		return out
+	}
+	for _, c := range candidates {
+		out[c] = tot[c] / busy
+	}
+	out["sync"] = tot[model.CatStorageSync] / busy
 	if timed {
+		// The sync calls' time on a CPU or in the run queue, which the
+		// accounting counts as cpu and cpu-wait, moves to "sync".
 		_, sec := syncTotals(ta)
-		sec = math.Min(sec, busy)
-		inSync := math.Max(0, sec-ta.Total[model.CatStorageSync])
-		out["sync"] = sec / busy
-		out[model.CatCPU] = math.Max(0, ta.Total[model.CatCPU]-inSync) / busy
+		inSync := math.Max(0, math.Min(sec, busySeconds(ta))-ta.Total[model.CatStorageSync])
+		out["sync"] = math.Min(1, (tot[model.CatStorageSync]+inSync)/busy)
+		out[model.CatCPU] = math.Max(0, tot[model.CatCPU]-inSync) / busy
 	}
 	return out
 }
@@ -201,8 +234,8 @@ func describeCause(x *Cause, a, b *model.Run, c *Comparison, wa, wb work, diff f
 	how := fmt.Sprintf("%s in B against %s in A for the same work: %s of the %s difference (%.0f%%)",
 		secWords(x.BSec), secWords(x.ASec), secWords(math.Abs(x.BSec-x.ASec)), secWords(math.Abs(diff)), x.AccountsFor*100)
 	if byShare {
-		timed := syncsTimed(a) && syncsTimed(b)
-		sa, sb := shares(a, timed)[x.ID], shares(b, timed)[x.ID]
+		timed, cp := syncsTimed(a) && syncsTimed(b), onCriticalPath(a) && onCriticalPath(b)
+		sa, sb := shares(a, timed, cp)[x.ID], shares(b, timed, cp)[x.ID]
 		how = fmt.Sprintf("%.0f%% of B's busy time against %.0f%% of A's", sb*100, sa*100)
 	}
 	x.Summary = x.Name + ": " + how

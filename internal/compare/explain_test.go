@@ -135,14 +135,42 @@ func TestCausesAddUp(t *testing.T) {
 	c := Compare(a, b)
 	sum := 0.0
 	for _, id := range append([]string{"sync"}, candidates...) {
-		sa, sb := shares(a, true)[id]*0.1, shares(b, true)[id]*4
+		sa, sb := shares(a, true, false)[id]*0.1, shares(b, true, false)[id]*4
 		sum += sb - sa
 	}
 	if math.Abs(sum-c.Explanation.TimeDiffSec) > 0.05*c.Explanation.TimeDiffSec {
 		t.Errorf("candidates add up to %.3fs, the difference is %.3fs", sum, c.Explanation.TimeDiffSec)
 	}
-	cpu := shares(b, true)[model.CatCPU] * 4
+	cpu := shares(b, true, false)[model.CatCPU] * 4
 	if math.Abs(cpu-1.2) > 0.01 {
 		t.Errorf("B's CPU outside sync calls %.3fs, want 2.0 - (2.4 - 1.6) = 1.2s", cpu)
+	}
+}
+
+// With a critical path in both runs, causes are ranked by it, not by the
+// busy threads' time: the rsync case, where the sender and generator
+// sleep on pipes for the receiver, which syncs. Summed over the threads
+// the difference reads as sleep; on the critical path it is the syncs.
+func TestExplainRanksByCriticalPath(t *testing.T) {
+	a, b := commandRun(), commandRun()
+	setTime(a, 2, map[string]float64{model.CatCPU: 1.6, model.CatSleep: 2.2, model.CatStorageSync: 0.2})
+	setTime(b, 4.6, map[string]float64{model.CatCPU: 2.0, model.CatSleep: 6.9, model.CatStorageSync: 1.8})
+	a.TimeAccounting.CriticalPath = map[string]float64{model.CatCPU: 3.3, model.CatStorageSync: 0.5, model.CatSleep: 0.2}
+	b.TimeAccounting.CriticalPath = map[string]float64{model.CatCPU: 5.5, model.CatStorageSync: 4.9, model.CatSleep: 0.3}
+	a.TimeAccounting.Syncs, b.TimeAccounting.Syncs = nil, nil
+	c := Compare(a, b)
+	if len(c.Explanation.Causes) == 0 || c.Explanation.Causes[0].ID != "sync" {
+		t.Fatalf("causes %+v, want sync first", c.Explanation.Causes)
+	}
+	for _, x := range c.Explanation.Causes {
+		if x.ID == model.CatSleep {
+			t.Errorf("sleep ranked as a cause (%+v): on the critical path it barely moved", x)
+		}
+	}
+	// Without the critical path, the same runs rank the sleep.
+	a.TimeAccounting.CriticalPath, b.TimeAccounting.CriticalPath = nil, nil
+	c = Compare(a, b)
+	if len(c.Explanation.Causes) == 0 || c.Explanation.Causes[0].ID != model.CatSleep {
+		t.Errorf("without a critical path, causes %+v, want sleep first", c.Explanation.Causes)
 	}
 }

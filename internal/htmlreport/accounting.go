@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"slices"
+	"strings"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/report/rows"
@@ -42,8 +43,22 @@ func totalChart(ta *model.TimeAccounting) (template.HTML, string) {
 	if a.CPUSplit {
 		note += fmt.Sprintf("; cpu is %.0f%% user, %.0f%% system", a.CPUUser*100, (1-a.CPUUser)*100)
 	}
-	return StackedBars("time-total", []BarRow{{Label: "busy threads", Segments: segs, Note: durSec(total)}},
-		BarOptions{Title: "busy threads' time per category", Max: total, Percent: true, Legend: legend, Format: durSec}), note
+	bars := []BarRow{{Label: "busy threads", Segments: segs, Note: durSec(total)}}
+	title := "busy threads' time per category"
+	if len(ta.CriticalPath) > 0 {
+		var cp []Segment
+		sum := 0.0
+		for _, c := range model.Categories {
+			if v := ta.CriticalPath[c]; v > 0 {
+				cp = append(cp, Segment{Label: c, Value: v, Color: CategoryColor(c)})
+				sum += v
+			}
+		}
+		bars = append(bars, BarRow{Label: "critical path", Segments: cp, Note: durSec(sum)})
+		title = "busy threads' time per category, and on the critical path (waits for other threads charged to what they did)"
+	}
+	return StackedBars("time-total", bars,
+		BarOptions{Title: title, Max: total, Percent: true, Legend: legend, Format: durSec}), note
 }
 
 // categoryLegend lists every category, in display order.
@@ -78,6 +93,11 @@ func accountingSection(run *model.Run) *section {
 	if k := rows.KernelAgreement(ta); k != "" {
 		s.p(k)
 	}
+	if cp := rows.CriticalPath(ta); cp != "" {
+		s.p(cp)
+	}
+	waitsTable(s, ta)
+	activitiesTable(s, ta)
 	s.listIf(ta.Unknown)
 	if a.Dropped != "" {
 		s.warn(a.Dropped)
@@ -207,4 +227,54 @@ func syscallSection(s *section, ta *model.TimeAccounting) {
 	s.table(tb.t)
 	s.h3(fmt.Sprintf("Latency of the %d syscalls that took the most time", len(figs)))
 	s.figs(figs...)
+}
+
+// waitsTable is the wait-for graph: what ended each busy thread's waits.
+func waitsTable(s *section, ta *model.TimeAccounting) {
+	l := rows.Waits(ta, maxThreadBars)
+	if len(l.Rows) == 0 {
+		if ta.WaitNote != "" {
+			s.why(ta.WaitNote)
+		}
+		return
+	}
+	s.h3("What ended the waits (the wait-for graph)")
+	tb := newTable("tid", "~comm", "waited", "~ended by")
+	for _, r := range l.Rows {
+		var by []string
+		for _, b := range r.By {
+			by = append(by, fmt.Sprintf("%s %.0f%%", b.Name, b.Share*100))
+		}
+		tb.add(cell{Text: fmt.Sprint(r.TID)}, cell{Text: r.Name}, cell{Text: durSec(r.WaitedSec)}, cell{Text: strings.Join(by, ", ")})
+	}
+	foot := "each blocked interval of a busy thread, by what woke it: a thread of the workload, a kernel thread, a process outside it, the disk, a timer, an interrupt"
+	if ta.WaitNote != "" {
+		foot += "; " + ta.WaitNote
+	}
+	tb.t.Foot = foot
+	s.table(tb.t)
+}
+
+// activitiesTable is the busy threads' time off the CPU, by what they were
+// doing and how they waited.
+func activitiesTable(s *section, ta *model.TimeAccounting) {
+	acts, cats := rows.Activities(ta)
+	if len(acts) == 0 {
+		return
+	}
+	s.h3("Time off the CPU by activity and state")
+	tb := newTable(append([]string{"doing"}, cats...)...)
+	for _, a := range acts {
+		cells := []cell{{Text: a.Activity}}
+		for _, c := range cats {
+			txt := ""
+			if v := a.Seconds[c]; v > 0 {
+				txt = durSec(v)
+			}
+			cells = append(cells, cell{Text: txt})
+		}
+		tb.add(cells...)
+	}
+	tb.t.Foot = "doing: the syscall class a thread was in when it stopped running (user: preempted in user code; fault: a page fault); on-CPU time is in the bars"
+	s.table(tb.t)
 }

@@ -87,6 +87,50 @@ type TimeAccounting struct {
 	// the same threads and window (schedstat, delay accounting); nil when
 	// they could not be read.
 	Kernel *KernelAgreement `json:"kernel,omitempty"`
+	// Waits split each thread's time off the CPU (waits and run-queue
+	// waits) by what it was doing and what ended it: the wait-for graph.
+	// A thread's waits add up to its time less cpu. Nil when the source
+	// does not see wake-ups (procfs, records made before it); WaitNote
+	// says what it cannot tell apart on this kernel.
+	Waits    []Wait `json:"waits,omitempty"`
+	WaitNote string `json:"wait_note,omitempty"`
+	// CriticalPath is the busy threads' time with every wait for another
+	// thread of the workload charged to what that thread was doing
+	// meanwhile (analyze), per category; nil without Waits.
+	CriticalPath map[string]float64 `json:"critical_path,omitempty"`
+}
+
+// Waker kinds (Wait.Waker): what ended a wait.
+const (
+	WakerNone    = "none"    // not ended in the window, or a run-queue wait
+	WakerPeer    = "peer"    // a thread of the workload
+	WakerKthread = "kthread" // a kernel thread (jbd2, kworker, ksoftirqd...)
+	WakerOutside = "outside" // a user thread outside the workload
+	WakerDevice  = "device"  // a block request's completion
+	WakerTimer   = "timer"   // a timer expiring
+	WakerIRQ     = "irq"     // another hardware interrupt
+	WakerSoftirq = "softirq" // another softirq (network, tasklets, RCU)
+)
+
+// Wait is a share of one thread's time off the CPU: what it was doing
+// (Activity: the syscall class it was in, "user" or "fault"), the
+// category of the time (a blocked category, or cpu-wait) and what ended
+// it (Waker, with WakerTID, WakerPID and WakerComm for a thread, Op for a
+// device completion, IRQ or Softirq).
+type Wait struct {
+	PID       int     `json:"pid"`
+	TID       int     `json:"tid"`
+	Activity  string  `json:"activity"`
+	Category  string  `json:"category"`
+	Waker     string  `json:"waker"`
+	WakerTID  int     `json:"waker_tid,omitempty"`
+	WakerPID  int     `json:"waker_pid,omitempty"`
+	WakerComm string  `json:"waker_comm,omitempty"`
+	Op        string  `json:"op,omitempty"`
+	IRQ       int     `json:"irq,omitempty"`
+	Softirq   string  `json:"softirq,omitempty"`
+	Count     int64   `json:"count"`
+	Seconds   float64 `json:"seconds"`
 }
 
 // KernelAgreement is perfsleuth's accounting against the kernel's own.
@@ -132,6 +176,13 @@ type ThreadTime struct {
 	// runtime's, parked between bits of housekeeping, and are left out like
 	// idle ones. Empty for other workloads.
 	Role string `json:"role,omitempty"`
+	// Poller marks a busy thread that slept on timers nearly all the time
+	// while others worked (fio's main thread polling its workers): listed,
+	// left out of the critical path and the verdict.
+	Poller bool `json:"poller,omitempty"`
+	// CriticalSec is the time of the critical path this thread carried:
+	// its own, and the waits of other threads for it (analyze).
+	CriticalSec float64 `json:"critical_sec,omitempty"`
 }
 
 // Verdict names the bottleneck.
@@ -152,6 +203,10 @@ type Verdict struct {
 	// Bottleneck is the resource the conclusion names: "cpu", "io",
 	// "cache", "memory", or "" when the experiments did not show one.
 	Bottleneck string `json:"bottleneck,omitempty"`
+	// Basis is what the shares are of: "critical path" (the busy threads'
+	// time, each wait for another thread of the workload charged to what
+	// that thread was doing) or "busy threads" (without the waits).
+	Basis string `json:"basis,omitempty"`
 }
 
 // Finding is one thing the analysis noticed, with its evidence.

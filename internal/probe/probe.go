@@ -90,6 +90,16 @@ type Probe interface {
 	Check() sysinfo.Check
 }
 
+// Opener is a probe whose window opens once every probe has started,
+// not when it did: the runner calls Open then, right before the target's
+// measured phase begins. Time a probe sees before (the other probes
+// loading, the gate of a built-in benchmark, 50-100 ms here) is not the
+// workload's: a 20 ms SQLite run read "sleep 95%", its worker waiting for
+// the gate.
+type Opener interface {
+	Open()
+}
+
 // Session is one workload seen by every probe of a run.
 type Session struct {
 	// Roots are the processes whose trees are observed: their descendants

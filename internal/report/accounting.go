@@ -33,6 +33,11 @@ func (d *doc) accounting(run *model.Run) {
 		if k := rows.KernelAgreement(ta); k != "" {
 			d.wrapped("  ", "    ", k)
 		}
+		if cp := rows.CriticalPath(ta); cp != "" {
+			d.wrapped("  ", "    ", cp)
+		}
+		d.waits(ta)
+		d.activities(ta)
 		d.syncCalls(ta)
 		d.syncedFiles(ta)
 		d.syscalls(ta)
@@ -74,6 +79,16 @@ func (d *doc) threadShares(ta *model.TimeAccounting) {
 		return
 	}
 	d.line("  %8s %-14s %8s  %s", "tid", "comm", "wall", "largest shares")
+	cp := 0.0
+	for _, s := range ta.CriticalPath {
+		cp += s
+	}
+	poller := map[int]bool{}
+	carried := map[int]float64{}
+	for _, t := range ta.Threads {
+		poller[t.TID] = t.Poller
+		carried[t.TID] = t.CriticalSec
+	}
 	for _, t := range busy.Rows {
 		var txt []string
 		for _, c := range t.Largest[:min(maxShares, len(t.Largest))] {
@@ -85,8 +100,63 @@ func (d *doc) threadShares(ta *model.TimeAccounting) {
 		if t.Folded > 0 {
 			tid = "-"
 		}
-		d.line("  %8s %-14s %8s  %s", tid, fit(t.Name, 14), rows.Secs(t.WallSec), fit(strings.Join(txt, ", "), 42))
+		// Its part of the critical path first: the column is cut to fit.
+		switch {
+		case t.Folded == 0 && poller[t.TID]:
+			txt = append([]string{"left out:"}, txt...)
+		case t.Folded == 0 && cp > 0:
+			txt = append([]string{fmt.Sprintf("path %.0f%%:", carried[t.TID]/cp*100)}, txt...)
+		}
+		d.line("  %8s %-14s %8s  %s", tid, fit(t.Name, 14), rows.Secs(t.WallSec), fit(strings.Replace(strings.Join(txt, ", "), ":,", ":", 1), 44))
 	}
+}
+
+// waits lists what ended the busy threads' waits (the wait-for graph).
+func (d *doc) waits(ta *model.TimeAccounting) {
+	l := rows.Waits(ta, maxThreads)
+	if len(l.Rows) == 0 {
+		if ta.WaitNote != "" {
+			d.wrapped("  - ", "    ", ta.WaitNote)
+		}
+		return
+	}
+	d.line("  %8s %-14s %8s  %s", "tid", "comm", "waited", "ended by")
+	for _, r := range l.Rows {
+		var by []string
+		for _, b := range r.By[:min(3, len(r.By))] {
+			by = append(by, fmt.Sprintf("%s %.0f%%", b.Name, b.Share*100))
+		}
+		d.line("  %8d %-14s %8s  %s", r.TID, fit(r.Name, 14), rows.Secs(r.WaitedSec), fit(strings.Join(by, ", "), 44))
+	}
+	if ta.WaitNote != "" {
+		d.wrapped("  - ", "    ", ta.WaitNote)
+	}
+}
+
+// activities is the busy threads' time off the CPU as what they were doing
+// by how they waited.
+func (d *doc) activities(ta *model.TimeAccounting) {
+	acts, cats := rows.Activities(ta)
+	if len(acts) == 0 {
+		return
+	}
+	head := fmt.Sprintf("  %-9s", "doing")
+	for _, c := range cats {
+		head += fmt.Sprintf(" %*s", max(len(c), 6), c)
+	}
+	d.line("%s", strings.TrimRight(head, " "))
+	for _, a := range acts[:min(8, len(acts))] {
+		line := fmt.Sprintf("  %-9s", a.Activity)
+		for _, c := range cats {
+			cell := ""
+			if s := a.Seconds[c]; s > 0 {
+				cell = rows.Secs(s)
+			}
+			line += fmt.Sprintf(" %*s", max(len(c), 6), cell)
+		}
+		d.line("%s", strings.TrimRight(line, " "))
+	}
+	d.wrapped("  ", "    ", "doing: the syscall class a thread was in when it stopped running (user: preempted in user code; fault: a page fault); time off the CPU only, on-CPU time is in the bars above")
 }
 
 // syncCalls lists the sync calls by kind: count, total and mean time, and

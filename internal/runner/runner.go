@@ -93,6 +93,11 @@ func Observe(ctx context.Context, t target.Target, opts Options) (*model.Run, er
 	if err != nil {
 		return nil, err
 	}
+	for _, p := range started {
+		if o, ok := p.(probe.Opener); ok {
+			o.Open()
+		}
+	}
 	if opts.Armed != nil {
 		opts.Armed()
 	}

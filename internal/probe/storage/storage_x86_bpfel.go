@@ -206,8 +206,23 @@ type storageTaThread struct {
 	Exited           uint32
 	Kstack           int32
 	Ustack           int32
-	Pad              uint32
+	Act              uint32
+	Wkind            uint32
+	Wid              uint32
 	Comm             [16]uint8
+	Ek               [2]struct {
+		_    structs.HostLayout
+		Tid  uint32
+		Tgid uint32
+		Id   uint32
+		Gen  uint32
+		Act  uint8
+		Cat  uint8
+		Kind uint8
+		Pad  uint8
+	}
+	EdgeNs    [2]uint64
+	EdgeCount [2]uint64
 }
 
 // Names of all BPF objects in the ELF.

@@ -85,6 +85,13 @@ func calibrationPhase(cfg Config, dir string) (*phase, error) {
 			ph.statRuns[i], ph.statNs[i] = float64(s.RunCount), float64(s.Runtime.Nanoseconds())
 		}
 	}
+	// The CPU-context markers are one group: their runs and time summed.
+	for _, prog := range p.ctxProgs {
+		if s, err := prog.Stats(); err == nil {
+			ph.statRuns[ProgCtx] += float64(s.RunCount)
+			ph.statNs[ProgCtx] += float64(s.Runtime.Nanoseconds())
+		}
+	}
 	res, err := p.read()
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: %w", err)

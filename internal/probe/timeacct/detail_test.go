@@ -123,8 +123,12 @@ func TestOffCPUStacksAddUp(t *testing.T) {
 }
 
 // The estimate from calibrated costs agrees with what the kernel's BPF
-// statistics measure on a ping-pong (within a factor of two: the box is
-// shared and noisy).
+// statistics measure on a ping-pong: not below 70% of it, and at most 2.5
+// times it. The calibration's work (processes started, syncs, the Go
+// runtime's threads) pays for new threads and new kinds of waits (a map
+// insert each) that a steady ping-pong does not: since the wait-for
+// graph, estimates here ran 1.6-1.9x what the kernel measured (32-36 ms
+// for 19-20 ms).
 func TestCalibratedEstimate(t *testing.T) {
 	needRoot(t)
 	costs, err := Calibrate(Config{}, t.TempDir())
@@ -150,21 +154,40 @@ func TestCalibratedEstimate(t *testing.T) {
 	}
 	c.run(t)
 	var measured float64
-	for _, prog := range p.progs {
+	var per [NumPrograms]float64
+	var perRuns [NumPrograms]uint64
+	for i, prog := range p.progs {
 		if prog == nil {
 			continue
 		}
 		if s, err := prog.Stats(); err == nil {
 			measured += float64(s.Runtime.Nanoseconds())
+			per[i] += float64(s.Runtime.Nanoseconds())
+			perRuns[i] += s.RunCount
+		}
+	}
+	for _, prog := range p.ctxProgs {
+		if s, err := prog.Stats(); err == nil {
+			measured += float64(s.Runtime.Nanoseconds())
+			per[ProgCtx] += float64(s.Runtime.Nanoseconds())
+			perRuns[ProgCtx] += s.RunCount
 		}
 	}
 	res, err := p.Stop()
 	if err != nil {
 		t.Fatal(err)
 	}
+	for i := range NumPrograms {
+		un := float64(res.Runs[i] - res.TrackedRuns[i])
+		t.Logf("%-20s kernel %6d runs %8.2f ms; probe %6d runs (%6d tracked) est %8.2f ms", ProgramNames[i], perRuns[i], per[i]/1e6,
+			res.Runs[i], res.TrackedRuns[i], (un*costs.UntrackedNs[i]+float64(res.TrackedRuns[i])*costs.TrackedNs[i])/1e6)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
 	est := float64(res.EstimatedNs)
 	t.Logf("estimated %.2f ms, measured %.2f ms (%s)", est/1e6, measured/1e6, res.CostNote)
-	if est < measured/2 || est > measured*2 {
+	if est < measured*0.7 || est > measured*2.5 {
 		t.Errorf("estimate %.2f ms, BPF statistics %.2f ms", est/1e6, measured/1e6)
 	}
 }

@@ -50,14 +50,13 @@ func (o *observer) Start(_ context.Context, s *probe.Session) error {
 	if os.Geteuid() != 0 {
 		return errors.New("not root: eBPF time accounting is off, so off-CPU time shows as unknown; run with sudo to see storage, lock and run-queue waits")
 	}
-	cfg := Config{Roots: s.Roots, Syscalls: s.Syscalls, Stacks: s.Stacks}
+	cfg := Config{Roots: s.Roots, Syscalls: s.Syscalls, Stacks: s.Stacks, DeferWindow: true}
 	cfg.Costs, o.costNote = calibrated(cfg)
 	p, err := Start(cfg)
 	if err != nil {
 		return fmt.Errorf("eBPF time accounting is off (%v): off-CPU time shows as unknown; 'perfsleuth doctor' says what this kernel lacks", err)
 	}
 	o.p, o.s = p, s
-	o.sched0 = readSchedstats(s.Roots)
 	tracked, threads := p.SharedMaps()
 	s.Share(SharedTracked, tracked)
 	s.Share(SharedThreads, threads)
@@ -65,6 +64,18 @@ func (o *observer) Start(_ context.Context, s *probe.Session) error {
 		s.Mappings()
 	}
 	return nil
+}
+
+// Open opens the accounting's window once every probe has started
+// (probe.Opener): the schedstat agreement starts there too.
+func (o *observer) Open() {
+	if o.p == nil {
+		return
+	}
+	o.sched0 = readSchedstats(o.s.Roots)
+	if err := o.p.Open(); err != nil {
+		o.err = err
+	}
 }
 
 func (o *observer) Stop() error {
@@ -171,6 +182,7 @@ func toModel(r *Result) *model.TimeAccounting {
 		}
 		ta.Programs = append(ta.Programs, pc)
 	}
+	ta.Waits, ta.WaitNote = waitsOf(r), r.CtxNote
 	ta.PeakThreads = r.PeakThreads
 	for k, st := range r.Sync {
 		if st.Count == 0 {
@@ -252,6 +264,59 @@ func nameOffCPU(stacks []OffCPUStack, n *symbolize.Namer) []model.OffCPUStack {
 		o.Kernel, o.User, kn, un = n.Name(s.PID, s.Kernel, s.User)
 		o.KernelNote, o.UserNote = cmp.Or(kn, o.KernelNote), cmp.Or(un, o.UserNote)
 		out = append(out, o)
+	}
+	return out
+}
+
+// waitsOf converts the probe's edges, naming the wakers: a peer by the
+// thread list, the others by the names the probe kept.
+func waitsOf(r *Result) []model.Wait {
+	if r.Edges == nil {
+		return nil
+	}
+	peers := map[int]Thread{}
+	type instance struct {
+		tid int
+		gen uint32
+	}
+	listed := map[instance]bool{}
+	for _, t := range r.Threads {
+		if t.TID != 0 {
+			peers[t.TID] = t
+			listed[instance{t.TID, uint32(t.FromNs)}] = true
+		}
+	}
+	out := make([]model.Wait, 0, len(r.Edges))
+	for _, e := range r.Edges {
+		// The waits of an exited thread folded into its process's entry
+		// (TID 0), or of an earlier thread with a reused tid, go there.
+		tid := e.TID
+		if !listed[instance{e.TID, e.Gen}] {
+			tid = 0
+		}
+		w := model.Wait{PID: e.PID, TID: tid, Activity: Activities[e.Act%len(Activities)], Category: Categories[e.Cat%NumCategories],
+			Waker: WakerKinds[e.Kind%len(WakerKinds)], Count: int64(e.Count), Seconds: float64(e.Ns) / 1e9}
+		switch e.Kind {
+		case WakerPeer:
+			w.WakerTID = int(e.ID)
+			if t, ok := peers[w.WakerTID]; ok {
+				w.WakerPID, w.WakerComm = t.PID, t.Comm
+			}
+		case WakerKthread, WakerOutside:
+			w.WakerTID = int(e.ID)
+			if n, ok := r.WakerNames[e.ID]; ok {
+				w.WakerPID, w.WakerComm = n.PID, n.Comm
+			}
+		case WakerDevice:
+			w.Op = DeviceOps[min(int(e.ID), len(DeviceOps)-1)]
+		case WakerIRQ:
+			w.IRQ = int(e.ID)
+		case WakerSoftirq:
+			if int(e.ID) < len(Softirqs) {
+				w.Softirq = Softirqs[e.ID]
+			}
+		}
+		out = append(out, w)
 	}
 	return out
 }

@@ -3,10 +3,13 @@
 package timeacct
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -28,11 +31,12 @@ type objects struct {
 	HandleSwitch    *ebpf.Program `ebpf:"handle_switch"`
 	HandleWakeup    *ebpf.Program `ebpf:"handle_wakeup"`
 	HandleWakeupNew *ebpf.Program `ebpf:"handle_wakeup_new"`
+	HandleWaking    *ebpf.Program `ebpf:"handle_waking"`
 	Seed            *ebpf.Program `ebpf:"seed"`
 }
 
 func (o *objects) programs() []*ebpf.Program {
-	return []*ebpf.Program{o.HandleExit, o.HandleFork, o.HandleSwitch, o.HandleWakeup, o.HandleWakeupNew, o.Seed}
+	return []*ebpf.Program{o.HandleExit, o.HandleFork, o.HandleSwitch, o.HandleWakeup, o.HandleWakeupNew, o.HandleWaking, o.Seed}
 }
 
 // Probe is an attached timeacct probe. Stop it to read the result.
@@ -44,8 +48,11 @@ type Probe struct {
 	startNs  uint64
 	loaded   bool
 	syncNote string
-	// progs maps TA_PROG_* to the program, for calibration.
-	progs [NumPrograms]*ebpf.Program
+	// progs maps TA_PROG_* to the program, for calibration; ctxProgs are
+	// ProgCtx's programs.
+	progs    [NumPrograms]*ebpf.Program
+	ctxProgs []*ebpf.Program
+	ctxNote  string
 }
 
 // syncHooks are the ext4 fsync tracepoints the sync detail needs.
@@ -98,6 +105,13 @@ func start(cfg Config) (_ *Probe, err error) {
 		delete(spec.Programs, "ext4_sync_exit")
 		p.syncNote = "sync calls are not timed: " + missing + "; their time is still in storage-sync"
 	}
+	ctxNames := slices.Sorted(maps.Values(ctxHooks))
+	if missing := probe.MissingTracepoints(ctxNames, ""); missing != "" {
+		for prog := range ctxHooks {
+			delete(spec.Programs, prog)
+		}
+		p.ctxNote = "waits ended in an interrupt are not told apart (device, timer, other): " + missing
+	}
 	coll, err := probe.NewCollection("timeacct", spec, ebpf.CollectionOptions{})
 	if err != nil {
 		return nil, err
@@ -109,7 +123,7 @@ func start(cfg Config) (_ *Probe, err error) {
 	p.loaded = true
 	o := &p.objs
 	p.progs = [NumPrograms]*ebpf.Program{o.HandleSwitch, o.HandleWakeup, o.HandleWakeupNew, o.HandleFork, o.HandleExit,
-		coll.Programs["ext4_sync_enter"], coll.Programs["ext4_sync_exit"], coll.Programs["sys_enter"], coll.Programs["sys_exit"]}
+		coll.Programs["ext4_sync_enter"], coll.Programs["ext4_sync_exit"], coll.Programs["sys_enter"], coll.Programs["sys_exit"], nil, o.HandleWaking}
 
 	if err := p.loadRanges(); err != nil {
 		return nil, err
@@ -121,8 +135,28 @@ func start(cfg Config) (_ *Probe, err error) {
 	}
 
 	p.startNs = probe.MonotonicNs()
+	// The CPU-context markers first, so that the first wake-ups are told
+	// apart, and the exits before the entries: an entry seen without its
+	// exit would leave its CPU marked (every wake-up on it a timer's, in
+	// one run here), where an exit without its entry clears what is clear.
+	ctxOrder := slices.Sorted(maps.Keys(ctxHooks))
+	slices.SortStableFunc(ctxOrder, func(a, b string) int {
+		return cmp.Compare(b2i(strings.HasSuffix(a, "_entry")), b2i(strings.HasSuffix(b, "_entry")))
+	})
+	for _, name := range ctxOrder {
+		prog := coll.Programs[name]
+		if prog == nil {
+			continue
+		}
+		l, err := link.AttachTracing(link.TracingOptions{Program: prog})
+		if err != nil {
+			return nil, fmt.Errorf("attach %s: %w", name, err)
+		}
+		p.links = append(p.links, l)
+		p.ctxProgs = append(p.ctxProgs, prog)
+	}
 	// Fork first, so no process created while the others attach escapes.
-	for _, i := range []int{ProgFork, ProgExit, ProgWakeupNew, ProgWakeup, ProgSwitch, ProgSyncEnter, ProgSyncExit, ProgSysEnter, ProgSysExit} {
+	for _, i := range []int{ProgFork, ProgExit, ProgWakeupNew, ProgWakeup, ProgWaking, ProgSwitch, ProgSyncEnter, ProgSyncExit, ProgSysEnter, ProgSysExit} {
 		if p.progs[i] == nil {
 			continue
 		}
@@ -164,7 +198,22 @@ func start(cfg Config) (_ *Probe, err error) {
 	if err := p.seed(); err != nil {
 		return nil, err
 	}
+	if !cfg.DeferWindow {
+		if err := p.Open(); err != nil {
+			return nil, err
+		}
+	}
 	return p, nil
+}
+
+// Open opens the window: time counts from now.
+func (p *Probe) Open() error {
+	now := probe.MonotonicNs()
+	if err := p.objs.WindowNs.Set(now); err != nil {
+		return fmt.Errorf("timeacct: open the window: %w", err)
+	}
+	p.startNs = now
+	return nil
 }
 
 func (p *Probe) track(pid int) error {
@@ -240,7 +289,7 @@ func (p *Probe) read() (*Result, error) {
 		errs = append(errs, fmt.Errorf("detach: %w", err))
 	}
 	p.links = nil
-	res := &Result{StartNs: p.startNs, EndNs: end, SyncNote: p.syncNote, Syscalls: p.cfg.Syscalls, Stacks: p.cfg.Stacks}
+	res := &Result{StartNs: p.startNs, EndNs: end, SyncNote: p.syncNote, Syscalls: p.cfg.Syscalls, Stacks: p.cfg.Stacks, CtxNote: p.ctxNote}
 
 	for k := range NumSyncKinds {
 		var ss []timeacctTaSyncStats
@@ -271,7 +320,7 @@ func (p *Probe) read() (*Result, error) {
 		res.Forks += c.ProcessForks
 		res.ThreadCreates += c.ThreadCreates
 		res.Exits += c.Exits
-		res.Dropped += c.Dropped + c.SysDropped + c.FileDropped
+		res.Dropped += c.Dropped + c.SysDropped + c.FileDropped + c.EdgeDropped
 		res.StackWalks += c.StackWalks
 		for i := range NumPrograms {
 			res.Runs[i] += c.Runs[i]
@@ -312,9 +361,10 @@ func (p *Probe) read() (*Result, error) {
 	if err := aiter.Err(); err != nil {
 		errs = append(errs, fmt.Errorf("map exited_agg: %w", err))
 	}
+	errs = append(errs, p.readEdges(res, entries, end))
 	for i := range entries {
 		v := &entries[i]
-		th := closeThread(v, end)
+		th := closeThread(v, p.startNs, end)
 		if !th.Exited {
 			// The kernel side reads comm only at creation and exit; a
 			// live thread may have renamed itself or exec'd since.
@@ -329,6 +379,62 @@ func (p *Probe) read() (*Result, error) {
 		errs = append(errs, p.readOffCPU(res, entries, end))
 	}
 	return res, errors.Join(errs...)
+}
+
+// readEdges reads the wait-for edges: the map's, each live entry's edge
+// not yet flushed, and each open wait or run-queue wait closed at end (as
+// closeThread closes it, with no waker: it had not ended).
+func (p *Probe) readEdges(res *Result, entries []timeacctTaThread, end uint64) error {
+	sum := map[timeacctTaEdgeKey]*Edge{}
+	add := func(k timeacctTaEdgeKey, ns, count uint64) {
+		e := sum[k]
+		if e == nil {
+			e = &Edge{PID: int(k.Tgid), TID: int(k.Tid), Gen: k.Gen, Act: int(k.Act), Cat: int(k.Cat), Kind: int(k.Kind), ID: k.Id}
+			sum[k] = e
+		}
+		e.Ns += ns
+		e.Count += count
+	}
+	var k timeacctTaEdgeKey
+	var v timeacctTaEdge
+	it := p.objs.Edges.Iterate()
+	for it.Next(&k, &v) {
+		add(k, v.Ns, v.Count)
+	}
+	var errs []error
+	if err := it.Err(); err != nil {
+		errs = append(errs, fmt.Errorf("map edges: %w", err))
+	}
+	for i := range entries {
+		t := &entries[i]
+		for i := range t.Ek {
+			if t.EdgeCount[i] > 0 {
+				add(t.Ek[i], t.EdgeNs[i], t.EdgeCount[i])
+			}
+		}
+		if from := max(t.LastNs, p.startNs); t.Exited == 0 && t.State != stateRunning && end > from && t.LastNs > 0 {
+			cat := uint8(t.Cat)
+			if t.State == stateRunnable {
+				cat = CatCPUWait
+			}
+			add(timeacctTaEdgeKey{Tid: t.Tid, Tgid: t.Tgid, Gen: uint32(t.FirstNs), Act: uint8(t.Act), Cat: cat, Kind: WakerNone}, end-from, 1)
+		}
+	}
+	for _, e := range sum {
+		res.Edges = append(res.Edges, *e)
+	}
+	slices.SortFunc(res.Edges, func(a, b Edge) int { return cmp.Compare(b.Ns, a.Ns) })
+	res.WakerNames = map[uint32]WakerName{}
+	var pid uint32
+	var n timeacctWakerName
+	nit := p.objs.WakerNames.Iterate()
+	for nit.Next(&pid, &n) {
+		res.WakerNames[pid] = WakerName{PID: int(n.Tgid), Comm: unix.ByteSliceToString(n.Comm[:]), Kthread: n.Kthread != 0}
+	}
+	if err := nit.Err(); err != nil {
+		errs = append(errs, fmt.Errorf("map waker_names: %w", err))
+	}
+	return errors.Join(errs...)
 }
 
 // foldedThreads converts the aggregate of a process's exited threads into
@@ -356,8 +462,9 @@ func foldedThreads(a *timeacctTaAgg) Thread {
 }
 
 // closeThread converts an entry, closing its open interval at end (or at its
-// exit, where the kernel closed it already).
-func closeThread(v *timeacctTaThread, end uint64) Thread {
+// exit, where the kernel closed it already); its time counts from start,
+// the window's opening, at the earliest.
+func closeThread(v *timeacctTaThread, start, end uint64) Thread {
 	t := Thread{
 		PID:              int(v.Tgid),
 		TID:              int(v.Tid),
@@ -377,7 +484,7 @@ func closeThread(v *timeacctTaThread, end uint64) Thread {
 	last := end
 	if t.Exited {
 		last = v.ExitNs
-	} else if end > v.LastNs {
+	} else if from := max(v.LastNs, start); end > from {
 		cat := v.Cat
 		switch v.State {
 		case stateRunning:
@@ -385,13 +492,14 @@ func closeThread(v *timeacctTaThread, end uint64) Thread {
 		case stateRunnable:
 			cat = CatCPUWait
 		}
-		t.Ns[cat%NumCategories] += end - v.LastNs
+		t.Ns[cat%NumCategories] += end - from
 	} else {
-		last = v.LastNs
+		last = max(v.LastNs, start)
 	}
-	t.FromNs, t.ToNs = v.FirstNs, max(last, v.FirstNs)
-	if last > v.FirstNs {
-		t.WallNs = last - v.FirstNs
+	first := max(v.FirstNs, start)
+	t.FromNs, t.ToNs = v.FirstNs, max(last, first)
+	if last > first {
+		t.WallNs = last - first
 	}
 	return t
 }
@@ -424,4 +532,11 @@ func (p *Probe) close() {
 // until Stop.
 func (p *Probe) SharedMaps() (tracked, threads *ebpf.Map) {
 	return p.objs.Tracked, p.objs.Threads
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

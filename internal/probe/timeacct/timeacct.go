@@ -45,6 +45,10 @@ type Config struct {
 	// Costs, from Calibrate, turn the programs' run counts into the
 	// probe's estimated CPU time; nil leaves it unestimated.
 	Costs *Costs
+	// DeferWindow leaves the window shut at Start: the threads are
+	// followed, their time counted only from Probe.Open (the runner's,
+	// once every probe has started).
+	DeferWindow bool
 }
 
 // Program ids, TA_PROG_* in bpf/timeacct.h: the per-program run counters and
@@ -59,11 +63,71 @@ const (
 	ProgSyncExit
 	ProgSysEnter
 	ProgSysExit
+	// ProgCtx: the CPU-context markers together (irq_handler_entry/exit,
+	// softirq_entry/exit, hrtimer_expire_entry/exit, block_rq_complete).
+	ProgCtx
+	// ProgWaking tells what woke a thread (sched_waking, in the waker's
+	// context); ProgWakeup (sched_wakeup) ends its wait.
+	ProgWaking
 	NumPrograms
 )
 
 // ProgramNames names the programs, indexed by Prog*.
-var ProgramNames = [NumPrograms]string{"sched_switch", "sched_wakeup", "sched_wakeup_new", "sched_process_fork", "sched_process_exit", "ext4_sync_file_enter", "ext4_sync_file_exit", "sys_enter", "sys_exit"}
+var ProgramNames = [NumPrograms]string{"sched_switch", "sched_wakeup", "sched_wakeup_new", "sched_process_fork", "sched_process_exit", "ext4_sync_file_enter", "ext4_sync_file_exit", "sys_enter", "sys_exit", "cpu_context", "sched_waking"}
+
+// ctxHooks are the CPU-context markers' tracepoints (ProgCtx), by program.
+var ctxHooks = map[string]string{
+	"ctx_irq_entry": "irq_handler_entry", "ctx_irq_exit": "irq_handler_exit",
+	"ctx_softirq_entry": "softirq_entry", "ctx_softirq_exit": "softirq_exit",
+	"ctx_hrtimer_entry": "hrtimer_expire_entry", "ctx_hrtimer_exit": "hrtimer_expire_exit",
+	"ctx_block_complete": "block_rq_complete",
+}
+
+// WakerKinds name what ended a wait, TA_WAKER_* in bpf/timeacct.h.
+var WakerKinds = [...]string{"none", "peer", "kthread", "outside", "device", "timer", "irq", "softirq"}
+
+// Waker kinds, indexes of WakerKinds.
+const (
+	WakerNone = iota
+	WakerPeer
+	WakerKthread
+	WakerOutside
+	WakerDevice
+	WakerTimer
+	WakerIRQ
+	WakerSoftirq
+)
+
+// Activities name what a thread was doing when it blocked or was
+// preempted, TA_ACT_* in bpf/timeacct.h.
+var Activities = [...]string{"user", "fault", "read", "write", "sync", "open", "futex", "poll", "sleep", "child", "net", "aio", "other"}
+
+// DeviceOps name a block completion's op (an Edge of kind WakerDevice's ID).
+var DeviceOps = [...]string{"read", "write", "other"}
+
+// Softirqs name the softirq vectors (an Edge of kind WakerSoftirq's ID).
+var Softirqs = [...]string{"hi", "timer", "net_tx", "net_rx", "block", "irq_poll", "tasklet", "sched", "hrtimer", "rcu"}
+
+// Edge is a thread's time in one kind of wait: what it was doing (Act),
+// the interval's category (Cat: a blocked category, or CatCPUWait), and
+// what ended it (Kind and ID: the waker's tid for peer, kthread and outside,
+// the op for device, the irq or softirq vector). Count intervals, Ns in all.
+type Edge struct {
+	PID, TID int
+	// Gen is the waiter's first sight (FromNs), low 32 bits: a thread
+	// whose tid an earlier one of the window had.
+	Gen            uint32
+	Act, Cat, Kind int
+	ID             uint32
+	Ns, Count      uint64
+}
+
+// WakerName names a waker outside the workload, by its pid.
+type WakerName struct {
+	PID     int
+	Comm    string
+	Kthread bool
+}
 
 // Result is what the probe counted between Start and Stop.
 type Result struct {
@@ -107,6 +171,14 @@ type Result struct {
 	Syscalls, Stacks bool
 	SyscallStats     []SyscallStats
 	OffCPU           []OffCPUStack
+	// Edges are the threads' waits and run-queue waits by what they were
+	// doing and what ended them: each thread's add up to its time off the
+	// CPU (Ns less CatCPU). WakerNames names the wakers outside the
+	// workload. CtxNote says why interrupts' wake-ups are not told apart,
+	// when the CPU-context markers are missing.
+	Edges      []Edge
+	WakerNames map[uint32]WakerName
+	CtxNote    string
 }
 
 // NumSyncKinds is the number of kinds of sync calls.

@@ -45,11 +45,43 @@ type timeacctTaCounters struct {
 	ThreadCreates uint64
 	Exits         uint64
 	Dropped       uint64
-	Runs          [9]uint64
-	Tracked       [9]uint64
+	Runs          [11]uint64
+	Tracked       [11]uint64
 	StackWalks    uint64
 	SysDropped    uint64
 	FileDropped   uint64
+	EdgeDropped   uint64
+}
+
+type timeacctTaCpuCtx struct {
+	_          structs.HostLayout
+	Hardirq    uint32
+	Softirq    uint32
+	Timer      uint32
+	BlkOp      uint32
+	HardGen    uint64
+	SoftGen    uint64
+	BlkHardGen uint64
+	BlkSoftGen uint64
+	BlkTaskTs  uint64
+}
+
+type timeacctTaEdge struct {
+	_     structs.HostLayout
+	Ns    uint64
+	Count uint64
+}
+
+type timeacctTaEdgeKey struct {
+	_    structs.HostLayout
+	Tid  uint32
+	Tgid uint32
+	Id   uint32
+	Gen  uint32
+	Act  uint8
+	Cat  uint8
+	Kind uint8
+	Pad  uint8
 }
 
 type timeacctTaFile struct {
@@ -159,47 +191,71 @@ type timeacctTaThread struct {
 	Exited           uint32
 	Kstack           int32
 	Ustack           int32
-	Pad              uint32
+	Act              uint32
+	Wkind            uint32
+	Wid              uint32
 	Comm             [16]uint8
+	Ek               [2]timeacctTaEdgeKey
+	EdgeNs           [2]uint64
+	EdgeCount        [2]uint64
+}
+
+type timeacctWakerName struct {
+	_       structs.HostLayout
+	Tgid    uint32
+	Kthread uint32
+	Comm    [16]uint8
 }
 
 // Names of all BPF objects in the ELF.
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	timeacctMapCounters         = "counters"
-	timeacctMapExitedAgg        = "exited_agg"
-	timeacctMapFiles            = "files"
-	timeacctMapOffcpu           = "offcpu"
-	timeacctMapRanges           = "ranges"
-	timeacctMapStackScratch     = "stack_scratch"
-	timeacctMapStacks           = "stacks"
-	timeacctMapSyncStart        = "sync_start"
-	timeacctMapSyncStats        = "sync_stats"
-	timeacctMapSysStart         = "sys_start"
-	timeacctMapSysStats         = "sys_stats"
-	timeacctMapThreads          = "threads"
-	timeacctMapTracked          = "tracked"
-	timeacctProgExt4SyncEnter   = "ext4_sync_enter"
-	timeacctProgExt4SyncExit    = "ext4_sync_exit"
-	timeacctProgHandleExit      = "handle_exit"
-	timeacctProgHandleFork      = "handle_fork"
-	timeacctProgHandleSwitch    = "handle_switch"
-	timeacctProgHandleWakeup    = "handle_wakeup"
-	timeacctProgHandleWakeupNew = "handle_wakeup_new"
-	timeacctProgSeed            = "seed"
-	timeacctProgSysEnter        = "sys_enter"
-	timeacctProgSysExit         = "sys_exit"
-	timeacctVarAlive            = "alive"
-	timeacctVarEntries          = "entries"
-	timeacctVarPeak             = "peak"
-	timeacctVarStopped          = "stopped"
-	timeacctVarUseStacks        = "use_stacks"
-	timeacctVarWantStacks       = "want_stacks"
-	timeacctVarZeroAgg          = "zero_agg"
-	timeacctVarZeroFile         = "zero_file"
-	timeacctVarZeroSys          = "zero_sys"
-	timeacctVarZeroThread       = "zero_thread"
+	timeacctMapCounters          = "counters"
+	timeacctMapCpuCtx            = "cpu_ctx"
+	timeacctMapEdges             = "edges"
+	timeacctMapExitedAgg         = "exited_agg"
+	timeacctMapFiles             = "files"
+	timeacctMapOffcpu            = "offcpu"
+	timeacctMapRanges            = "ranges"
+	timeacctMapStackScratch      = "stack_scratch"
+	timeacctMapStacks            = "stacks"
+	timeacctMapSyncStart         = "sync_start"
+	timeacctMapSyncStats         = "sync_stats"
+	timeacctMapSysStart          = "sys_start"
+	timeacctMapSysStats          = "sys_stats"
+	timeacctMapThreads           = "threads"
+	timeacctMapTracked           = "tracked"
+	timeacctMapWakerNames        = "waker_names"
+	timeacctProgCtxBlockComplete = "ctx_block_complete"
+	timeacctProgCtxHrtimerEntry  = "ctx_hrtimer_entry"
+	timeacctProgCtxHrtimerExit   = "ctx_hrtimer_exit"
+	timeacctProgCtxIrqEntry      = "ctx_irq_entry"
+	timeacctProgCtxIrqExit       = "ctx_irq_exit"
+	timeacctProgCtxSoftirqEntry  = "ctx_softirq_entry"
+	timeacctProgCtxSoftirqExit   = "ctx_softirq_exit"
+	timeacctProgExt4SyncEnter    = "ext4_sync_enter"
+	timeacctProgExt4SyncExit     = "ext4_sync_exit"
+	timeacctProgHandleExit       = "handle_exit"
+	timeacctProgHandleFork       = "handle_fork"
+	timeacctProgHandleSwitch     = "handle_switch"
+	timeacctProgHandleWakeup     = "handle_wakeup"
+	timeacctProgHandleWakeupNew  = "handle_wakeup_new"
+	timeacctProgHandleWaking     = "handle_waking"
+	timeacctProgSeed             = "seed"
+	timeacctProgSysEnter         = "sys_enter"
+	timeacctProgSysExit          = "sys_exit"
+	timeacctVarAlive             = "alive"
+	timeacctVarEntries           = "entries"
+	timeacctVarPeak              = "peak"
+	timeacctVarStopped           = "stopped"
+	timeacctVarUseStacks         = "use_stacks"
+	timeacctVarWantStacks        = "want_stacks"
+	timeacctVarWindowNs          = "window_ns"
+	timeacctVarZeroAgg           = "zero_agg"
+	timeacctVarZeroFile          = "zero_file"
+	timeacctVarZeroSys           = "zero_sys"
+	timeacctVarZeroThread        = "zero_thread"
 )
 
 // loadTimeacct returns the embedded CollectionSpec for timeacct.
@@ -244,16 +300,24 @@ type timeacctSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type timeacctProgramSpecs struct {
-	Ext4SyncEnter   *ebpf.ProgramSpec `ebpf:"ext4_sync_enter"`
-	Ext4SyncExit    *ebpf.ProgramSpec `ebpf:"ext4_sync_exit"`
-	HandleExit      *ebpf.ProgramSpec `ebpf:"handle_exit"`
-	HandleFork      *ebpf.ProgramSpec `ebpf:"handle_fork"`
-	HandleSwitch    *ebpf.ProgramSpec `ebpf:"handle_switch"`
-	HandleWakeup    *ebpf.ProgramSpec `ebpf:"handle_wakeup"`
-	HandleWakeupNew *ebpf.ProgramSpec `ebpf:"handle_wakeup_new"`
-	Seed            *ebpf.ProgramSpec `ebpf:"seed"`
-	SysEnter        *ebpf.ProgramSpec `ebpf:"sys_enter"`
-	SysExit         *ebpf.ProgramSpec `ebpf:"sys_exit"`
+	CtxBlockComplete *ebpf.ProgramSpec `ebpf:"ctx_block_complete"`
+	CtxHrtimerEntry  *ebpf.ProgramSpec `ebpf:"ctx_hrtimer_entry"`
+	CtxHrtimerExit   *ebpf.ProgramSpec `ebpf:"ctx_hrtimer_exit"`
+	CtxIrqEntry      *ebpf.ProgramSpec `ebpf:"ctx_irq_entry"`
+	CtxIrqExit       *ebpf.ProgramSpec `ebpf:"ctx_irq_exit"`
+	CtxSoftirqEntry  *ebpf.ProgramSpec `ebpf:"ctx_softirq_entry"`
+	CtxSoftirqExit   *ebpf.ProgramSpec `ebpf:"ctx_softirq_exit"`
+	Ext4SyncEnter    *ebpf.ProgramSpec `ebpf:"ext4_sync_enter"`
+	Ext4SyncExit     *ebpf.ProgramSpec `ebpf:"ext4_sync_exit"`
+	HandleExit       *ebpf.ProgramSpec `ebpf:"handle_exit"`
+	HandleFork       *ebpf.ProgramSpec `ebpf:"handle_fork"`
+	HandleSwitch     *ebpf.ProgramSpec `ebpf:"handle_switch"`
+	HandleWakeup     *ebpf.ProgramSpec `ebpf:"handle_wakeup"`
+	HandleWakeupNew  *ebpf.ProgramSpec `ebpf:"handle_wakeup_new"`
+	HandleWaking     *ebpf.ProgramSpec `ebpf:"handle_waking"`
+	Seed             *ebpf.ProgramSpec `ebpf:"seed"`
+	SysEnter         *ebpf.ProgramSpec `ebpf:"sys_enter"`
+	SysExit          *ebpf.ProgramSpec `ebpf:"sys_exit"`
 }
 
 // timeacctMapSpecs contains maps before they are loaded into the kernel.
@@ -261,6 +325,8 @@ type timeacctProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type timeacctMapSpecs struct {
 	Counters     *ebpf.MapSpec `ebpf:"counters"`
+	CpuCtx       *ebpf.MapSpec `ebpf:"cpu_ctx"`
+	Edges        *ebpf.MapSpec `ebpf:"edges"`
 	ExitedAgg    *ebpf.MapSpec `ebpf:"exited_agg"`
 	Files        *ebpf.MapSpec `ebpf:"files"`
 	Offcpu       *ebpf.MapSpec `ebpf:"offcpu"`
@@ -273,6 +339,7 @@ type timeacctMapSpecs struct {
 	SysStats     *ebpf.MapSpec `ebpf:"sys_stats"`
 	Threads      *ebpf.MapSpec `ebpf:"threads"`
 	Tracked      *ebpf.MapSpec `ebpf:"tracked"`
+	WakerNames   *ebpf.MapSpec `ebpf:"waker_names"`
 }
 
 // timeacctVariableSpecs contains global variables before they are loaded into the kernel.
@@ -285,6 +352,7 @@ type timeacctVariableSpecs struct {
 	Stopped    *ebpf.VariableSpec `ebpf:"stopped"`
 	UseStacks  *ebpf.VariableSpec `ebpf:"use_stacks"`
 	WantStacks *ebpf.VariableSpec `ebpf:"want_stacks"`
+	WindowNs   *ebpf.VariableSpec `ebpf:"window_ns"`
 	ZeroAgg    *ebpf.VariableSpec `ebpf:"zero_agg"`
 	ZeroFile   *ebpf.VariableSpec `ebpf:"zero_file"`
 	ZeroSys    *ebpf.VariableSpec `ebpf:"zero_sys"`
@@ -312,6 +380,8 @@ func (o *timeacctObjects) Close() error {
 // It can be passed to loadTimeacctObjects or ebpf.CollectionSpec.LoadAndAssign.
 type timeacctMaps struct {
 	Counters     *ebpf.Map `ebpf:"counters"`
+	CpuCtx       *ebpf.Map `ebpf:"cpu_ctx"`
+	Edges        *ebpf.Map `ebpf:"edges"`
 	ExitedAgg    *ebpf.Map `ebpf:"exited_agg"`
 	Files        *ebpf.Map `ebpf:"files"`
 	Offcpu       *ebpf.Map `ebpf:"offcpu"`
@@ -324,11 +394,14 @@ type timeacctMaps struct {
 	SysStats     *ebpf.Map `ebpf:"sys_stats"`
 	Threads      *ebpf.Map `ebpf:"threads"`
 	Tracked      *ebpf.Map `ebpf:"tracked"`
+	WakerNames   *ebpf.Map `ebpf:"waker_names"`
 }
 
 func (m *timeacctMaps) Close() error {
 	return _TimeacctClose(
 		m.Counters,
+		m.CpuCtx,
+		m.Edges,
 		m.ExitedAgg,
 		m.Files,
 		m.Offcpu,
@@ -341,6 +414,7 @@ func (m *timeacctMaps) Close() error {
 		m.SysStats,
 		m.Threads,
 		m.Tracked,
+		m.WakerNames,
 	)
 }
 
@@ -354,6 +428,7 @@ type timeacctVariables struct {
 	Stopped    *ebpf.Variable `ebpf:"stopped"`
 	UseStacks  *ebpf.Variable `ebpf:"use_stacks"`
 	WantStacks *ebpf.Variable `ebpf:"want_stacks"`
+	WindowNs   *ebpf.Variable `ebpf:"window_ns"`
 	ZeroAgg    *ebpf.Variable `ebpf:"zero_agg"`
 	ZeroFile   *ebpf.Variable `ebpf:"zero_file"`
 	ZeroSys    *ebpf.Variable `ebpf:"zero_sys"`
@@ -364,20 +439,35 @@ type timeacctVariables struct {
 //
 // It can be passed to loadTimeacctObjects or ebpf.CollectionSpec.LoadAndAssign.
 type timeacctPrograms struct {
-	Ext4SyncEnter   *ebpf.Program `ebpf:"ext4_sync_enter"`
-	Ext4SyncExit    *ebpf.Program `ebpf:"ext4_sync_exit"`
-	HandleExit      *ebpf.Program `ebpf:"handle_exit"`
-	HandleFork      *ebpf.Program `ebpf:"handle_fork"`
-	HandleSwitch    *ebpf.Program `ebpf:"handle_switch"`
-	HandleWakeup    *ebpf.Program `ebpf:"handle_wakeup"`
-	HandleWakeupNew *ebpf.Program `ebpf:"handle_wakeup_new"`
-	Seed            *ebpf.Program `ebpf:"seed"`
-	SysEnter        *ebpf.Program `ebpf:"sys_enter"`
-	SysExit         *ebpf.Program `ebpf:"sys_exit"`
+	CtxBlockComplete *ebpf.Program `ebpf:"ctx_block_complete"`
+	CtxHrtimerEntry  *ebpf.Program `ebpf:"ctx_hrtimer_entry"`
+	CtxHrtimerExit   *ebpf.Program `ebpf:"ctx_hrtimer_exit"`
+	CtxIrqEntry      *ebpf.Program `ebpf:"ctx_irq_entry"`
+	CtxIrqExit       *ebpf.Program `ebpf:"ctx_irq_exit"`
+	CtxSoftirqEntry  *ebpf.Program `ebpf:"ctx_softirq_entry"`
+	CtxSoftirqExit   *ebpf.Program `ebpf:"ctx_softirq_exit"`
+	Ext4SyncEnter    *ebpf.Program `ebpf:"ext4_sync_enter"`
+	Ext4SyncExit     *ebpf.Program `ebpf:"ext4_sync_exit"`
+	HandleExit       *ebpf.Program `ebpf:"handle_exit"`
+	HandleFork       *ebpf.Program `ebpf:"handle_fork"`
+	HandleSwitch     *ebpf.Program `ebpf:"handle_switch"`
+	HandleWakeup     *ebpf.Program `ebpf:"handle_wakeup"`
+	HandleWakeupNew  *ebpf.Program `ebpf:"handle_wakeup_new"`
+	HandleWaking     *ebpf.Program `ebpf:"handle_waking"`
+	Seed             *ebpf.Program `ebpf:"seed"`
+	SysEnter         *ebpf.Program `ebpf:"sys_enter"`
+	SysExit          *ebpf.Program `ebpf:"sys_exit"`
 }
 
 func (p *timeacctPrograms) Close() error {
 	return _TimeacctClose(
+		p.CtxBlockComplete,
+		p.CtxHrtimerEntry,
+		p.CtxHrtimerExit,
+		p.CtxIrqEntry,
+		p.CtxIrqExit,
+		p.CtxSoftirqEntry,
+		p.CtxSoftirqExit,
 		p.Ext4SyncEnter,
 		p.Ext4SyncExit,
 		p.HandleExit,
@@ -385,6 +475,7 @@ func (p *timeacctPrograms) Close() error {
 		p.HandleSwitch,
 		p.HandleWakeup,
 		p.HandleWakeupNew,
+		p.HandleWaking,
 		p.Seed,
 		p.SysEnter,
 		p.SysExit,

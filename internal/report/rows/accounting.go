@@ -316,3 +316,203 @@ func KernelAgreement(ta *model.TimeAccounting) string {
 	}
 	return line
 }
+
+// CriticalPath is the critical path's line: its categories by share, most
+// first, and the pollers left out; "" without one.
+func CriticalPath(ta *model.TimeAccounting) string {
+	if len(ta.CriticalPath) == 0 {
+		return ""
+	}
+	sum := 0.0
+	for _, s := range ta.CriticalPath {
+		sum += s
+	}
+	if sum <= 0 {
+		return ""
+	}
+	var cats []Cat
+	for c, s := range ta.CriticalPath {
+		if s/sum >= 0.005 {
+			cats = append(cats, Cat{c, s, s / sum})
+		}
+	}
+	sort.Slice(cats, func(i, j int) bool {
+		if cats[i].Sec != cats[j].Sec {
+			return cats[i].Sec > cats[j].Sec
+		}
+		return cats[i].Name < cats[j].Name
+	})
+	var parts []string
+	for _, c := range cats {
+		parts = append(parts, fmt.Sprintf("%s %.0f%%", c.Name, c.Share*100))
+	}
+	line := "critical path: " + strings.Join(parts, ", ") + " (each wait for another thread of the workload charged to what that thread was doing"
+	var left []string
+	for _, t := range ta.Threads {
+		if t.Poller {
+			left = append(left, fmt.Sprintf("%s %d", t.Comm, t.TID))
+		}
+	}
+	if len(left) > 0 {
+		line += "; left out, asleep on timers or waiting the whole window while others worked: " + strings.Join(left, ", ")
+	}
+	return line + ")"
+}
+
+// WaitRow is one busy thread's waits: off the CPU, by what ended them.
+type WaitRow struct {
+	PID, TID int
+	Name     string
+	// WaitedSec is its time off the CPU (run-queue waits excluded); By
+	// the wakers, most time first, each with its share of WaitedSec.
+	WaitedSec float64
+	By        []Cat
+}
+
+// Waits lists what ended the busy threads' waits (the wait-for graph),
+// threads that waited longest first, at most n; wakers under 1% are left
+// out of By.
+func Waits(ta *model.TimeAccounting, n int) List[WaitRow] {
+	if ta.Waits == nil {
+		return List[WaitRow]{}
+	}
+	skip := map[int]bool{}
+	comm := map[int]string{}
+	for _, t := range ta.Threads {
+		if t.Idle {
+			skip[t.TID] = true
+		}
+		comm[t.TID] = t.Comm
+	}
+	rows := map[int]*WaitRow{}
+	by := map[int]map[string]float64{}
+	for _, w := range ta.Waits {
+		if w.Category == model.CatCPUWait || skip[w.TID] || w.Seconds <= 0 {
+			continue
+		}
+		r := rows[w.TID]
+		if r == nil {
+			name := comm[w.TID]
+			if name == "" {
+				name = "exited"
+			}
+			r = &WaitRow{PID: w.PID, TID: w.TID, Name: name}
+			rows[w.TID] = r
+			by[w.TID] = map[string]float64{}
+		}
+		r.WaitedSec += w.Seconds
+		by[w.TID][WakerWords(w)] += w.Seconds
+	}
+	var all []WaitRow
+	for tid, r := range rows {
+		for k, s := range by[tid] {
+			if r.WaitedSec > 0 && s/r.WaitedSec >= 0.01 {
+				r.By = append(r.By, Cat{k, s, s / r.WaitedSec})
+			}
+		}
+		sort.Slice(r.By, func(i, j int) bool {
+			if r.By[i].Sec != r.By[j].Sec {
+				return r.By[i].Sec > r.By[j].Sec
+			}
+			return r.By[i].Name < r.By[j].Name
+		})
+		all = append(all, *r)
+	}
+	sort.Slice(all, func(i, j int) bool {
+		if all[i].WaitedSec != all[j].WaitedSec {
+			return all[i].WaitedSec > all[j].WaitedSec
+		}
+		return all[i].TID < all[j].TID
+	})
+	return first(all, n)
+}
+
+// WakerWords names what ended a wait, in a few words: "the disk (read)",
+// "timer", "peer fio 1234", "kernel thread jbd2/vda1-8", "outside: sshd
+// 99", "softirq net_rx", "irq 24", "not ended".
+func WakerWords(w model.Wait) string {
+	switch w.Waker {
+	case model.WakerDevice:
+		return "the disk (" + w.Op + ")"
+	case model.WakerTimer:
+		return "timer"
+	case model.WakerPeer:
+		if w.WakerComm == "" {
+			return fmt.Sprintf("thread %d", w.WakerTID)
+		}
+		return fmt.Sprintf("%s %d", w.WakerComm, w.WakerTID)
+	case model.WakerKthread:
+		return "kernel thread " + orNum(w.WakerComm, w.WakerTID)
+	case model.WakerOutside:
+		return "outside: " + orNum(w.WakerComm, w.WakerTID)
+	case model.WakerSoftirq:
+		return "softirq " + w.Softirq
+	case model.WakerIRQ:
+		if w.IRQ == 0 {
+			return "an interrupt"
+		}
+		return fmt.Sprintf("irq %d", w.IRQ)
+	}
+	return "not ended in the window"
+}
+
+func orNum(name string, id int) string {
+	if name == "" {
+		return fmt.Sprint(id)
+	}
+	return fmt.Sprintf("%s %d", name, id)
+}
+
+// ActivityRow is one activity's time off the CPU by category, summed over
+// the busy threads.
+type ActivityRow struct {
+	Activity string
+	Seconds  map[string]float64
+	TotalSec float64
+}
+
+// Activities is the busy threads' time off the CPU as activity (what they
+// were doing: the syscall class they were in) by category (how they
+// waited), rows with the most time first; the categories that have time,
+// in model order.
+func Activities(ta *model.TimeAccounting) (rows []ActivityRow, cats []string) {
+	if ta.Waits == nil {
+		return nil, nil
+	}
+	skip := map[int]bool{}
+	for _, t := range ta.Threads {
+		if t.Idle {
+			skip[t.TID] = true
+		}
+	}
+	byAct := map[string]*ActivityRow{}
+	used := map[string]bool{}
+	for _, w := range ta.Waits {
+		if skip[w.TID] || w.Seconds <= 0 {
+			continue
+		}
+		r := byAct[w.Activity]
+		if r == nil {
+			r = &ActivityRow{Activity: w.Activity, Seconds: map[string]float64{}}
+			byAct[w.Activity] = r
+		}
+		r.Seconds[w.Category] += w.Seconds
+		r.TotalSec += w.Seconds
+		used[w.Category] = true
+	}
+	for _, c := range model.Categories {
+		if used[c] {
+			cats = append(cats, c)
+		}
+	}
+	for _, r := range byAct {
+		rows = append(rows, *r)
+	}
+	sort.Slice(rows, func(i, j int) bool {
+		if rows[i].TotalSec != rows[j].TotalSec {
+			return rows[i].TotalSec > rows[j].TotalSec
+		}
+		return rows[i].Activity < rows[j].Activity
+	})
+	return rows, cats
+}

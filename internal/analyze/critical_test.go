@@ -1,0 +1,137 @@
+package analyze
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/perfsleuth/perfsleuth/internal/model"
+)
+
+// wait is one wait of thread tid, ended by waker (peer: wakerTID).
+func wait(tid int, cat, waker string, wakerTID int, sec float64, count int64) model.Wait {
+	return model.Wait{PID: 1, TID: tid, Activity: "read", Category: cat, Waker: waker, WakerTID: wakerTID, WakerPID: 1, Seconds: sec, Count: count}
+}
+
+func withWaits(r *model.Run, ws ...model.Wait) *model.Run {
+	r.TimeAccounting.Waits = append([]model.Wait{}, ws...)
+	return r
+}
+
+func TestCriticalPath(t *testing.T) {
+	cases := []struct {
+		name    string
+		run     *model.Run
+		primary string
+		says    string // in the verdict
+		pollers int
+	}{
+		{
+			// fio psync: the main thread polls its worker every 10 ms.
+			name: "a poller beside its worker",
+			run: withWaits(runWith(2, 3.3,
+				thread(1, map[string]float64{"cpu": 0.16, "sleep": 3.14}),
+				thread(2, map[string]float64{"cpu": 0.71, "cpu-wait": 0.34, "storage-read": 1.95, "sleep": 0.1})),
+				wait(1, "sleep", "timer", 0, 3.14, 314), wait(2, "storage-read", "device", 0, 1.95, 30000),
+				wait(2, "cpu-wait", "none", 0, 0.34, 30000), wait(2, "sleep", "peer", 1, 0.1, 1)),
+			primary: "storage-read", says: "left out: t (1)", pollers: 1,
+		},
+		{
+			// An io_uring completion thread parked the whole window beside
+			// the thread that works; alone, the same wait is the verdict.
+			name: "a thread parked the whole window beside a worker",
+			run: withWaits(runWith(2, 2,
+				thread(1, map[string]float64{"cpu": 0.01, "other": 1.99}),
+				thread(2, map[string]float64{"cpu": 1.2, "storage-sync": 0.8})),
+				wait(1, "other", "none", 0, 1.99, 1), wait(2, "storage-sync", "device", 0, 0.8, 100)),
+			primary: "cpu", says: "left out", pollers: 1,
+		},
+		{
+			name: "alone, blocked opening a FIFO",
+			run: withWaits(runWith(2, 2, thread(1, map[string]float64{"cpu": 0.01, "other": 1.99})),
+				wait(1, "other", "none", 0, 1.99, 1)),
+			primary: "other",
+		},
+		{
+			name: "a parent waiting for its child, which syncs",
+			run: withWaits(runWith(2, 2,
+				thread(1, map[string]float64{"cpu": 0.01, "sleep": 1.99}),
+				thread(2, map[string]float64{"cpu": 0.6, "storage-sync": 1.4})),
+				wait(1, "sleep", "peer", 2, 1.99, 1), wait(2, "storage-sync", "device", 0, 1.4, 500)),
+			primary: "storage-sync",
+		},
+		{
+			// Three stages on pipes; the last one syncs.
+			name: "a pipeline whose last stage syncs",
+			run: withWaits(runWith(2, 2,
+				thread(1, map[string]float64{"cpu": 0.4, "sleep": 1.6}),
+				thread(2, map[string]float64{"cpu": 0.3, "sleep": 1.7}),
+				thread(3, map[string]float64{"cpu": 0.5, "storage-sync": 1.5})),
+				wait(1, "sleep", "peer", 2, 1.6, 1000), wait(2, "sleep", "peer", 3, 1.7, 1000), wait(3, "storage-sync", "device", 0, 1.5, 1000)),
+			primary: "storage-sync",
+		},
+		{
+			// Two threads that each wait for the other's CPU.
+			name: "ping-pong",
+			run: withWaits(runWith(2, 2,
+				thread(1, map[string]float64{"cpu": 0.6, "sleep": 1.4}),
+				thread(2, map[string]float64{"cpu": 0.6, "sleep": 1.4})),
+				wait(1, "sleep", "peer", 2, 1.4, 10000), wait(2, "sleep", "peer", 1, 1.4, 10000)),
+			primary: "cpu",
+		},
+		{
+			name: "a 2 ms timer loop",
+			run: withWaits(runWith(2, 2, thread(1, map[string]float64{"cpu": 0.05, "sleep": 1.95})),
+				wait(1, "sleep", "timer", 0, 1.95, 1000)),
+			primary: "sleep", says: "timer-bound: 98% of the critical path's time was asleep until a timer",
+		},
+		{
+			// A rate-limited worker and its poller both sleep on timers:
+			// nothing works, nobody is left out.
+			name: "a rate-limited job",
+			run: withWaits(runWith(2, 2,
+				thread(1, map[string]float64{"cpu": 0.02, "sleep": 1.98}),
+				thread(2, map[string]float64{"cpu": 0.2, "storage-read": 0.2, "sleep": 1.6})),
+				wait(1, "sleep", "timer", 0, 1.98, 200), wait(2, "sleep", "timer", 0, 1.6, 8000), wait(2, "storage-read", "device", 0, 0.2, 8000)),
+			primary: "sleep", says: "timer-bound",
+		},
+		{
+			name: "a server waiting for clients outside the workload",
+			run: withWaits(runWith(2, 2, thread(1, map[string]float64{"cpu": 0.2, "sleep": 1.8})),
+				model.Wait{PID: 1, TID: 1, Activity: "net", Category: "sleep", Waker: "softirq", Softirq: "net_rx", Seconds: 1.8, Count: 900}),
+			primary: "sleep", says: "waiting for something outside the workload",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			Analyze(tc.run)
+			ta := tc.run.TimeAccounting
+			v := tc.run.Verdict
+			if v.Primary != tc.primary || v.Basis != "critical path" || !strings.Contains(v.Summary, tc.says) {
+				t.Errorf("verdict %q (%s, basis %s), want %s and %q", v.Summary, v.Primary, v.Basis, tc.primary, tc.says)
+			}
+			n, sum, carried := 0, 0.0, 0.0
+			for _, th := range ta.Threads {
+				if th.Poller {
+					n++
+				} else if !th.Idle {
+					sum += th.WallSec
+				}
+				carried += th.CriticalSec
+			}
+			if n != tc.pollers {
+				t.Errorf("%d pollers, want %d", n, tc.pollers)
+			}
+			// The critical path holds the time of the threads it covers,
+			// and each second is carried by one thread.
+			if cp := criticalSeconds(ta); math.Abs(cp-sum) > 1e-6 || math.Abs(carried-sum) > 1e-6 {
+				t.Errorf("critical path %.6f s, carried %.6f s: want the threads' %.6f s", cp, carried, sum)
+			}
+			for _, f := range tc.run.Findings {
+				if f.ID == "perfsleuth.inconsistent" {
+					t.Errorf("inconsistent: %v", f.Evidence)
+				}
+			}
+		})
+	}
+}
