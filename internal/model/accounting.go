@@ -98,6 +98,12 @@ type TimeAccounting struct {
 	// thread of the workload charged to what that thread was doing
 	// meanwhile (analyze), per category; nil without Waits.
 	CriticalPath map[string]float64 `json:"critical_path,omitempty"`
+	// ActivityHz is the rate of the on-CPU samples that split each
+	// thread's cpu time by activity (ThreadTime.CPUByActivity: a software
+	// cpu-clock event on every CPU); 0 when none were taken, and
+	// ActivityNote then says why.
+	ActivityHz   int    `json:"activity_hz,omitempty"`
+	ActivityNote string `json:"activity_note,omitempty"`
 }
 
 // Waker kinds (Wait.Waker): what ended a wait.
@@ -183,7 +189,20 @@ type ThreadTime struct {
 	// CriticalSec is the time of the critical path this thread carried:
 	// its own, and the waits of other threads for it (analyze).
 	CriticalSec float64 `json:"critical_sec,omitempty"`
+	// CPUByActivity splits the thread's cpu seconds by what it was doing
+	// (Wait's activities: "user", "fault", "read", "write", "sync", "aio",
+	// ...) in proportion to the on-CPU samples that fell on it
+	// (ActivitySamples, at TimeAccounting.ActivityHz); a thread no sample
+	// fell on has its cpu time under ActivityUnsampled. It adds up to
+	// Seconds["cpu"]. Nil when the source did not sample (procfs, older
+	// records).
+	CPUByActivity   map[string]float64 `json:"cpu_by_activity,omitempty"`
+	ActivitySamples int64              `json:"activity_samples,omitempty"`
 }
+
+// ActivityUnsampled is CPUByActivity's key for the cpu time of a thread
+// that no on-CPU sample fell on (it ran less than a sampling period or two).
+const ActivityUnsampled = "unsampled"
 
 // Verdict names the bottleneck.
 type Verdict struct {
