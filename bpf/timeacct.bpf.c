@@ -116,6 +116,7 @@
 #define NR_fchmod 91
 #define NR_chown 92
 #define NR_io_getevents 208
+#define NR_io_submit 209
 #define NR_getdents64 217
 #define NR_openat 257
 #define NR_mkdirat 258
@@ -436,7 +437,7 @@ static __always_inline __u32 act_of(struct pt_regs *regs)
 	case NR_socket: case NR_connect: case NR_accept: case NR_accept4: case NR_sendto: case NR_recvfrom:
 	case NR_sendmsg: case NR_recvmsg: case NR_sendmmsg: case NR_recvmmsg:
 		return TA_ACT_NET;
-	case NR_io_getevents: case NR_io_pgetevents: case NR_io_uring_enter:
+	case NR_io_submit: case NR_io_getevents: case NR_io_pgetevents: case NR_io_uring_enter:
 		return TA_ACT_AIO;
 	}
 	return TA_ACT_OTHER;
@@ -615,7 +616,12 @@ static __always_inline __u32 classify(void *ctx, struct task_struct *task, __u32
 	/* Direct loads through the BTF pointer bpf_task_pt_regs returns (CO-RE
 	 * relocated like BPF_CORE_READ, but no helper call per field). */
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
-	long nr = in_syscall(regs) ? (long)regs->orig_ax : -1; /* -1: a page fault, or user code interrupted */
+	/* -1: a user page fault; -2: neither a syscall nor a fault, as for
+	 * an io_uring worker (io-wq), which has no user-mode entry frame of
+	 * its own: its wait is told by its kernel stack alone. Regression: an
+	 * io-wq worker's every wait in D state read as storage-read, its
+	 * writes and fsyncs included. */
+	long nr = in_syscall(regs) ? (long)regs->orig_ax : act_of(regs) == TA_ACT_FAULT ? -1 : -2;
 	bool dstate = state & TASK_UNINTERRUPTIBLE;
 	__u32 cls = TA_CLASS_NONE;
 
@@ -810,6 +816,8 @@ static __always_inline void fold_exited(struct ta_thread *t, __u64 now)
 	__sync_fetch_and_add(&a->futex_lock_blocks, t->futex_lock_blocks);
 	__sync_fetch_and_add(&a->futex_sleep_blocks, t->futex_sleep_blocks);
 	__sync_fetch_and_add(&a->threads, 1);
+	for (int i = 0; i < TA_SAMPLE_SLOTS; i++)
+		__sync_fetch_and_add(&a->samples[i], t->samples[i]);
 	if (t->first_ns < a->first_ns)
 		a->first_ns = t->first_ns;
 	if (now > a->last_ns)
@@ -1156,6 +1164,49 @@ int BPF_PROG(handle_exit, struct task_struct *p)
 	count_alive(-1);
 	if (entries > FOLD_ABOVE)
 		fold_exited(t, now);
+	return 0;
+}
+
+/* sample_activity runs on a software cpu-clock event on every CPU (user
+ * space opens them at ACTIVITY_HZ): a sample of a thread of the workload
+ * counts what the thread was doing, user code (the sample interrupted user
+ * mode) or the syscall class or page fault its user-mode entry frame holds.
+ * The thread's cpu time, exact from sched_switch, is split in proportion:
+ * an estimate with sampling error, where an exact split would need
+ * sys_enter and sys_exit on every syscall of the machine (150 ns each
+ * here). Other tasks cost the tracked lookup. */
+SEC("perf_event")
+int sample_activity(struct bpf_perf_event_data *ctx)
+{
+	struct task_struct *task;
+	struct ta_counters *c;
+	struct ta_thread *t;
+	__u64 id, now;
+	__u32 tid, act;
+
+	if (stopped)
+		return 0;
+	c = count_run(TA_PROG_SAMPLE);
+	id = bpf_get_current_pid_tgid();
+	if (!is_tracked(id >> 32))
+		return 0;
+	count_tracked(c, TA_PROG_SAMPLE);
+	now = bpf_ktime_get_ns();
+	if (now < window_ns)
+		return 0;
+	tid = (__u32)id;
+	t = bpf_map_lookup_elem(&threads, &tid);
+	if (!t || t->exited)
+		return 0;
+	/* The interrupted instruction: user space's addresses are the lower
+	 * half (the ctx's cs is a 2-byte field the verifier will not load). */
+	if ((long)ctx->regs.ip >= 0) {
+		act = TA_ACT_USER;
+	} else {
+		task = bpf_get_current_task_btf();
+		act = act_of((struct pt_regs *)bpf_task_pt_regs(task));
+	}
+	__sync_fetch_and_add(&t->samples[act % TA_SAMPLE_SLOTS], 1);
 	return 0;
 }
 

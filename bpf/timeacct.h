@@ -45,9 +45,12 @@
 #define TA_ACT_SLEEP 8  /* nanosleep, clock_nanosleep, pause, sigsuspend */
 #define TA_ACT_CHILD 9  /* wait4, waitid */
 #define TA_ACT_NET 10   /* accept, connect, recv*, send* */
-#define TA_ACT_AIO 11   /* io_getevents, io_pgetevents, io_uring_enter */
+#define TA_ACT_AIO 11   /* io_submit, io_getevents, io_pgetevents, io_uring_enter */
 #define TA_ACT_OTHER 12 /* any other syscall */
 #define TA_NUM_ACTS 13
+/* ta_thread.samples and ta_agg.samples have a slot per activity, rounded
+ * up to an even count so the arrays end on an 8-byte boundary. */
+#define TA_SAMPLE_SLOTS 14
 
 /* The workload's waits and run-queue waits, by what the thread was doing,
  * the category of the interval and what ended it. */
@@ -131,6 +134,9 @@ struct ta_thread {
 	struct ta_edge_key ek[2];
 	__u64 edge_ns[2];
 	__u64 edge_count[2];
+	/* On-CPU samples of the thread in the window, by what it was doing
+	 * (TA_ACT_*): they split its cpu time by activity. */
+	__u32 samples[TA_SAMPLE_SLOTS];
 };
 
 /* The exited threads of one process, folded together at exit so that a
@@ -151,6 +157,7 @@ struct ta_agg {
 	__u32 tgid;
 	__u32 _pad;
 	__u8 comm[TA_COMM_LEN];
+	__u32 samples[TA_SAMPLE_SLOTS]; /* the folded threads' on-CPU samples by activity */
 };
 
 /* Kernel text ranges [start, end) whose presence on the stack of a task going
@@ -174,7 +181,8 @@ struct ta_ranges {
 #define TA_PROG_SYS_EXIT 8
 #define TA_PROG_CTX 9 /* the CPU-context markers: irq, softirq, hrtimer entry/exit, block completion */
 #define TA_PROG_WAKING 10
-#define TA_NUM_PROGS 11
+#define TA_PROG_SAMPLE 11 /* the on-CPU activity sampler (perf_event, software cpu-clock) */
+#define TA_NUM_PROGS 12
 
 /* Counters of the probe as a whole. */
 struct ta_counters {

@@ -3,9 +3,11 @@ package probe
 import (
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/btf"
@@ -136,4 +138,73 @@ func StackErr(id int32) string {
 		return "stack map full: stack not kept"
 	}
 	return fmt.Sprintf("stack not taken (error %d)", -id)
+}
+
+// CPUClock is a BPF perf_event program attached to a software cpu-clock
+// event on every online CPU: it works where the hardware PMU does not, as
+// in most VMs.
+type CPUClock struct {
+	fds   []int
+	links []link.Link
+}
+
+// AttachCPUClock attaches prog to a cpu-clock event sampling at hz on every
+// online CPU. On error, what was attached is closed.
+func AttachCPUClock(what string, prog *ebpf.Program, hz int) (_ *CPUClock, err error) {
+	c := &CPUClock{}
+	defer func() {
+		if err != nil {
+			c.Close()
+		}
+	}()
+	online, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil {
+		return nil, fmt.Errorf("%s: online CPUs: %w", what, err)
+	}
+	for _, cpu := range sysinfo.ParseCPUList(strings.TrimSpace(string(online))) {
+		// A fixed period (cpu-clock counts nanoseconds), not a target
+		// frequency: the kernel's frequency mode re-tunes the period as
+		// the load changes, so a thread that runs in short bursts was
+		// sampled 78% as often as its cpu time said.
+		attr := unix.PerfEventAttr{
+			Type:   unix.PERF_TYPE_SOFTWARE,
+			Config: unix.PERF_COUNT_SW_CPU_CLOCK,
+			Sample: uint64(1e9 / hz),
+		}
+		attr.Size = uint32(unsafe.Sizeof(attr))
+		fd, err := unix.PerfEventOpen(&attr, -1, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+		if err != nil {
+			return nil, fmt.Errorf("%s: open cpu-clock on CPU %d: %w", what, cpu, err)
+		}
+		c.fds = append(c.fds, fd)
+		l, err := link.AttachRawLink(link.RawLinkOptions{Target: fd, Program: prog, Attach: ebpf.AttachPerfEvent})
+		if err != nil {
+			return nil, fmt.Errorf("%s: attach to cpu-clock on CPU %d: %w", what, cpu, err)
+		}
+		c.links = append(c.links, l)
+	}
+	return c, nil
+}
+
+// Detach stops the sampling; the events stay open until Close.
+func (c *CPUClock) Detach() error {
+	if c == nil {
+		return nil
+	}
+	err := CloseLinks(c.links)
+	c.links = nil
+	return err
+}
+
+// Close detaches the program and closes the events. Safe to call twice and
+// on nil.
+func (c *CPUClock) Close() {
+	if c == nil {
+		return
+	}
+	c.Detach()
+	for _, fd := range c.fds {
+		unix.Close(fd)
+	}
+	c.fds = nil
 }

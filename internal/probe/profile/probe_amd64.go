@@ -6,25 +6,19 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
-	"strings"
-	"unsafe"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
 	"github.com/perfsleuth/perfsleuth/internal/probe"
-	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
 )
 
 // Probe is an attached sampler. Stop it to read the result.
 type Probe struct {
 	cfg   Config
 	objs  profileObjects
-	fds   []int
-	links []link.Link
+	clock *probe.CPUClock
 }
 
 // Start loads the sampler and attaches it to a cpu-clock event on every
@@ -56,51 +50,22 @@ func Start(cfg Config, tracked *ebpf.Map) (_ *Probe, err error) {
 	if err := coll.Assign(&p.objs); err != nil {
 		return nil, fmt.Errorf("load profile: %w", err)
 	}
-	online, err := os.ReadFile("/sys/devices/system/cpu/online")
-	if err != nil {
-		return nil, fmt.Errorf("profile: online CPUs: %w", err)
-	}
-	for _, cpu := range sysinfo.ParseCPUList(strings.TrimSpace(string(online))) {
-		attr := unix.PerfEventAttr{
-			Type:   unix.PERF_TYPE_SOFTWARE,
-			Config: unix.PERF_COUNT_SW_CPU_CLOCK,
-			Sample: uint64(cfg.Hz),
-			Bits:   unix.PerfBitFreq,
-		}
-		attr.Size = uint32(unsafe.Sizeof(attr))
-		fd, err := unix.PerfEventOpen(&attr, -1, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
-		if err != nil {
-			return nil, fmt.Errorf("profile: open cpu-clock on CPU %d: %w", cpu, err)
-		}
-		p.fds = append(p.fds, fd)
-		l, err := link.AttachRawLink(link.RawLinkOptions{Target: fd, Program: p.objs.DoSample, Attach: ebpf.AttachPerfEvent})
-		if err != nil {
-			return nil, fmt.Errorf("profile: attach to cpu-clock on CPU %d: %w", cpu, err)
-		}
-		p.links = append(p.links, l)
+	if p.clock, err = probe.AttachCPUClock("profile", p.objs.DoSample, cfg.Hz); err != nil {
+		return nil, err
 	}
 	return p, nil
 }
 
 // close detaches the program and closes the events and maps. Safe to call twice.
 func (p *Probe) close() {
-	for _, l := range p.links {
-		l.Close()
-	}
-	p.links = nil
-	for _, fd := range p.fds {
-		unix.Close(fd)
-	}
-	p.fds = nil
+	p.clock.Close()
+	p.clock = nil
 	p.objs.Close()
 }
 
 // Stop detaches the sampler and returns what it counted, most samples first.
 func (p *Probe) Stop() (*Result, error) {
-	for _, l := range p.links {
-		l.Close()
-	}
-	p.links = nil
+	p.clock.Detach()
 	defer p.close()
 	res := &Result{Hz: p.cfg.Hz}
 	var errs []error

@@ -73,7 +73,12 @@ func runScenario(name string) error {
 			return err
 		}
 		nap(300 * time.Millisecond)
-	case "sync":
+	case "sync", "synclong":
+		// synclong: enough calls for ~150 activity samples of their cpu.
+		n := 200
+		if name == "synclong" {
+			n = 3000
+		}
 		f, err := os.Create(filepath.Join(os.Getenv(dirEnv), "sync.dat"))
 		if err != nil {
 			return err
@@ -84,7 +89,7 @@ func runScenario(name string) error {
 			return err
 		}
 		buf := make([]byte, 4096)
-		for i := range 200 {
+		for i := range n {
 			if _, err := unix.Pwrite(int(f.Fd()), buf, int64(i)*4096); err != nil {
 				return err
 			}

@@ -107,6 +107,28 @@ func (o *observer) Contribute(run *model.Run) {
 	run.TimeAccounting = ta
 }
 
+// cpuByActivity splits a thread's cpu seconds by activity in proportion to
+// its on-CPU samples; without a sample, all of it is unsampled.
+func cpuByActivity(cpu float64, samples [len(Activities)]uint64) (map[string]float64, int64) {
+	var n uint64
+	for _, s := range samples {
+		n += s
+	}
+	if cpu <= 0 {
+		return map[string]float64{}, int64(n)
+	}
+	if n == 0 {
+		return map[string]float64{model.ActivityUnsampled: cpu}, 0
+	}
+	out := map[string]float64{}
+	for i, s := range samples {
+		if s > 0 {
+			out[Activities[i]] = cpu * float64(s) / float64(n)
+		}
+	}
+	return out, int64(n)
+}
+
 // calibrations are the probe's costs per setting (Syscalls, Stacks).
 var calibrations probe.Calibrations[[2]bool, *Costs]
 
@@ -183,6 +205,7 @@ func toModel(r *Result) *model.TimeAccounting {
 		ta.Programs = append(ta.Programs, pc)
 	}
 	ta.Waits, ta.WaitNote = waitsOf(r), r.CtxNote
+	ta.ActivityHz, ta.ActivityNote = r.SampleHz, r.SampleNote
 	ta.PeakThreads = r.PeakThreads
 	for k, st := range r.Sync {
 		if st.Count == 0 {
@@ -225,10 +248,14 @@ func toModel(r *Result) *model.TimeAccounting {
 		if tot := t.UserNs + t.SysNs; tot > 0 {
 			user = cpu * float64(t.UserNs) / float64(tot)
 		}
-		ta.Threads = append(ta.Threads, model.ThreadTime{
+		th := model.ThreadTime{
 			PID: t.PID, TID: t.TID, Comm: t.Comm, WallSec: float64(t.WallNs) / 1e9,
 			Seconds: secs, UserSec: user, SystemSec: cpu - user, Exited: t.Exited, Folded: t.Folded,
-		})
+		}
+		if r.SampleHz > 0 {
+			th.CPUByActivity, th.ActivitySamples = cpuByActivity(cpu, t.Samples)
+		}
+		ta.Threads = append(ta.Threads, th)
 	}
 	return ta
 }

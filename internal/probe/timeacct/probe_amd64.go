@@ -32,11 +32,12 @@ type objects struct {
 	HandleWakeup    *ebpf.Program `ebpf:"handle_wakeup"`
 	HandleWakeupNew *ebpf.Program `ebpf:"handle_wakeup_new"`
 	HandleWaking    *ebpf.Program `ebpf:"handle_waking"`
+	SampleActivity  *ebpf.Program `ebpf:"sample_activity"`
 	Seed            *ebpf.Program `ebpf:"seed"`
 }
 
 func (o *objects) programs() []*ebpf.Program {
-	return []*ebpf.Program{o.HandleExit, o.HandleFork, o.HandleSwitch, o.HandleWakeup, o.HandleWakeupNew, o.HandleWaking, o.Seed}
+	return []*ebpf.Program{o.HandleExit, o.HandleFork, o.HandleSwitch, o.HandleWakeup, o.HandleWakeupNew, o.HandleWaking, o.SampleActivity, o.Seed}
 }
 
 // Probe is an attached timeacct probe. Stop it to read the result.
@@ -53,6 +54,10 @@ type Probe struct {
 	progs    [NumPrograms]*ebpf.Program
 	ctxProgs []*ebpf.Program
 	ctxNote  string
+	// clock samples what the threads do on a CPU (ProgSample); nil when
+	// the cpu-clock event cannot be opened, sampleNote then says why.
+	clock      *probe.CPUClock
+	sampleNote string
 }
 
 // syncHooks are the ext4 fsync tracepoints the sync detail needs.
@@ -123,7 +128,7 @@ func start(cfg Config) (_ *Probe, err error) {
 	p.loaded = true
 	o := &p.objs
 	p.progs = [NumPrograms]*ebpf.Program{o.HandleSwitch, o.HandleWakeup, o.HandleWakeupNew, o.HandleFork, o.HandleExit,
-		coll.Programs["ext4_sync_enter"], coll.Programs["ext4_sync_exit"], coll.Programs["sys_enter"], coll.Programs["sys_exit"], nil, o.HandleWaking}
+		coll.Programs["ext4_sync_enter"], coll.Programs["ext4_sync_exit"], coll.Programs["sys_enter"], coll.Programs["sys_exit"], nil, o.HandleWaking, o.SampleActivity}
 
 	if err := p.loadRanges(); err != nil {
 		return nil, err
@@ -165,6 +170,15 @@ func start(cfg Config) (_ *Probe, err error) {
 			return nil, fmt.Errorf("attach %s: %w", ProgramNames[i], err)
 		}
 		p.links = append(p.links, l)
+	}
+
+	// The activity sampler is optional: without a cpu-clock event (a
+	// kernel without perf events, a perf_event_paranoid that forbids it)
+	// the accounting stands, its cpu time unsplit.
+	if p.clock, err = probe.AttachCPUClock("timeacct activity sampler", o.SampleActivity, ActivityHz); err != nil {
+		p.sampleNote = "cpu time is not split by activity: " + err.Error()
+		p.progs[ProgSample] = nil
+		err = nil
 	}
 
 	// Processes below the root at attach time. A process forked by one of
@@ -289,7 +303,14 @@ func (p *Probe) read() (*Result, error) {
 		errs = append(errs, fmt.Errorf("detach: %w", err))
 	}
 	p.links = nil
-	res := &Result{StartNs: p.startNs, EndNs: end, SyncNote: p.syncNote, Syscalls: p.cfg.Syscalls, Stacks: p.cfg.Stacks, CtxNote: p.ctxNote}
+	if err := p.clock.Detach(); err != nil {
+		errs = append(errs, fmt.Errorf("detach the activity sampler: %w", err))
+	}
+	res := &Result{StartNs: p.startNs, EndNs: end, SyncNote: p.syncNote, Syscalls: p.cfg.Syscalls, Stacks: p.cfg.Stacks, CtxNote: p.ctxNote,
+		SampleNote: p.sampleNote}
+	if p.clock != nil {
+		res.SampleHz = ActivityHz
+	}
 
 	for k := range NumSyncKinds {
 		var ss []timeacctTaSyncStats
@@ -458,7 +479,16 @@ func foldedThreads(a *timeacctTaAgg) Thread {
 		FutexSleepBlocks: a.FutexSleepBlocks,
 		Exited:           true,
 		Folded:           int(a.Threads),
+		Samples:          samples(a.Samples),
 	}
+}
+
+// samples are a thread's on-CPU samples by activity (Activities).
+func samples(s [14]uint32) (out [len(Activities)]uint64) {
+	for i := range out {
+		out[i] = uint64(s[i])
+	}
+	return out
 }
 
 // closeThread converts an entry, closing its open interval at end (or at its
@@ -480,6 +510,7 @@ func closeThread(v *timeacctTaThread, start, end uint64) Thread {
 		FutexLockBlocks:  v.FutexLockBlocks,
 		FutexSleepBlocks: v.FutexSleepBlocks,
 		Exited:           v.Exited != 0,
+		Samples:          samples(v.Samples),
 	}
 	last := end
 	if t.Exited {
@@ -514,6 +545,8 @@ const (
 func (p *Probe) close() {
 	probe.CloseLinks(p.links)
 	p.links = nil
+	p.clock.Close()
+	p.clock = nil
 	if p.loaded {
 		p.objs.timeacctMaps.Close()
 		for _, prog := range p.objs.programs() {

@@ -284,3 +284,60 @@ func TestFdatasyncCountExact(t *testing.T) {
 		}
 	}
 }
+
+// sampleCount sums a thread's on-CPU activity samples.
+func sampleCount(th Thread) (n uint64) {
+	for _, s := range th.Samples {
+		n += s
+	}
+	return n
+}
+
+// TestActivitySamplesUser: a busy loop with no syscalls is sampled in user
+// code, about ActivityHz times per second of its cpu time.
+func TestActivitySamplesUser(t *testing.T) {
+	c, res := observe(t, "cpu")
+	th := thread(t, res, c.tids[0])
+	if res.SampleHz == 0 {
+		t.Skipf("no activity sampler here: %s", res.SampleNote)
+	}
+	n := sampleCount(th)
+	want := float64(th.Ns[CatCPU]) / 1e9 * float64(res.SampleHz)
+	t.Logf("%d samples, %.0f expected from %.1f ms of cpu; by activity %v", n, want, float64(th.Ns[CatCPU])/1e6, th.Samples)
+	// Poisson-like noise on ~150 samples is ±10%; the sampler's clock
+	// and the switch timestamps cut the edges differently.
+	if float64(n) < 0.75*want || float64(n) > 1.25*want {
+		t.Errorf("%d samples for %.0f expected", n, want)
+	}
+	if u := frac(th.Samples[ActUser], n); u < 0.95 {
+		t.Errorf("%.2f of the samples in user code, want >= 0.95: %v", u, th.Samples)
+	}
+}
+
+// TestActivitySamplesSync: appending and fdatasync-ing runs much of its
+// cpu time inside the sync calls (the journal, the bio submission), which
+// the samples must see as sync, not as user code.
+func TestActivitySamplesSync(t *testing.T) {
+	c, res := observe(t, "synclong")
+	th := thread(t, res, c.tids[0])
+	if res.SampleHz == 0 {
+		t.Skipf("no activity sampler here: %s", res.SampleNote)
+	}
+	n := sampleCount(th)
+	t.Logf("%d samples by activity %v, cpu %.1f ms", n, th.Samples, float64(th.Ns[CatCPU])/1e6)
+	if n < 10 {
+		t.Fatalf("%d samples: too few to judge", n)
+	}
+	// A fixed sampling period sees short bursts on a CPU as often as a
+	// long run (frequency mode sampled them 78% as often).
+	if want := float64(th.Ns[CatCPU]) / 1e9 * float64(res.SampleHz); float64(n) < 0.7*want || float64(n) > 1.3*want {
+		t.Errorf("%d samples for %.0f expected from the cpu time", n, want)
+	}
+	in := th.Samples[ActSync] + th.Samples[ActWrite]
+	if s := frac(th.Samples[ActSync], n); s < 0.2 {
+		t.Errorf("%.2f of the samples in sync calls, want >= 0.20: %v", s, th.Samples)
+	}
+	if s := frac(in, n); s < 0.6 {
+		t.Errorf("%.2f of the samples in write and sync calls, want >= 0.60 (the loop does little else): %v", s, th.Samples)
+	}
+}

@@ -37,6 +37,7 @@ type timeacctTaAgg struct {
 	Tgid             uint32
 	Pad              uint32
 	Comm             [16]uint8
+	Samples          [14]uint32
 }
 
 type timeacctTaCounters struct {
@@ -45,8 +46,8 @@ type timeacctTaCounters struct {
 	ThreadCreates uint64
 	Exits         uint64
 	Dropped       uint64
-	Runs          [11]uint64
-	Tracked       [11]uint64
+	Runs          [12]uint64
+	Tracked       [12]uint64
 	StackWalks    uint64
 	SysDropped    uint64
 	FileDropped   uint64
@@ -198,6 +199,7 @@ type timeacctTaThread struct {
 	Ek               [2]timeacctTaEdgeKey
 	EdgeNs           [2]uint64
 	EdgeCount        [2]uint64
+	Samples          [14]uint32
 }
 
 type timeacctWakerName struct {
@@ -242,6 +244,7 @@ const (
 	timeacctProgHandleWakeup     = "handle_wakeup"
 	timeacctProgHandleWakeupNew  = "handle_wakeup_new"
 	timeacctProgHandleWaking     = "handle_waking"
+	timeacctProgSampleActivity   = "sample_activity"
 	timeacctProgSeed             = "seed"
 	timeacctProgSysEnter         = "sys_enter"
 	timeacctProgSysExit          = "sys_exit"
@@ -315,6 +318,7 @@ type timeacctProgramSpecs struct {
 	HandleWakeup     *ebpf.ProgramSpec `ebpf:"handle_wakeup"`
 	HandleWakeupNew  *ebpf.ProgramSpec `ebpf:"handle_wakeup_new"`
 	HandleWaking     *ebpf.ProgramSpec `ebpf:"handle_waking"`
+	SampleActivity   *ebpf.ProgramSpec `ebpf:"sample_activity"`
 	Seed             *ebpf.ProgramSpec `ebpf:"seed"`
 	SysEnter         *ebpf.ProgramSpec `ebpf:"sys_enter"`
 	SysExit          *ebpf.ProgramSpec `ebpf:"sys_exit"`
@@ -454,6 +458,7 @@ type timeacctPrograms struct {
 	HandleWakeup     *ebpf.Program `ebpf:"handle_wakeup"`
 	HandleWakeupNew  *ebpf.Program `ebpf:"handle_wakeup_new"`
 	HandleWaking     *ebpf.Program `ebpf:"handle_waking"`
+	SampleActivity   *ebpf.Program `ebpf:"sample_activity"`
 	Seed             *ebpf.Program `ebpf:"seed"`
 	SysEnter         *ebpf.Program `ebpf:"sys_enter"`
 	SysExit          *ebpf.Program `ebpf:"sys_exit"`
@@ -476,6 +481,7 @@ func (p *timeacctPrograms) Close() error {
 		p.HandleWakeup,
 		p.HandleWakeupNew,
 		p.HandleWaking,
+		p.SampleActivity,
 		p.Seed,
 		p.SysEnter,
 		p.SysExit,
