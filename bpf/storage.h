@@ -63,6 +63,8 @@ struct st_dev_stats {
 
 /* Per disk: the requests in the driver now, each counted by the flag of
  * its rqs entry, so the counts cannot drift. */
+#define ST_RECENT 4
+
 struct st_disk {
 	__s64 issued;
 	__s64 own_issued;
@@ -71,6 +73,10 @@ struct st_disk {
 	 * end of a stay so far (see leave_driver). */
 	__u64 busy_ns;
 	__u64 busy_until;
+	/* The last ST_RECENT requests issued, checked at each issue for a
+	 * completion the probe missed (see check_recent). */
+	__u64 recent[ST_RECENT];
+	__u64 recent_next;
 };
 
 /* st_rq.flags */

@@ -203,56 +203,45 @@ func TestBlockMatchesDiskstats(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	quietDisk(t, dir, disk)
-	stop := start(t, Config{})
-	for i := 0; i < 2000; i++ {
-		if _, err := unix.Pwrite(fd, buf, rng.Int64N(size/4096)*4096); err != nil {
-			t.Fatal(err)
+	// The exact counts hold when no other task's request crosses an edge
+	// of the window (the disk is left quiet there, but a build or a
+	// journal commit beside the test can start one in the microseconds
+	// between the probe's edge and its /proc/diskstats read): a window
+	// that misses is measured again, twice at most, and each miss is
+	// logged. A systematic difference fails all three.
+	var dev *model.BlockDevice
+	var ops map[string]model.BlockOp
+	var st *model.StorageIO
+	var misses []string
+	for attempt := 1; attempt <= 3; attempt++ {
+		quietDisk(t, dir, disk)
+		stop := start(t, Config{})
+		for i := 0; i < 2000; i++ {
+			if _, err := unix.Pwrite(fd, buf, rng.Int64N(size/4096)*4096); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := unix.Pread(fd, buf, rng.Int64N(size/4096)*4096); err != nil {
+				t.Fatal(err)
+			}
+			if i%100 == 0 {
+				unix.Fdatasync(fd)
+			}
 		}
-		if _, err := unix.Pread(fd, buf, rng.Int64N(size/4096)*4096); err != nil {
-			t.Fatal(err)
+		unix.Fdatasync(fd)
+		quietDisk(t, dir, disk)
+		st = stop()
+		dev, ops = deviceOps(t, st, disk)
+		if dev.Diskstats == nil {
+			t.Fatal("no /proc/diskstats counts in the record")
 		}
-		if i%100 == 0 {
-			unix.Fdatasync(fd)
+		t.Logf("attempt %d: probe: %+v; diskstats: %+v; missed runs %v, missed requests %d", attempt, ops, *dev.Diskstats, st.Dropped.MissedRuns, st.Dropped.Missed)
+		if misses = diskstatsMisses(ops, *dev.Diskstats, st.Dropped.Missed); len(misses) == 0 {
+			break
 		}
+		t.Logf("attempt %d: %s", attempt, strings.Join(misses, "; "))
 	}
-	unix.Fdatasync(fd)
-	quietDisk(t, dir, disk)
-	st := stop()
-	dev, ops := deviceOps(t, st, disk)
-	ds := dev.Diskstats
-	if ds == nil {
-		t.Fatal("no /proc/diskstats counts in the record")
-	}
-	t.Logf("probe: %+v; diskstats: %+v; missed runs %v, missed requests %d", ops, *ds, st.Dropped.MissedRuns, st.Dropped.Missed)
-	// Every request diskstats counted is the probe's: measured, started
-	// before the window (unseen), or completed without the probe's
-	// program running for it (missed: the kernel skips one now and then,
-	// and the probe finds it when the request is reused or left over).
-	seen := func(o ...string) (n, bytes int64) {
-		for _, name := range o {
-			n += ops[name].Requests + ops[name].Unseen + ops[name].Missed
-			bytes += ops[name].Bytes + ops[name].UnseenBytes
-		}
-		return n, bytes
-	}
-	exact := func(what string, probe, proc int64) {
-		t.Helper()
-		if probe != proc {
-			t.Errorf("%s: probe %d, /proc/diskstats %d", what, probe, proc)
-		}
-	}
-	r, rb := seen("read")
-	w, wb := seen("write", "preflush", "write-zeroes")
-	f, _ := seen("flush")
-	exact("reads", r, ds.Reads)
-	exact("writes and preflushes", w, ds.Writes)
-	exact("flush commands", f, ds.Flushes)
-	// A missed request's bytes are unknown: the bytes are exact only
-	// without one.
-	if st.Dropped.Missed == 0 {
-		exact("read bytes", rb, ds.ReadBytes)
-		exact("write bytes", wb, ds.WriteBytes)
+	for _, m := range misses {
+		t.Error(m)
 	}
 	checkHistograms(t, dev)
 	// Every write the test made is the workload's.
@@ -267,6 +256,39 @@ func TestBlockMatchesDiskstats(t *testing.T) {
 	if dev.UtilPct <= 0 || dev.UtilPct > 100 {
 		t.Errorf("util %.1f%%, want in (0, 100]", dev.UtilPct)
 	}
+}
+
+// diskstatsMisses compares the probe's requests with /proc/diskstats' over
+// the same window, op by op: every request diskstats counted is the
+// probe's, measured, started before the window (unseen), or completed
+// without the probe's program running for it (missed: found when the
+// request is freed, reused or left over). A missed request's bytes are
+// unknown: the bytes are exact only without one.
+func diskstatsMisses(ops map[string]model.BlockOp, ds model.DiskstatsDelta, missed int64) []string {
+	seen := func(o ...string) (n, bytes int64) {
+		for _, name := range o {
+			n += ops[name].Requests + ops[name].Unseen + ops[name].Missed
+			bytes += ops[name].Bytes + ops[name].UnseenBytes
+		}
+		return n, bytes
+	}
+	var out []string
+	exact := func(what string, probe, proc int64) {
+		if probe != proc {
+			out = append(out, fmt.Sprintf("%s: probe %d, /proc/diskstats %d", what, probe, proc))
+		}
+	}
+	r, rb := seen("read")
+	w, wb := seen("write", "preflush", "write-zeroes")
+	f, _ := seen("flush")
+	exact("reads", r, ds.Reads)
+	exact("writes and preflushes", w, ds.Writes)
+	exact("flush commands", f, ds.Flushes)
+	if missed == 0 {
+		exact("read bytes", rb, ds.ReadBytes)
+		exact("write bytes", wb, ds.WriteBytes)
+	}
+	return out
 }
 
 // TestBlockDepthOneRead: O_DIRECT 4 KiB reads one at a time are issued at
@@ -334,8 +356,11 @@ func TestBlockDepthOneRead(t *testing.T) {
 			depth1 += b.Count
 		}
 	}
-	if got := histTotal(r.WorkloadDepth); got != r.WorkloadRequests || r.Missed == 0 && depth1 != got || float64(depth1) < 0.9*float64(got) {
-		t.Errorf("workload depth %+v with %d missed completions: want all %d at 1 (90%% with a missed one)", r.WorkloadDepth, r.Missed, r.WorkloadRequests)
+	// A missed completion no longer holds the depth up: the next issue
+	// finds the freed request (check_recent). Regression: 8 missed of
+	// 30,000 fio reads put 8,016 of them at depth 2-3.
+	if got := histTotal(r.WorkloadDepth); got != r.WorkloadRequests || depth1 != got {
+		t.Errorf("workload depth %+v with %d missed completions: want all %d at 1", r.WorkloadDepth, r.Missed, r.WorkloadRequests)
 	}
 	// The probe's busy time is the union of the requests' stays in the
 	// driver: at least the workload's own (one at a time, they never

@@ -101,11 +101,13 @@ type storageStDevStats struct {
 }
 
 type storageStDisk struct {
-	_         structs.HostLayout
-	Issued    int64
-	OwnIssued int64
-	BusyNs    uint64
-	BusyUntil uint64
+	_          structs.HostLayout
+	Issued     int64
+	OwnIssued  int64
+	BusyNs     uint64
+	BusyUntil  uint64
+	Recent     [4]uint64
+	RecentNext uint64
 }
 
 type storageStEvent struct {
@@ -223,6 +225,7 @@ type storageTaThread struct {
 	}
 	EdgeNs    [2]uint64
 	EdgeCount [2]uint64
+	Samples   [14]uint32
 }
 
 // Names of all BPF objects in the ELF.
