@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
@@ -55,12 +56,16 @@ func Observe(ctx context.Context, t target.Target, opts Options) (*model.Run, er
 	}
 	probes = slices.DeleteFunc(slices.Clone(probes), func(p probe.Probe) bool { return !p.Wanted(opts.Probe) })
 	// Calibration (~0.5 s) overlaps the target's start (a benchmark's
-	// prepare step) instead of following it; Start waits for it.
-	go func() {
+	// prepare step) instead of following it; Start waits for it. Observe
+	// waits for it too before returning, on every path, so that no probe
+	// is being loaded for calibration after the run is over.
+	var calibrating sync.WaitGroup
+	calibrating.Go(func() {
 		for _, p := range probes {
 			p.Calibrate(opts.Probe)
 		}
-	}()
+	})
+	defer calibrating.Wait()
 
 	run := &model.Run{
 		SchemaVersion: model.SchemaVersion,

@@ -155,6 +155,20 @@ func TestObserveStopsOnError(t *testing.T) {
 	}
 }
 
+// TestObserveWaitsForCalibration: a target that fails to start ends the
+// run at once, and Observe still returns only once the probes' calibration,
+// begun beside the start, is over: nothing is left loading after the run.
+func TestObserveWaitsForCalibration(t *testing.T) {
+	log := &probetest.Log{}
+	a := &probetest.Fake{Name: "a", Log: log, CalibrateFor: 50 * time.Millisecond}
+	if _, err := Observe(context.Background(), &fakeTarget{log: log, startErr: errors.New("boom")}, Options{Probes: []probe.Probe{a}}); err == nil {
+		t.Fatal("no error from a target that failed to start")
+	}
+	if !a.Calibrated.Load() {
+		t.Error("Observe returned while the probe was still calibrating")
+	}
+}
+
 // TestObserveCancel: Ctrl-C during the measured phase still gives a record,
 // marked interrupted, with every probe stopped and contributing.
 func TestObserveCancel(t *testing.T) {

@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/probe"
@@ -45,6 +47,12 @@ type Fake struct {
 	StartErr, StopErr error
 	Log               *Log
 
+	// CalibrateFor makes Calibrate take that long; Calibrated is set
+	// when it has returned (not in Log: it runs beside the target's
+	// start, in no fixed order with it).
+	CalibrateFor time.Duration
+	Calibrated   atomic.Bool
+
 	started bool
 	// Roots are the pids it was started on.
 	Roots []int
@@ -58,7 +66,10 @@ func (f *Fake) Info() probe.Info {
 
 func (f *Fake) Wanted(probe.Options) bool { return !f.Unwanted }
 
-func (f *Fake) Calibrate(probe.Options) {}
+func (f *Fake) Calibrate(probe.Options) {
+	time.Sleep(f.CalibrateFor)
+	f.Calibrated.Store(true)
+}
 
 func (f *Fake) Start(ctx context.Context, s *probe.Session) error {
 	f.Log.Add("start %s", f.Name)
