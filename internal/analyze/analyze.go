@@ -5,12 +5,9 @@
 package analyze
 
 import (
-	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
-	"github.com/perfsleuth/perfsleuth/internal/units"
 )
 
 // idleCPUShare: a thread that ran (or waited to run) for less than this share
@@ -37,9 +34,11 @@ func Analyze(run *model.Run) {
 	if ta := run.TimeAccounting; ta != nil {
 		assignRoles(run)
 		summarize(ta)
-		criticalPath(ta)
+		c := timeCells(ta, run.Storage)
+		criticalPath(ta, c)
+		fillMatrix(ta, c)
 		busyStacks(ta)
-		run.Verdict = verdict(ta)
+		run.Verdict = verdict(ta, c)
 	}
 	if run.Experiments != nil {
 		experiments(run)
@@ -112,9 +111,19 @@ func assignRoles(run *model.Run) {
 func summarize(ta *model.TimeAccounting) {
 	ta.Total = map[string]float64{}
 	ta.UserSec, ta.SystemSec = 0, 0
+	busy := 0
 	for i := range ta.Threads {
 		t := &ta.Threads[i]
 		t.Idle = t.Role == "runtime" || isIdle(t)
+		if !t.Idle {
+			busy++
+		}
+	}
+	if busy == 0 {
+		judgeAllIdle(ta)
+	}
+	for i := range ta.Threads {
+		t := &ta.Threads[i]
 		if t.Idle {
 			continue
 		}
@@ -123,6 +132,44 @@ func summarize(ta *model.TimeAccounting) {
 		}
 		ta.UserSec += t.UserSec
 		ta.SystemSec += t.SystemSec
+	}
+}
+
+// judgeAllIdle picks the threads to judge when every thread is idle.
+// Idle means waiting for work while other threads do it: when every
+// thread waits (a loop asleep on a 2 ms timer 99% of the time, a server
+// with no client), the waiting is what the workload does, and a threshold
+// must never make the workload's own time vanish from the totals and the
+// verdict. The threads judged are those woken in the window, leaving out
+// the ones parked the whole window (as much of their time off the CPU in
+// a wait not ended as makes a poller, pollerTimerShare) and a built-in
+// benchmark's runtime threads; failing those, the others too.
+func judgeAllIdle(ta *model.TimeAccounting) {
+	unended := map[int]float64{}
+	for _, w := range ta.Waits {
+		if w.Waker == model.WakerNone && w.Category != model.CatCPUWait {
+			unended[w.TID] += w.Seconds
+		}
+	}
+	parked := func(t model.ThreadTime) bool {
+		off := t.WallSec - t.Seconds[model.CatCPU] - t.Seconds[model.CatCPUWait]
+		return t.TID != 0 && off > 0 && unended[t.TID] >= pollerTimerShare*off
+	}
+	for _, pick := range []func(model.ThreadTime) bool{
+		func(t model.ThreadTime) bool { return t.Role != "runtime" && !parked(t) },
+		func(t model.ThreadTime) bool { return t.Role != "runtime" },
+		func(model.ThreadTime) bool { return true },
+	} {
+		n := 0
+		for i := range ta.Threads {
+			if t := &ta.Threads[i]; t.WallSec > 0 && pick(*t) {
+				t.Idle = false
+				n++
+			}
+		}
+		if n > 0 {
+			return
+		}
 	}
 }
 
@@ -177,136 +224,3 @@ func share(ta *model.TimeAccounting, cat string) float64 {
 	return 0
 }
 
-var verdictText = map[string]string{
-	model.CatCPU:          "CPU-bound: the busy threads spent %.0f%% of their time running on a CPU",
-	model.CatCPUWait:      "CPU-starved: the busy threads spent %.0f%% of their time runnable but waiting for a CPU",
-	model.CatStorageRead:  "storage-read-bound: %.0f%% of the busy threads' time was blocked reading from storage",
-	model.CatStorageWrite: "storage-write-bound: %.0f%% of the busy threads' time was blocked writing to storage (direct writes, dirty-page throttling, writeback)",
-	model.CatStorageSync:  "sync-bound: %.0f%% of the busy threads' time was blocked flushing to storage (fsync, fdatasync, O_SYNC writes)",
-	model.CatLock:         "lock-bound: %.0f%% of the busy threads' time was spent waiting for other threads (futexes, kernel locks)",
-	model.CatSleep:        "mostly waiting on timers, pipes, sockets or children (%.0f%% of the busy threads' time): the work happens elsewhere",
-	model.CatOther:        "%.0f%% of the busy threads' time was off the CPU for other reasons",
-	model.CatUnknown:      "where %.0f%% of the time went is unknown to the /proc observer: run as root for eBPF time accounting",
-}
-
-// verdict names the category with the largest share of the critical
-// path's time (critical.go), or of the busy threads' when the record has
-// no wait-for graph.
-func verdict(ta *model.TimeAccounting) *model.Verdict {
-	totals, basis := ta.Total, "busy threads"
-	if ta.CriticalPath != nil && criticalSeconds(ta) > 0 {
-		totals, basis = ta.CriticalPath, "critical path"
-	}
-	sum := 0.0
-	for _, s := range totals {
-		sum += s
-	}
-	if sum == 0 {
-		return &model.Verdict{Primary: "", Summary: "no busy thread was seen in the window"}
-	}
-	best, second := "", ""
-	for _, c := range model.Categories {
-		switch {
-		case best == "" || totals[c] > totals[best]:
-			best, second = c, best
-		case second == "" || totals[c] > totals[second]:
-			second = c
-		}
-	}
-	text := verdictText[best]
-	if basis == "critical path" {
-		text = strings.NewReplacer("the busy threads spent", "the critical path spent", "of their time", "of its time",
-			"the busy threads' time", "the critical path's time").Replace(text)
-		if best == model.CatSleep {
-			text = sleepVerdict(ta)
-		}
-	}
-	v := &model.Verdict{Primary: best, Basis: basis, Summary: fmt.Sprintf(text, totals[best]/sum*100)}
-	if second != "" && totals[second] > 0 && totals[second] >= closeSecond*totals[best] {
-		v.Secondary = second
-		v.Summary += fmt.Sprintf("; nearly as much went to %s (%.0f%%): both are on the path, an experiment tells which one limits", second, totals[second]/sum*100)
-	}
-	if n := pollers(ta); len(n) > 0 {
-		v.Summary += fmt.Sprintf("; left out: %s, which slept on timers or waited the whole window while the others worked", strings.Join(n, ", "))
-	}
-	return v
-}
-
-// pollers names the threads criticalPath left out as pollers.
-func pollers(ta *model.TimeAccounting) []string {
-	var out []string
-	for _, t := range ta.Threads {
-		if t.Poller {
-			out = append(out, fmt.Sprintf("%s (%d)", t.Comm, t.TID))
-		}
-	}
-	return out
-}
-
-// sleepVerdict says what a critical path that sleeps waits for: timers
-// (the workload paces itself), something outside it, or nothing that ended
-// in the window. Its one %.0f is the sleep's share.
-func sleepVerdict(ta *model.TimeAccounting) string {
-	by := map[string]float64{}
-	acts := map[string]float64{}
-	count := map[string]int64{}
-	skip := map[int]bool{}
-	for _, t := range ta.Threads {
-		if t.Idle || t.Poller {
-			skip[t.TID] = true
-		}
-	}
-	for _, w := range ta.Waits {
-		if w.Category != model.CatSleep || skip[w.TID] {
-			continue
-		}
-		by[w.Waker] += w.Seconds
-		if w.Waker == model.WakerTimer {
-			acts[w.Activity] += w.Seconds
-			count[w.Activity] += w.Count
-		}
-	}
-	top := ""
-	for _, k := range []string{model.WakerTimer, model.WakerOutside, model.WakerSoftirq, model.WakerKthread, model.WakerIRQ, model.WakerNone, model.WakerPeer} {
-		if top == "" || by[k] > by[top] {
-			top = k
-		}
-	}
-	switch top {
-	case model.WakerTimer:
-		act := ""
-		for a, s := range acts {
-			if act == "" || s > acts[act] || s == acts[act] && a < act {
-				act = a
-			}
-		}
-		rate := ""
-		if ta.WindowSec > 0 {
-			rate = fmt.Sprintf(", %s a second", units.FormatCount(int64(float64(count[act])/ta.WindowSec)))
-		}
-		return "timer-bound: %.0f%% of the critical path's time was asleep until a timer (" + activityWords[act] + rate +
-			"): the workload paces itself, and runs no faster than its timers fire"
-	case model.WakerOutside, model.WakerSoftirq, model.WakerIRQ, model.WakerKthread:
-		return "waiting for something outside the workload (%.0f%% of the critical path's time asleep until " + wakerWords[top] + "): the work happens elsewhere"
-	}
-	return verdictText[model.CatSleep]
-}
-
-// activityWords say what a thread was doing, by Wait.Activity.
-var activityWords = map[string]string{
-	"user": "user code", "fault": "page faults", "read": "read calls", "write": "write calls", "sync": "sync calls",
-	"open": "open, stat and other metadata calls", "futex": "futex waits", "poll": "poll, select or epoll with a timeout",
-	"sleep": "nanosleep or clock_nanosleep", "child": "waiting for children", "net": "socket calls",
-	"aio": "asynchronous IO waits", "other": "other syscalls",
-}
-
-// wakerWords say what ended a wait, by Wait.Waker.
-var wakerWords = map[string]string{
-	model.WakerOutside: "a process outside the workload woke it", model.WakerSoftirq: "the network or another softirq woke it",
-	model.WakerIRQ: "an interrupt woke it", model.WakerKthread: "a kernel thread woke it",
-}
-
-// closeSecond: a second category with at least 80% of the first's time is
-// reported beside it. Accounting alone cannot rank two causes that close
-// (CPU time spent inside fdatasync, for one, is CPU time caused by syncing).
-const closeSecond = 0.8

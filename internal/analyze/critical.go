@@ -2,7 +2,6 @@ package analyze
 
 import (
 	"math"
-	"slices"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
 )
@@ -19,14 +18,20 @@ import (
 // children; other): a lock wait stays lock, as the threads' serialising
 // is its cause, and a storage wait stays storage.
 //
-// Per thread i, A_i is its own time per category (its waits for peers
-// taken out) and P_ij the share of its wall time it waited for thread j.
-// Its critical-path distribution, over (thread, category), solves
-// D_i = A_i + sum_j P_ij D_j; it is found by iteration (criticalRounds),
-// which converges when every cycle of waits leaks some own time, as any
-// real thread does; what a cycle of pure waiting leaves unassigned stays
-// in the categories of the waits. Without interval-level data a waiter is
-// charged with the waited-for thread's whole-window distribution.
+// Per thread i, A_i is its own time over the cells of time by activity
+// and state (activity.go; its waits for peers taken out), and P_ij the
+// share of its wall time it waited for thread j. Its critical-path
+// distribution over the cells solves D_i = A_i + sum_j P_ij D_j, and
+// the share of it that is thread j's own time (what j carried) solves
+// E_i = e_i a_i + sum_j P_ij E_j (a_i the share of its own time); both
+// are found by iteration (criticalRounds), which converges when every
+// cycle of waits leaks some own time, as any real thread does; what a
+// cycle of pure waiting leaves unassigned stays in the cells of the waits,
+// the waiter's own. D is n x cells and E n x n, O(n^2 + n cells) in
+// memory, where one distribution over (thread, category) per thread took
+// n x n x categories.
+// Without interval-level data a waiter is charged with the waited-for
+// thread's whole-window distribution.
 //
 // Pollers: a thread mostly off the CPU (pollerOffShare of its time) that
 // slept on timers nearly all that time (pollerTimerShare of it asleep until
@@ -51,70 +56,41 @@ const (
 )
 
 // criticalPath fills ta.CriticalPath, the threads' CriticalSec and Poller,
-// from ta.Waits; nothing without them (procfs, older records) or with more
-// busy threads than criticalMaxBusy.
-func criticalPath(ta *model.TimeAccounting) {
+// and each cell's time on the path (c.path), from ta.Waits and the cells;
+// nothing without them (procfs, older records) or with more busy threads
+// than criticalMaxBusy.
+func criticalPath(ta *model.TimeAccounting, c *cells) {
 	ta.CriticalPath = nil
 	for i := range ta.Threads {
 		ta.Threads[i].Poller, ta.Threads[i].CriticalSec = false, 0
 	}
-	if ta.Waits == nil {
+	if c == nil {
 		return
 	}
-	var busy []int // indexes into ta.Threads
-	for i, t := range ta.Threads {
-		if !t.Idle && t.WallSec > 0 {
-			busy = append(busy, i)
-		}
-	}
-	if len(busy) == 0 || len(busy) > criticalMaxBusy {
+	c.path = nil
+	n := len(c.busy)
+	if n == 0 || n > criticalMaxBusy {
 		return
 	}
-	// Waits are keyed by tid; the exited threads folded into their
-	// process's entry (TID 0) are found by pid.
-	byTID, folded := map[int]int{}, map[int]int{}
-	for k, i := range busy {
-		t := ta.Threads[i]
-		if t.TID != 0 {
-			byTID[t.TID] = k
-		} else {
-			folded[t.PID] = k
-		}
+	X := len(c.keys)
+	known := map[string]bool{}
+	for _, name := range model.Categories {
+		known[name] = true
 	}
-	find := func(tid, pid int) (int, bool) {
-		if k, ok := byTID[tid]; ok {
-			return k, true
-		}
-		k, ok := folded[pid]
-		return k, ok
-	}
-	n := len(busy)
-	cats := model.Categories
-	catIdx := map[string]int{}
-	for c, name := range cats {
-		catIdx[name] = c
-	}
-	own := make([][]float64, n)     // own[i][c]: seconds
-	waitFor := make([][]float64, n) // waitFor[i][j]: seconds i waited for j
-	waitCat := make([][]float64, n) // waitCat[i][c]: of i's waits for peers, by category
+	own := make([][]float64, n)      // own[i][x]: seconds
+	waitFor := make([][]float64, n)  // waitFor[i][j]: seconds i waited for j
+	waitCell := make([][]float64, n) // waitCell[i][x]: of i's waits for peers, by cell
 	timerSleep := make([]float64, n)
 	unended := make([]float64, n) // blocked, and not woken in the window
 	waitedOn := make([]float64, n)
-	for k, i := range busy {
-		own[k] = make([]float64, len(cats))
+	for k := range n {
+		own[k] = c.vector(k)
 		waitFor[k] = make([]float64, n)
-		waitCat[k] = make([]float64, len(cats))
-		for c, name := range cats {
-			own[k][c] = ta.Threads[i].Seconds[name]
-		}
+		waitCell[k] = make([]float64, X)
 	}
 	for _, w := range ta.Waits {
-		k, ok := find(w.TID, w.PID)
-		if !ok {
-			continue
-		}
-		c, ok := catIdx[w.Category]
-		if !ok {
+		k, ok := c.thread(w.PID, w.TID)
+		if !ok || !known[w.Category] {
 			continue
 		}
 		if w.Waker == model.WakerTimer && w.Category == model.CatSleep {
@@ -132,72 +108,61 @@ func criticalPath(ta *model.TimeAccounting) {
 		if w.Waker != model.WakerPeer || w.Category != model.CatSleep && w.Category != model.CatOther {
 			continue
 		}
-		j, ok := find(w.WakerTID, w.WakerPID)
+		j, ok := c.thread(w.WakerPID, w.WakerTID)
 		if !ok || j == k {
 			continue
 		}
-		s := math.Min(w.Seconds, own[k][c])
-		own[k][c] -= s
+		x, ok := c.idx[cellKey{w.Activity, w.Category, model.StatePeer, w.Category}]
+		if !ok {
+			continue
+		}
+		s := math.Min(w.Seconds, own[k][x])
+		own[k][x] -= s
 		waitFor[k][j] += s
-		waitCat[k][c] += s
+		waitCell[k][x] += s
 		waitedOn[j] += s
 	}
 
-	// D[i][j*C+c]: the share of i's wall time that is j doing c.
-	C := len(cats)
 	walls := make([]float64, n)
-	for k, i := range busy {
+	for k, i := range c.busy {
 		walls[k] = ta.Threads[i].WallSec
 	}
+	// a[k]: k's own time over the cells, as shares of its wall time;
+	// alpha[k] their sum.
 	a := make([][]float64, n)
-	d := make([][]float64, n)
+	alpha := make([]float64, n)
 	for k := range n {
-		a[k] = make([]float64, n*C)
-		for c := range C {
-			a[k][k*C+c] = own[k][c] / walls[k]
-		}
-		d[k] = slices.Clone(a[k])
-	}
-	next := make([][]float64, n)
-	for k := range n {
-		next[k] = make([]float64, n*C)
-	}
-	for range criticalRounds {
-		delta := 0.0
-		for k := range n {
-			copy(next[k], a[k])
-			for j, s := range waitFor[k] {
-				if s == 0 {
-					continue
-				}
-				p := s / walls[k]
-				for x, v := range d[j] {
-					next[k][x] += p * v
-				}
-			}
-			for x := range next[k] {
-				delta = math.Max(delta, math.Abs(next[k][x]-d[k][x]))
-			}
-		}
-		d, next = next, d
-		if delta < 1e-9 {
-			break
+		a[k] = make([]float64, X)
+		for x, s := range own[k] {
+			a[k][x] = s / walls[k]
+			alpha[k] += a[k][x]
 		}
 	}
+	d := iterate(n, X, waitFor, walls, func(k int, row []float64) { copy(row, a[k]) })
+	e := iterate(n, n, waitFor, walls, func(k int, row []float64) {
+		clear(row)
+		row[k] = alpha[k]
+	})
 	// What a cycle of waiting left unassigned stays in the waits' own
-	// categories.
+	// cells, carried by the waiter.
 	for k := range n {
-		sum, waits := 0.0, 0.0
+		sum, sumE, waits := 0.0, 0.0, 0.0
 		for _, v := range d[k] {
 			sum += v
 		}
-		for _, s := range waitCat[k] {
+		for _, v := range e[k] {
+			sumE += v
+		}
+		for _, s := range waitCell[k] {
 			waits += s
 		}
 		if rest := 1 - sum; rest > 1e-9 && waits > 0 {
-			for c, s := range waitCat[k] {
-				d[k][k*C+c] += rest * s / waits
+			for x, s := range waitCell[k] {
+				d[k][x] += rest * s / waits
 			}
+		}
+		if rest := 1 - sumE; rest > 1e-9 && waits > 0 {
+			e[k][k] += rest
 		}
 	}
 
@@ -209,7 +174,7 @@ func criticalPath(ta *model.TimeAccounting) {
 		model.CatStorageWrite: true, model.CatStorageSync: true, model.CatLock: true}
 	candidate := make([]bool, n)
 	worker := false
-	for k, i := range busy {
+	for k, i := range c.busy {
 		t := ta.Threads[i]
 		off := t.WallSec - t.Seconds[model.CatCPU] - t.Seconds[model.CatCPUWait]
 		apart := off >= pollerOffShare*t.WallSec && (timerSleep[k] >= pollerTimerShare*off || unended[k] >= pollerTimerShare*off)
@@ -218,11 +183,9 @@ func criticalPath(ta *model.TimeAccounting) {
 			continue
 		}
 		share := 0.0
-		for j := range n {
-			for c, name := range cats {
-				if active[name] {
-					share += d[k][j*C+c]
-				}
+		for x, v := range d[k] {
+			if active[c.keys[x].category] {
+				share += v
 			}
 		}
 		if share >= workShare {
@@ -231,7 +194,7 @@ func criticalPath(ta *model.TimeAccounting) {
 	}
 	poller := make([]bool, n)
 	if worker {
-		for k, i := range busy {
+		for k, i := range c.busy {
 			if candidate[k] {
 				poller[k] = true
 				ta.Threads[i].Poller = true
@@ -239,25 +202,60 @@ func criticalPath(ta *model.TimeAccounting) {
 		}
 	}
 	ta.CriticalPath = map[string]float64{}
+	c.path = make([]float64, X)
 	carried := make([]float64, n)
 	for k := range n {
 		if poller[k] {
 			continue
 		}
-		for j := range n {
-			for c := range C {
-				s := walls[k] * d[k][j*C+c]
+		for x, v := range d[k] {
+			if s := walls[k] * v; s != 0 {
+				ta.CriticalPath[c.keys[x].category] += s
+				c.path[x] += s
+			}
+		}
+		for j, v := range e[k] {
+			carried[j] += walls[k] * v
+		}
+	}
+	for k, i := range c.busy {
+		ta.Threads[i].CriticalSec = carried[k]
+	}
+}
+
+// iterate solves R_k = B_k + sum_j P_kj R_j for rows of width w, where
+// P_kj = waitFor[k][j] / walls[k] and base fills B_k, by iteration from
+// R = B until no element moves by 1e-9 (or criticalRounds).
+func iterate(n, w int, waitFor [][]float64, walls []float64, base func(k int, row []float64)) [][]float64 {
+	r := make([][]float64, n)
+	next := make([][]float64, n)
+	for k := range n {
+		r[k], next[k] = make([]float64, w), make([]float64, w)
+		base(k, r[k])
+	}
+	for range criticalRounds {
+		delta := 0.0
+		for k := range n {
+			base(k, next[k])
+			for j, s := range waitFor[k] {
 				if s == 0 {
 					continue
 				}
-				ta.CriticalPath[cats[c]] += s
-				carried[j] += s
+				p := s / walls[k]
+				for x, v := range r[j] {
+					next[k][x] += p * v
+				}
+			}
+			for x := range next[k] {
+				delta = math.Max(delta, math.Abs(next[k][x]-r[k][x]))
 			}
 		}
+		r, next = next, r
+		if delta < 1e-9 {
+			break
+		}
 	}
-	for k, i := range busy {
-		ta.Threads[i].CriticalSec = carried[k]
-	}
+	return r
 }
 
 // criticalSeconds is the critical path's total time.

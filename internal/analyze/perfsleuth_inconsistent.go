@@ -59,6 +59,7 @@ func Inconsistencies(run *model.Run) []string {
 	ev = append(ev, samplesVsCPU(run.TimeAccounting)...)
 	ev = append(ev, kernelAgreementOf(run.TimeAccounting)...)
 	ev = append(ev, waitSums(run.TimeAccounting)...)
+	ev = append(ev, activitySums(run.TimeAccounting)...)
 	if run.Storage != nil {
 		ev = append(ev, blockSums(run.Storage.Devices, window(run))...)
 		ev = append(ev, writtenBack(run.Storage)...)

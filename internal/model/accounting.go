@@ -104,7 +104,40 @@ type TimeAccounting struct {
 	// ActivityNote then says why.
 	ActivityHz   int    `json:"activity_hz,omitempty"`
 	ActivityNote string `json:"activity_note,omitempty"`
+	// Matrix is the busy threads' time by activity (what they were doing:
+	// Wait's activities, or ActivityUnsampled) and state (how: the State*
+	// ids), each cell with its part of the critical path (analyze). Its
+	// cells add up to the busy threads' time (Total). Nil without Waits.
+	Matrix []ActivityTime `json:"matrix,omitempty"`
 }
+
+// ActivityTime is one cell of the time by activity and state: Seconds of
+// the busy threads' time, CriticalSec of the critical path's.
+type ActivityTime struct {
+	Activity    string  `json:"activity"`
+	State       string  `json:"state"`
+	Seconds     float64 `json:"seconds"`
+	CriticalSec float64 `json:"critical_sec,omitempty"`
+}
+
+// States of the time by activity and state: how a thread spent the time.
+// cpu, cpu-wait, the storage ones and lock are the accounting's
+// categories; a sleep or other wait is told by what ended it: a thread of
+// the workload (peer), a timer, or anything else or nothing (other).
+const (
+	StateCPU          = CatCPU
+	StateCPUWait      = CatCPUWait
+	StateStorageRead  = CatStorageRead
+	StateStorageWrite = CatStorageWrite
+	StateStorageSync  = CatStorageSync
+	StateLock         = CatLock
+	StatePeer         = "peer"
+	StateTimer        = "timer"
+	StateOther        = "other"
+)
+
+// States lists the state ids in display order.
+var States = []string{StateCPU, StateCPUWait, StateStorageRead, StateStorageWrite, StateStorageSync, StateLock, StatePeer, StateTimer, StateOther}
 
 // Waker kinds (Wait.Waker): what ended a wait.
 const (
@@ -206,8 +239,11 @@ const ActivityUnsampled = "unsampled"
 
 // Verdict names the bottleneck.
 type Verdict struct {
-	// Primary is the category id that took the largest share of the busy
-	// threads' time.
+	// Primary is the category id that took the largest share of the
+	// critical path's time (or the busy threads', Basis), the time on a
+	// CPU and waiting for one inside IO calls that waited on storage
+	// counted in the storage category they waited in (analyze;
+	// docs/findings.md, the verdict).
 	Primary string `json:"primary"`
 	// Secondary is a category with nearly as much time (80% or more of the
 	// primary's), when there is one: the accounting cannot rank them.
@@ -226,6 +262,13 @@ type Verdict struct {
 	// time, each wait for another thread of the workload charged to what
 	// that thread was doing) or "busy threads" (without the waits).
 	Basis string `json:"basis,omitempty"`
+	// Activity is what the primary category's time was mostly spent
+	// doing, when that is a kind of IO call whose time on a CPU counts
+	// toward it ("sync", "read", "write", "aio"); Split is that activity's
+	// time in the primary by state, as shares of the basis's time (41%
+	// "storage-sync", 31% "cpu" of the critical path). Empty otherwise.
+	Activity string             `json:"activity,omitempty"`
+	Split    map[string]float64 `json:"split,omitempty"`
 }
 
 // Finding is one thing the analysis noticed, with its evidence.
