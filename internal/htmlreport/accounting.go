@@ -45,13 +45,11 @@ func totalChart(ta *model.TimeAccounting) (template.HTML, string) {
 	}
 	bars := []BarRow{{Label: "busy threads", Segments: segs, Note: durSec(total)}}
 	title := "busy threads' time per category"
-	if len(ta.CriticalPath) > 0 {
+	if sum := rows.CriticalPathSec(ta); sum > 0 {
 		var cp []Segment
-		sum := 0.0
 		for _, c := range model.Categories {
 			if v := ta.CriticalPath[c]; v > 0 {
 				cp = append(cp, Segment{Label: c, Value: v, Color: CategoryColor(c)})
-				sum += v
 			}
 		}
 		bars = append(bars, BarRow{Label: "critical path", Segments: cp, Note: durSec(sum)})
@@ -118,7 +116,7 @@ func threadBars(s *section, busy rows.List[rows.ThreadRow]) {
 	}
 	var bars []BarRow
 	maxWall := 0.0
-	exited := false
+	exited, path, poller := false, false, false
 	for _, t := range busy.Rows {
 		label := fmt.Sprintf("%s %d", t.Name, t.TID)
 		tip := fmt.Sprintf("pid %d tid %d %s", t.PID, t.TID, t.Name)
@@ -134,15 +132,33 @@ func threadBars(s *section, busy rows.List[rows.ThreadRow]) {
 		if t.Role != "" {
 			tip += ", " + t.Role
 		}
+		note := durSec(t.WallSec)
+		switch {
+		case t.Poller:
+			label += " ‡"
+			note += " · left out"
+			tip += "; left out of the critical path: it slept on timers or waited the whole window while others worked"
+			poller = true
+		case t.OnPath:
+			note += fmt.Sprintf(" · path %.0f%%", t.PathShare*100)
+			tip += fmt.Sprintf("; carried %.0f%% of the critical path (its own time, and others' waits for it)", t.PathShare*100)
+			path = true
+		}
 		var segs []Segment
 		for _, c := range model.Categories {
 			segs = append(segs, Segment{Label: c, Value: t.Seconds[c], Color: CategoryColor(c)})
 		}
-		bars = append(bars, BarRow{Label: label, Tip: tip, Segments: segs, Note: durSec(t.WallSec)})
+		bars = append(bars, BarRow{Label: label, Tip: tip, Segments: segs, Note: note})
 		maxWall = max(maxWall, t.WallSec)
 	}
 	if exited {
 		sub += "; † exited during the window"
+	}
+	if path {
+		sub += "; path: the share of the critical path the thread carried (its own time, and the waits of others for it)"
+	}
+	if poller {
+		sub += "; ‡ left out of the critical path and the verdict: it slept on timers or waited the whole window while others worked"
 	}
 	s.figs(figure{Caption: "Time per thread", Sub: sub, Wide: true,
 		Chart: StackedBars("time-threads", bars, BarOptions{Title: "time per thread and category", Max: maxWall,
@@ -255,26 +271,54 @@ func waitsTable(s *section, ta *model.TimeAccounting) {
 	s.table(tb.t)
 }
 
-// activitiesTable is the busy threads' time off the CPU, by what they were
-// doing and how they waited.
+// activitiesTable is the busy threads' time by what they were doing and
+// how: on a CPU, waiting for one, blocked, asleep until what woke them.
 func activitiesTable(s *section, ta *model.TimeAccounting) {
-	acts, cats := rows.Activities(ta)
-	if len(acts) == 0 {
+	m := rows.MatrixOf(ta)
+	if len(m.Rows) == 0 || m.TotalSec <= 0 {
 		return
 	}
-	s.h3("Time off the CPU by activity and state")
-	tb := newTable(append([]string{"doing"}, cats...)...)
-	for _, a := range acts {
-		cells := []cell{{Text: a.Activity}}
-		for _, c := range cats {
-			txt := ""
-			if v := a.Seconds[c]; v > 0 {
-				txt = durSec(v)
+	s.h3("Time by activity and state")
+	head := []string{"doing", "time"}
+	if m.PathSec > 0 {
+		head = append(head, "on the critical path")
+	}
+	head = append(head, m.States...)
+	tb := newTable(head...)
+	for _, r := range m.Rows {
+		cells := []cell{{Text: r.Activity}, {Text: durSec(r.TotalSec), Tip: pctOf(r.TotalSec, m.TotalSec) + " of the busy threads' time"}}
+		if m.PathSec > 0 {
+			cells = append(cells, cell{Text: pctOf(r.CriticalSec, m.PathSec), Tip: durSec(r.CriticalSec) + " of the critical path"})
+		}
+		for _, st := range m.States {
+			txt, tip := "", ""
+			if v := r.Seconds[st]; v > 0 {
+				txt, tip = durSec(v), pctOf(v, m.TotalSec)+" of the busy threads' time"
 			}
-			cells = append(cells, cell{Text: txt})
+			cells = append(cells, cell{Text: txt, Tip: tip})
 		}
 		tb.add(cells...)
 	}
-	tb.t.Foot = "doing: the syscall class a thread was in when it stopped running (user: preempted in user code; fault: a page fault); on-CPU time is in the bars"
+	foot := "doing: user code, a page fault, or the syscall class a thread was in; each cell the busy threads' time in that activity and state"
+	if m.PathSec > 0 {
+		foot += "; on the critical path: the activity's share of it (waits for other threads charged to what they did)"
+	}
+	foot += "; peer, timer, other: asleep until a thread of the workload, a timer, or anything else woke it (or nothing did)"
+	if m.Unsampled {
+		foot += "; unsampled: cpu time no on-CPU sample split by activity"
+	}
+	tb.t.Foot = foot
 	s.table(tb.t)
+}
+
+// pctOf is part's share of whole, as a whole percentage ("<1%" for a sliver).
+func pctOf(part, whole float64) string {
+	if whole <= 0 {
+		return ""
+	}
+	x := part / whole
+	if x > 0 && x < 0.005 {
+		return "<1%"
+	}
+	return fmt.Sprintf("%.0f%%", x*100)
 }

@@ -79,16 +79,6 @@ func (d *doc) threadShares(ta *model.TimeAccounting) {
 		return
 	}
 	d.line("  %8s %-14s %8s  %s", "tid", "comm", "wall", "largest shares")
-	cp := 0.0
-	for _, s := range ta.CriticalPath {
-		cp += s
-	}
-	poller := map[int]bool{}
-	carried := map[int]float64{}
-	for _, t := range ta.Threads {
-		poller[t.TID] = t.Poller
-		carried[t.TID] = t.CriticalSec
-	}
 	for _, t := range busy.Rows {
 		var txt []string
 		for _, c := range t.Largest[:min(maxShares, len(t.Largest))] {
@@ -102,10 +92,10 @@ func (d *doc) threadShares(ta *model.TimeAccounting) {
 		}
 		// Its part of the critical path first: the column is cut to fit.
 		switch {
-		case t.Folded == 0 && poller[t.TID]:
+		case t.Poller:
 			txt = append([]string{"left out:"}, txt...)
-		case t.Folded == 0 && cp > 0:
-			txt = append([]string{fmt.Sprintf("path %.0f%%:", carried[t.TID]/cp*100)}, txt...)
+		case t.OnPath:
+			txt = append([]string{fmt.Sprintf("path %.0f%%:", t.PathShare*100)}, txt...)
 		}
 		d.line("  %8s %-14s %8s  %s", tid, fit(t.Name, 14), rows.Secs(t.WallSec), fit(strings.Replace(strings.Join(txt, ", "), ":,", ":", 1), 44))
 	}
@@ -133,30 +123,84 @@ func (d *doc) waits(ta *model.TimeAccounting) {
 	}
 }
 
-// activities is the busy threads' time off the CPU as what they were doing
-// by how they waited.
+// activities is the busy threads' time as what they were doing by how:
+// each cell a share of their time, and each activity's share of the
+// critical path.
 func (d *doc) activities(ta *model.TimeAccounting) {
-	acts, cats := rows.Activities(ta)
-	if len(acts) == 0 {
+	m := rows.MatrixOf(ta)
+	if len(m.Rows) == 0 || m.TotalSec <= 0 {
 		return
 	}
-	head := fmt.Sprintf("  %-9s", "doing")
-	for _, c := range cats {
-		head += fmt.Sprintf(" %*s", max(len(c), 6), c)
+	// The storage states under one label, so that all nine fit in Width.
+	head := func(st string) string {
+		if h, ok := strings.CutPrefix(st, "storage-"); ok {
+			return h
+		}
+		return st
 	}
-	d.line("%s", strings.TrimRight(head, " "))
-	for _, a := range acts[:min(8, len(acts))] {
-		line := fmt.Sprintf("  %-9s", a.Activity)
-		for _, c := range cats {
-			cell := ""
-			if s := a.Seconds[c]; s > 0 {
-				cell = rows.Secs(s)
+	width := func(st string) int { return max(len(head(st)), 4) }
+	line := fmt.Sprintf("  %-9s %7s", "doing", "time")
+	if m.PathSec > 0 {
+		line += fmt.Sprintf(" %5s", "path")
+	}
+	from, to := -1, -1 // the storage columns' span in line
+	for _, st := range m.States {
+		line += " "
+		if strings.HasPrefix(st, "storage-") {
+			if from < 0 {
+				from = len(line)
 			}
-			line += fmt.Sprintf(" %*s", max(len(c), 6), cell)
+			to = len(line) + width(st)
+		}
+		line += fmt.Sprintf("%*s", width(st), head(st))
+	}
+	if from >= 0 {
+		// "storage" over its columns, centred in dashes when it fits.
+		label := "storage"
+		if w := to - from; w >= len(label)+4 {
+			left := (w - len(label) - 2) / 2
+			label = strings.Repeat("-", left) + " " + label + " " + strings.Repeat("-", w-len(label)-2-left)
+		}
+		d.line("%s", strings.Repeat(" ", from)+label)
+	}
+	d.line("%s", line)
+	for _, r := range m.Rows[:min(maxActivities, len(m.Rows))] {
+		line := fmt.Sprintf("  %-9s %7s", fit(r.Activity, 9), rows.Secs(r.TotalSec))
+		if m.PathSec > 0 {
+			line += fmt.Sprintf(" %5s", sharePct(r.CriticalSec/m.PathSec))
+		}
+		for _, st := range m.States {
+			cell := ""
+			if s := r.Seconds[st]; s > 0 {
+				cell = sharePct(s / m.TotalSec)
+			}
+			line += fmt.Sprintf(" %*s", width(st), cell)
 		}
 		d.line("%s", strings.TrimRight(line, " "))
 	}
-	d.wrapped("  ", "    ", "doing: the syscall class a thread was in when it stopped running (user: preempted in user code; fault: a page fault); time off the CPU only, on-CPU time is in the bars above")
+	if n := len(m.Rows) - maxActivities; n > 0 {
+		d.line("  ... and %d more activities", n)
+	}
+	note := "doing: user code, a page fault, or the syscall class a thread was in; time: the busy threads' seconds in it, each state a share of their time"
+	if m.PathSec > 0 {
+		note += "; path: its share of the critical path"
+	}
+	note += "; peer, timer, other: asleep until a thread of the workload, a timer, or anything else woke it (or nothing did)"
+	if m.Unsampled {
+		note += "; unsampled: cpu time no on-CPU sample split by activity"
+	}
+	d.wrapped("  ", "    ", note)
+}
+
+// maxActivities bounds the activity rows of the terminal view.
+const maxActivities = 8
+
+// sharePct prints a share as a whole percentage, "<1%" for a sliver.
+func sharePct(x float64) string {
+	if x > 0 && x < 0.005 {
+		return "<1%"
+	}
+	return fmt.Sprintf("%.0f%%", x*100)
 }
 
 // syncCalls lists the sync calls by kind: count, total and mean time, and

@@ -86,6 +86,13 @@ type ThreadRow struct {
 	// most first, each with its share of the wall time.
 	Seconds map[string]float64
 	Largest []Cat
+	// OnPath: the record has a critical path; PathShare is then the share
+	// of it this thread carried (its own time, and the waits of others
+	// for it). Poller marks a thread left out of it (it slept on timers or
+	// waited the whole window while others worked).
+	OnPath    bool
+	PathShare float64
+	Poller    bool
 }
 
 // BusyThreads lists the busy threads, longest wall time first, at most n.
@@ -99,9 +106,13 @@ func BusyThreads(ta *model.TimeAccounting, n int) List[ThreadRow] {
 	sort.SliceStable(busy, func(i, j int) bool { return busy[i].WallSec > busy[j].WallSec })
 	l := first(busy, n)
 	out := List[ThreadRow]{Total: l.Total}
+	cp := CriticalPathSec(ta)
 	for _, t := range l.Rows {
 		r := ThreadRow{PID: t.PID, TID: t.TID, Name: t.Comm, Folded: t.Folded, Exited: t.Exited, Role: t.Role,
-			WallSec: t.WallSec, Seconds: t.Seconds}
+			WallSec: t.WallSec, Seconds: t.Seconds, OnPath: cp > 0, Poller: t.Poller}
+		if cp > 0 {
+			r.PathShare = t.CriticalSec / cp
+		}
 		if t.Folded > 0 {
 			r.Name = fmt.Sprintf("%d× %s", t.Folded, t.Comm)
 		}
@@ -317,16 +328,19 @@ func KernelAgreement(ta *model.TimeAccounting) string {
 	return line
 }
 
+// CriticalPathSec is the critical path's time; 0 without one.
+func CriticalPathSec(ta *model.TimeAccounting) float64 {
+	sum := 0.0
+	for _, c := range slices.Sorted(maps.Keys(ta.CriticalPath)) {
+		sum += ta.CriticalPath[c]
+	}
+	return sum
+}
+
 // CriticalPath is the critical path's line: its categories by share, most
 // first, and the pollers left out; "" without one.
 func CriticalPath(ta *model.TimeAccounting) string {
-	if len(ta.CriticalPath) == 0 {
-		return ""
-	}
-	sum := 0.0
-	for _, s := range ta.CriticalPath {
-		sum += s
-	}
+	sum := CriticalPathSec(ta)
 	if sum <= 0 {
 		return ""
 	}
@@ -463,56 +477,68 @@ func orNum(name string, id int) string {
 	return fmt.Sprintf("%s %d", name, id)
 }
 
-// ActivityRow is one activity's time off the CPU by category, summed over
-// the busy threads.
-type ActivityRow struct {
-	Activity string
-	Seconds  map[string]float64
-	TotalSec float64
+// MatrixRow is one activity's time by state, summed over the busy
+// threads, and its time on the critical path.
+type MatrixRow struct {
+	Activity    string
+	Seconds     map[string]float64
+	TotalSec    float64
+	CriticalSec float64
 }
 
-// Activities is the busy threads' time off the CPU as activity (what they
-// were doing: the syscall class they were in) by category (how they
-// waited), rows with the most time first; the categories that have time,
-// in model order.
-func Activities(ta *model.TimeAccounting) (rows []ActivityRow, cats []string) {
-	if ta.Waits == nil {
-		return nil, nil
-	}
-	skip := map[int]bool{}
-	for _, t := range ta.Threads {
-		if t.Idle {
-			skip[t.TID] = true
-		}
-	}
-	byAct := map[string]*ActivityRow{}
+// Matrix is the busy threads' time by activity (what they were doing: the
+// syscall class they were in, user code, a page fault) and state (how:
+// on a CPU, waiting for one, blocked on storage or a lock, asleep until a
+// peer, a timer or anything else woke it).
+type Matrix struct {
+	// Rows, the activities with the most time first.
+	Rows []MatrixRow
+	// States are the states that have time, in model order.
+	States []string
+	// TotalSec is the busy threads' time, PathSec the critical path's
+	// (0 without one).
+	TotalSec, PathSec float64
+	// Unsampled: some cpu time is not split by activity (the record has
+	// no on-CPU samples, or no sample fell on a thread).
+	Unsampled bool
+}
+
+// MatrixOf is the record's time by activity and state; no rows without it
+// (no wait-for graph).
+func MatrixOf(ta *model.TimeAccounting) Matrix {
+	var m Matrix
+	by := map[string]*MatrixRow{}
 	used := map[string]bool{}
-	for _, w := range ta.Waits {
-		if skip[w.TID] || w.Seconds <= 0 {
-			continue
-		}
-		r := byAct[w.Activity]
+	var order []string
+	for _, c := range ta.Matrix {
+		r := by[c.Activity]
 		if r == nil {
-			r = &ActivityRow{Activity: w.Activity, Seconds: map[string]float64{}}
-			byAct[w.Activity] = r
+			r = &MatrixRow{Activity: c.Activity, Seconds: map[string]float64{}}
+			by[c.Activity] = r
+			order = append(order, c.Activity)
 		}
-		r.Seconds[w.Category] += w.Seconds
-		r.TotalSec += w.Seconds
-		used[w.Category] = true
-	}
-	for _, c := range model.Categories {
-		if used[c] {
-			cats = append(cats, c)
+		r.Seconds[c.State] += c.Seconds
+		r.TotalSec += c.Seconds
+		r.CriticalSec += c.CriticalSec
+		m.TotalSec += c.Seconds
+		m.PathSec += c.CriticalSec
+		if c.Seconds > 0 {
+			used[c.State] = true
+		}
+		if c.Activity == model.ActivityUnsampled && c.State == model.StateCPU && c.Seconds > 0 {
+			m.Unsampled = true
 		}
 	}
-	for _, r := range byAct {
-		rows = append(rows, *r)
-	}
-	sort.Slice(rows, func(i, j int) bool {
-		if rows[i].TotalSec != rows[j].TotalSec {
-			return rows[i].TotalSec > rows[j].TotalSec
+	for _, st := range model.States {
+		if used[st] {
+			m.States = append(m.States, st)
 		}
-		return rows[i].Activity < rows[j].Activity
-	})
-	return rows, cats
+	}
+	// The record's order is most time first already; kept stable for
+	// records analysed by other versions.
+	for _, a := range order {
+		m.Rows = append(m.Rows, *by[a])
+	}
+	sort.SliceStable(m.Rows, func(i, j int) bool { return m.Rows[i].TotalSec > m.Rows[j].TotalSec })
+	return m
 }
