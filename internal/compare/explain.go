@@ -178,9 +178,10 @@ func onCriticalPath(r *model.Run) bool {
 // both runs have one: threads that wait for the one doing the work do not
 // outvote it; rsync's sleeping sender ranked first, "65% of the
 // difference"), else of its busy-thread time. With sync calls timed (in
-// both runs, so that both are counted alike), "sync" is their whole time
-// (blocked or not) and "cpu" the CPU time outside them; otherwise "sync"
-// is the storage-sync category.
+// both runs, so that both are counted alike), "sync" is their time blocked
+// and on a CPU or waiting for one inside them (syncCPU), and "cpu" and
+// "cpu-wait" the time outside them; otherwise "sync" is the storage-sync
+// category.
 func shares(r *model.Run, timed, cp bool) map[string]float64 {
 	ta := r.TimeAccounting
 	tot := ta.Total
@@ -202,12 +203,53 @@ func shares(r *model.Run, timed, cp bool) map[string]float64 {
 	if timed {
 		// The sync calls' time on a CPU or in the run queue, which the
 		// accounting counts as cpu and cpu-wait, moves to "sync".
-		_, sec := syncTotals(ta)
-		inSync := math.Max(0, math.Min(sec, busySeconds(ta))-ta.Total[model.CatStorageSync])
-		out["sync"] = math.Min(1, (tot[model.CatStorageSync]+inSync)/busy)
-		out[model.CatCPU] = math.Max(0, tot[model.CatCPU]-inSync) / busy
+		cpu, wait := syncCPU(ta, cp)
+		cpu, wait = math.Min(cpu, tot[model.CatCPU]), math.Min(wait, tot[model.CatCPUWait])
+		out["sync"] = math.Min(1, (tot[model.CatStorageSync]+cpu+wait)/busy)
+		out[model.CatCPU] = (tot[model.CatCPU] - cpu) / busy
+		out[model.CatCPUWait] = (tot[model.CatCPUWait] - wait) / busy
 	}
 	return out
+}
+
+// syncCPU is a run's time on a CPU and waiting for one inside sync calls:
+// the time by activity and state's sync row (its critical-path column on
+// the critical path), which has it from the on-CPU samples or, on ext4,
+// from the sync calls' own split; else that split (the busy threads'); and
+// in records made before either, the calls' time less the blocked time,
+// all of it counted as cpu.
+func syncCPU(ta *model.TimeAccounting, cp bool) (cpu, wait float64) {
+	if ta.Matrix != nil {
+		for _, m := range ta.Matrix {
+			if m.Activity != "sync" {
+				continue
+			}
+			sec := m.Seconds
+			if cp {
+				sec = m.CriticalSec
+			}
+			switch m.State {
+			case model.StateCPU:
+				cpu += sec
+			case model.StateCPUWait:
+				wait += sec
+			}
+		}
+		return cpu, wait
+	}
+	split := false
+	for _, s := range ta.Syncs {
+		if s.SplitSec > 0 {
+			split = true
+			cpu += s.Split[model.CatCPU]
+			wait += s.Split[model.CatCPUWait]
+		}
+	}
+	if split {
+		return cpu, wait
+	}
+	_, sec := syncTotals(ta)
+	return math.Max(0, math.Min(sec, busySeconds(ta))-ta.Total[model.CatStorageSync]), 0
 }
 
 // relatedIssue is the not-comparable issue that a cause follows from.
@@ -237,6 +279,9 @@ func describeCause(x *Cause, a, b *model.Run, c *Comparison, wa, wb work, diff f
 		timed, cp := syncsTimed(a) && syncsTimed(b), onCriticalPath(a) && onCriticalPath(b)
 		sa, sb := shares(a, timed, cp)[x.ID], shares(b, timed, cp)[x.ID]
 		how = fmt.Sprintf("%.0f%% of B's busy time against %.0f%% of A's", sb*100, sa*100)
+		if cp {
+			how = fmt.Sprintf("%.0f%% of B's critical path against %.0f%% of A's", sb*100, sa*100)
+		}
 	}
 	x.Summary = x.Name + ": " + how
 	row := func(id string) {
@@ -265,6 +310,9 @@ func describeCause(x *Cause, a, b *model.Run, c *Comparison, wa, wb work, diff f
 		}
 		issueEvidence(x, c.Issues, "host.cpus", "host.cpus_online", "host.kernel")
 	case model.CatCPUWait:
+		if syncsTimed(a) && syncsTimed(b) {
+			x.Evidence = append(x.Evidence, "time waiting for a CPU inside sync calls is counted under sync calls, not here")
+		}
 		row("accounting." + model.CatCPUWait)
 		row("ctxsw.involuntary")
 		row("concurrency.at_once")

@@ -174,3 +174,55 @@ func TestExplainRanksByCriticalPath(t *testing.T) {
 		t.Errorf("without a critical path, causes %+v, want sleep first", c.Explanation.Causes)
 	}
 }
+
+// The sync cause takes the time on a CPU and waiting for one inside the
+// calls as measured (the sync calls' split, ext4), not the calls' time
+// less the blocked time all taken from cpu: B's 0.2 s waiting for a CPU
+// inside fdatasync was counted twice, under sync and under cpu-wait.
+func TestSyncCauseUsesTheSplit(t *testing.T) {
+	_, b := walVsDelete()
+	b.TimeAccounting.Syncs[0].Split = map[string]float64{model.CatStorageSync: 1.6, model.CatCPU: 0.6, model.CatCPUWait: 0.2}
+	b.TimeAccounting.Syncs[0].SplitCount, b.TimeAccounting.Syncs[0].SplitSec = 4000, 2.4
+	s := shares(b, true, false)
+	for id, want := range map[string]float64{"sync": 2.4, model.CatCPU: 1.4, model.CatCPUWait: 0.2} {
+		if got := s[id] * 4; math.Abs(got-want) > 1e-9 {
+			t.Errorf("%s %.3fs, want %.3fs", id, got, want)
+		}
+	}
+	// The time by activity and state, when the record has it, says the
+	// same per basis: on the critical path, its critical-path column.
+	b.TimeAccounting.Matrix = []model.ActivityTime{
+		{Activity: "sync", State: model.StateCPU, Seconds: 0.6, CriticalSec: 0.5},
+		{Activity: "sync", State: model.StateCPUWait, Seconds: 0.2, CriticalSec: 0.1},
+		{Activity: "sync", State: model.StateStorageSync, Seconds: 1.6, CriticalSec: 1.6},
+		{Activity: "user", State: model.StateCPU, Seconds: 1.4, CriticalSec: 1.4},
+		{Activity: "user", State: model.StateCPUWait, Seconds: 0.2, CriticalSec: 0.1},
+	}
+	b.TimeAccounting.Syncs[0].Split = nil
+	b.TimeAccounting.CriticalPath = map[string]float64{model.CatCPU: 1.9, model.CatCPUWait: 0.2, model.CatStorageSync: 1.6}
+	s = shares(b, true, true)
+	for id, want := range map[string]float64{"sync": 2.2 / 3.7, model.CatCPU: 1.4 / 3.7, model.CatCPUWait: 0.1 / 3.7} {
+		if math.Abs(s[id]-want) > 1e-9 {
+			t.Errorf("on the critical path: %s %.3f, want %.3f", id, s[id], want)
+		}
+	}
+}
+
+// Ranked by shares on the critical path, a cause says so.
+func TestExplainByShareOnTheCriticalPath(t *testing.T) {
+	a, b := commandRun(), commandRun()
+	withRepeats(a, 0.01, 100, 101, 99)
+	withRepeats(b, 0.01, 50, 51, 49)
+	a.Experiments.Measure = model.Measure{Name: "score", Source: "metric", HigherIsBetter: true}
+	b.Experiments.Measure = a.Experiments.Measure
+	b.TimeAccounting.Total = map[string]float64{model.CatCPU: 0.5, model.CatLock: 1.5}
+	a.TimeAccounting.CriticalPath = map[string]float64{model.CatCPU: 1.5, model.CatStorageSync: 0.5}
+	b.TimeAccounting.CriticalPath = map[string]float64{model.CatCPU: 0.5, model.CatLock: 1.5}
+	e := Compare(a, b).Explanation
+	if want := "most likely cause is lock waits: 75% of B's critical path against 0% of A's"; !strings.Contains(e.Summary, want) {
+		t.Errorf("summary %q, want %q", e.Summary, want)
+	}
+	if !strings.Contains(e.Basis, "share of the critical path") {
+		t.Errorf("basis %q", e.Basis)
+	}
+}
