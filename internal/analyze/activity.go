@@ -53,10 +53,10 @@ import (
 // is the CPU's work, and a verdict that named the device for it would
 // send the user to the wrong resource. Calls that go to the device spend
 // far more of their time blocked on it: 4 KiB O_DIRECT reads most of
-// theirs, fio's libaio worker 38% of its time inside io_getevents and
-// io_submit, fdatasync on a fast virtual disk 41% of 72%. 5% (one part in
-// twenty) sits well below the second kind and above the first's
-// occasional stall.
+// theirs, fio's libaio worker 38% of its time, SQLite's fdatasync calls
+// 78% of theirs on a virtual disk (htmlreport's observe-storage record).
+// 5% (one part in twenty) sits well below the second kind and above the
+// first's occasional stall.
 const ioBlockedShare = 0.05
 
 // ioActivities are the activities whose calls move data to or from
