@@ -85,6 +85,11 @@ type BlockDevice struct {
 	// of the window. Nil when not measured (records from before it).
 	DriverBusySec *float64 `json:"driver_busy_sec,omitempty"`
 	DriverUtilPct *float64 `json:"driver_util_pct,omitempty"`
+	// DriverDrift is the probe's count of the disk's requests in the
+	// driver when it stopped, less the request entries that say they are
+	// there: 0 unless the count drifted, and then the depth histograms
+	// are off by about that much (perfsleuth.inconsistent says so).
+	DriverDrift int64 `json:"driver_drift,omitempty"`
 	// Diskstats is what /proc/diskstats counted over the window, for
 	// comparing with the requests the probe measured; nil when unread.
 	Diskstats *DiskstatsDelta `json:"diskstats,omitempty"`

@@ -315,15 +315,18 @@ func (p *Probe) read(window time.Duration, end map[string]blockdevice.Diskstats)
 	}
 	st.Dropped = model.StorageDropped{Requests: int64(c.RqDropped), FileOps: int64(c.FileDropped), SQLiteEvents: int64(c.EvDropped),
 		MissedRuns: p.missedRuns(), ThreadFiles: int64(c.TfDropped)}
-	missed, drift, err := p.leftovers()
+	missed, drift, driftNote, err := p.leftovers()
 	if err != nil {
 		errs = append(errs, err)
 	}
-	if drift != "" {
-		st.Notes = append(st.Notes, drift)
+	if driftNote != "" {
+		st.Notes = append(st.Notes, driftNote)
 	}
 	if st.Devices, err = p.readDevices(window, end, missed); err != nil {
 		errs = append(errs, err)
+	}
+	for i := range st.Devices {
+		st.Devices[i].DriverDrift = drift[st.Devices[i].Dev]
 	}
 	for _, d := range st.Devices {
 		for _, o := range d.Ops {
@@ -561,8 +564,9 @@ func diskstatsDelta(a, b blockdevice.Diskstats) model.DiskstatsDelta {
 // they are (a note says so if not: the counts drifted). And on a disk with
 // nothing in flight any more (/sys/block/DISK/inflight), every entry left
 // of a request started in the window is a completion the probe did not
-// see: missed, per disk and op.
-func (p *Probe) leftovers() (missed map[storageStDevKey]int64, note string, err error) {
+// see: missed, per disk and op. drift is each drifted disk's count less
+// its entries in the driver, by "major:minor".
+func (p *Probe) leftovers() (missed map[storageStDevKey]int64, drift map[string]int64, note string, err error) {
 	inDriver := map[uint32]int64{}
 	left := map[storageStDevKey]int64{}
 	var key uint64
@@ -577,19 +581,21 @@ func (p *Probe) leftovers() (missed map[storageStDevKey]int64, note string, err 
 		}
 	}
 	if err := it.Err(); err != nil {
-		return nil, "", fmt.Errorf("map rqs: %w", err)
+		return nil, nil, "", fmt.Errorf("map rqs: %w", err)
 	}
 	var dev uint32
 	var d storageStDisk
 	var drifted []string
+	drift = map[string]int64{}
 	dit := p.objs.Disks.Iterate()
 	for dit.Next(&dev, &d) {
 		if d.Issued != inDriver[dev] {
+			drift[sysinfo.DevString(dev)] = d.Issued - inDriver[dev]
 			drifted = append(drifted, fmt.Sprintf("%s counted %d in the driver for %d requests", sysinfo.BlockName(sysinfo.DevString(dev)), d.Issued, inDriver[dev]))
 		}
 	}
 	if err := dit.Err(); err != nil {
-		return nil, "", fmt.Errorf("map disks: %w", err)
+		return nil, nil, "", fmt.Errorf("map disks: %w", err)
 	}
 	if len(drifted) > 0 {
 		note = "the block probe's in-driver counts drifted (" + strings.Join(drifted, "; ") + "): the depth histograms are off by that much"
@@ -600,7 +606,7 @@ func (p *Probe) leftovers() (missed map[storageStDevKey]int64, note string, err 
 			missed[k] = n
 		}
 	}
-	return missed, note, nil
+	return missed, drift, note, nil
 }
 
 // stRqInDriver and stRqPre are ST_RQ_IN_DRIVER and ST_RQ_PRE of
