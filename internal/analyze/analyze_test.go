@@ -97,8 +97,16 @@ func TestVerdictAndFindings(t *testing.T) {
 		{
 			name: "thread per message",
 			run: func() *model.Run {
-				r := runWith(2, 2, thread(1, map[string]float64{"cpu": 1, "sleep": 1}))
-				r.TimeAccounting.ThreadsCreated, r.TimeAccounting.ThreadsExited = 500, 499
+				// The main thread makes 499 short-lived threads, folded
+				// into one entry as they exit; 17% of the busy time is
+				// on a CPU in clone, exit and the like ("other").
+				main := thread(1, map[string]float64{"cpu": 1, "sleep": 1})
+				main.CPUByActivity = map[string]float64{"user": 0.8, "other": 0.2}
+				exited := thread(0, map[string]float64{"cpu": 0.8, "sleep": 0.2})
+				exited.Exited, exited.Folded = true, 499
+				exited.CPUByActivity = map[string]float64{"user": 0.5, "other": 0.3}
+				r := runWith(2, 2, main, exited)
+				r.TimeAccounting.ThreadsCreated, r.TimeAccounting.ActivityHz = 499, 499
 				return r
 			}(),
 			primary:  "cpu",
@@ -107,7 +115,11 @@ func TestVerdictAndFindings(t *testing.T) {
 		{
 			name: "tiny writes seen by /proc",
 			run: func() *model.Run {
-				r := runWith(2, 10, thread(1, map[string]float64{"cpu": 10}))
+				// 20% of the busy time on a CPU inside write calls.
+				tt := thread(1, map[string]float64{"cpu": 10})
+				tt.CPUByActivity = map[string]float64{"user": 8, "write": 2}
+				r := runWith(2, 10, tt)
+				r.TimeAccounting.ActivityHz = 499
 				r.Observation = &model.Observation{DurationSec: 10, Totals: model.Totals{Process: model.ProcessUse{SyscW: 200000, WChar: 200000 * 64, UserSec: 5, SystemSec: 5}}}
 				return r
 			}(),

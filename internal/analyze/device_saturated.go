@@ -35,6 +35,7 @@ func deviceSaturated(run *model.Run) *model.Finding {
 	w := window(run)
 	rotational := run.Host.Storage != nil && run.Host.Storage.Rotational != nil && *run.Host.Storage.Rotational
 	var ev []string
+	var test *model.FindingTest
 	n, byUtil := 0, false
 	for _, d := range run.Storage.Devices {
 		ds := summarizeDevice(d)
@@ -50,6 +51,15 @@ func deviceSaturated(run *model.Run) *model.Finding {
 		}
 		n++
 		byUtil = byUtil || util && !queued
+		// The test is the first device's: its share of requests issued
+		// with another in flight, the depth sign that goes with the
+		// queue one, or its busy share when only that fired.
+		if test == nil && queued {
+			test = &model.FindingTest{Name: devName(d) + ": share of requests issued with another in flight",
+				Value: float64(ds.issued-ds.depth1) / float64(ds.issued), Op: ">=", Threshold: deviceDeepShare}
+		} else if test == nil {
+			test = &model.FindingTest{Name: devName(d) + ": % of the window " + label + " (rotational)", Value: pct, Op: ">=", Threshold: deviceUtilSaturated}
+		}
 		line := fmt.Sprintf("%s: %.0f%% %s, %s requests%s, %s%s", devName(d), pct, label,
 			units.FormatCount(ds.requests), perSec(ds.requests, w, units.FormatCount), units.FormatSize(ds.bytes), perSec(ds.bytes, w, units.FormatSize))
 		if ds.service > 0 {
@@ -73,6 +83,7 @@ func deviceSaturated(run *model.Run) *model.Finding {
 		Severity: "info",
 		Summary:  fmt.Sprintf("%d %s saturated", n, plural(n, "block device looks", "block devices look")),
 		Evidence: ev,
+		Test:     test,
 	}
 	if ta := run.TimeAccounting; attributesStorage(ta) {
 		st := share(ta, model.CatStorageRead) + share(ta, model.CatStorageWrite) + share(ta, model.CatStorageSync)

@@ -62,5 +62,6 @@ func ioRandomSmall(run *model.Run) *model.Finding {
 		Severity: "info",
 		Summary:  fmt.Sprintf("%.0f%% of the file calls are random and small", float64(small)/float64(total)*100),
 		Evidence: ev,
+		Test:     &model.FindingTest{Name: "random calls of 16 KiB or less, share of file calls", Value: float64(small) / float64(total), Op: ">=", Threshold: randomSmallShare},
 	}
 }

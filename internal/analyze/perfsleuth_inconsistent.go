@@ -3,6 +3,8 @@ package analyze
 import (
 	"fmt"
 	"math"
+	"sort"
+	"strings"
 	"time"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
@@ -49,22 +51,42 @@ func perfsleuthInconsistent(run *model.Run) *model.Finding {
 	}
 }
 
+// checks are the invariants perfsleuth holds its record to, in the order
+// their disagreements are listed. Each says, in words, each pair of figures
+// that disagree, and nothing when the record lacks the part it reads. One
+// line per check (docs/figures.md lists them all).
+var checks = []func(run *model.Run) []string{
+	onAccounting(accountingSums),
+	threadCounts,
+	onAccounting(samplesVsCPU),
+	onAccounting(kernelAgreementOf),
+	onAccounting(waitSums),
+	onAccounting(activitySums),
+	onAccounting(syncSplits),
+	blockSums,
+	depthOneBusy,
+	driverDrift,
+	writtenBack,
+	filesWithinAccounting,
+	readServiceWithinCalls,
+	findingsHold,
+}
+
+// onAccounting makes a check of the time accounting alone a check of the
+// record.
+func onAccounting(f func(*model.TimeAccounting) []string) func(*model.Run) []string {
+	return func(run *model.Run) []string { return f(run.TimeAccounting) }
+}
+
 // Inconsistencies lists, in words, each pair of the record's figures that
 // disagree: what perfsleuth.inconsistent reports. The probes' tests hold
 // the parts of a record they make to it.
 func Inconsistencies(run *model.Run) []string {
 	var ev []string
-	ev = append(ev, accountingSums(run.TimeAccounting)...)
-	ev = append(ev, threadCounts(run.TimeAccounting)...)
-	ev = append(ev, samplesVsCPU(run.TimeAccounting)...)
-	ev = append(ev, kernelAgreementOf(run.TimeAccounting)...)
-	ev = append(ev, waitSums(run.TimeAccounting)...)
-	ev = append(ev, activitySums(run.TimeAccounting)...)
-	if run.Storage != nil {
-		ev = append(ev, blockSums(run.Storage.Devices, window(run))...)
-		ev = append(ev, writtenBack(run.Storage)...)
+	for _, c := range checks {
+		ev = append(ev, c(run)...)
 	}
-	return append(ev, findingsHold(run.Findings)...)
+	return ev
 }
 
 // accountingSums: each thread's categories add up to its wall time, and
@@ -102,29 +124,103 @@ func accountingSums(ta *model.TimeAccounting) []string {
 	return out
 }
 
-// threadCounts: the threads the accounting counted alive at once cover the
-// ones it lists alive, and its exits the ones it lists exited.
-func threadCounts(ta *model.TimeAccounting) []string {
+// threadCounts: the threads and processes the accounting counted cover the
+// ones it lists, and the ones /proc saw run.
+//
+// What timeacct's programs guarantee (bpf/timeacct.bpf.c): every thread of
+// a tracked process gets an entry when first seen (the seed at attach, its
+// creation's wake-up, or any event), and the alive counter goes up by one
+// then and down by one at its exit, which marks the entry exited (kept, or
+// folded into its process's aggregate) and counts the exit. So, with
+// nothing dropped:
+//   - exact: the threads listed as exited (folded ones included) are the
+//     exits counted;
+//   - bounds: the threads listed alive at the end are at most the peak
+//     alive at once (the counter ends at exactly them), and the peak is at
+//     most the threads listed in all (each raised it once); every thread
+//     created has an entry, so the threads created are at most the threads
+//     listed in all (those there at attach are listed too); processes
+//     created are among the threads created (the count includes them);
+//   - a thread /proc saw run in its window (some CPU ticks or context
+//     switches there: a zombie, which /proc still lists, does neither) was
+//     alive inside the accounting's window, which holds /proc's (timeacct
+//     attaches first and stops last), so its process lists at least as
+//     many threads.
+//
+// The exact figures allow one per CPU: a program still running on a CPU
+// when the probe stops can count a thread, or an exit, that the map read
+// just before or after it does not show. When events were dropped (a full
+// map) only the bounds that losing entries cannot break are held.
+func threadCounts(run *model.Run) []string {
+	ta := run.TimeAccounting
 	if ta == nil || ta.Source != "ebpf" {
 		return nil
 	}
 	var alive, exited int64
+	perPID := map[int]int64{}
 	for _, t := range ta.Threads {
+		n := int64(1)
 		switch {
 		case t.Folded > 0:
-			exited += int64(t.Folded)
+			n = int64(t.Folded)
+			exited += n
 		case t.Exited:
 			exited++
 		default:
 			alive++
 		}
+		perPID[t.PID] += n
 	}
+	listed := alive + exited
+	slack := int64(max(run.Host.CPUsOnline, 1))
 	var out []string
 	if alive > int64(ta.PeakThreads) {
 		out = append(out, fmt.Sprintf("%d threads are listed alive at the end, and the accounting counted at most %d alive at once", alive, ta.PeakThreads))
 	}
-	if exited > ta.ThreadsExited {
+	if ta.ProcessesCreated > ta.ThreadsCreated {
+		out = append(out, fmt.Sprintf("%d processes created, more than the %d threads created, which count them", ta.ProcessesCreated, ta.ThreadsCreated))
+	}
+	if ta.Dropped > 0 {
+		// Lost entries list fewer threads than were counted.
+		if exited > ta.ThreadsExited+slack {
+			out = append(out, fmt.Sprintf("%d threads are listed as exited, and the accounting counted %d exits", exited, ta.ThreadsExited))
+		}
+		return out
+	}
+	if d := exited - ta.ThreadsExited; d > slack || -d > slack {
 		out = append(out, fmt.Sprintf("%d threads are listed as exited, and the accounting counted %d exits", exited, ta.ThreadsExited))
+	}
+	if int64(ta.PeakThreads) > listed+slack {
+		out = append(out, fmt.Sprintf("the accounting counted %d threads alive at once, and lists %d threads in all", ta.PeakThreads, listed))
+	}
+	if ta.ThreadsCreated > listed+slack {
+		out = append(out, fmt.Sprintf("the accounting counted %d threads created, and lists %d threads in all", ta.ThreadsCreated, listed))
+	}
+	if o := run.Observation; o != nil {
+		ran := map[int]int64{}
+		for _, u := range o.Totals.Threads {
+			if u.UserSec+u.SystemSec > 0 || u.VolCtxSw+u.InvolCtxSw > 0 {
+				ran[u.PID]++
+			}
+		}
+		pids := make([]int, 0, len(ran))
+		for pid := range ran {
+			pids = append(pids, pid)
+		}
+		sort.Ints(pids)
+		var short int64
+		example := ""
+		for _, pid := range pids {
+			if d := ran[pid] - perPID[pid]; d > 0 {
+				short += d
+				if example == "" {
+					example = fmt.Sprintf("/proc saw %d threads of pid %d run in its window, and the accounting lists %d", ran[pid], pid, perPID[pid])
+				}
+			}
+		}
+		if short > slack {
+			out = append(out, fmt.Sprintf("%s (%d threads in all that /proc saw run are not in the accounting)", example, short))
+		}
 	}
 	return out
 }
@@ -171,41 +267,6 @@ func kernelAgreementOf(ta *model.TimeAccounting) []string {
 	return out
 }
 
-// blockSums: every histogram of a block op holds each of its requests once
-// (the depth histogram each one issued), and a request's time in the
-// driver is within its whole time.
-func blockSums(devs []model.BlockDevice, w float64) []string {
-	var out []string
-	for _, d := range devs {
-		if b := d.DriverBusySec; b != nil && w > 0 && *b > w*(1+sumToleranceFrac)+sumToleranceSec {
-			out = append(out, fmt.Sprintf("%s: busy in the driver %s, longer than the window, %s", devName(d),
-				units.FormatNs(*b*1e9), units.FormatNs(w*1e9)))
-		}
-		for _, o := range d.Ops {
-			for _, h := range []struct {
-				name string
-				rs   []model.Range
-				want int64
-			}{{"size", o.Size, o.Requests}, {"queue", o.Queue, o.Requests}, {"service", o.Service, o.Requests}, {"depth", o.Depth, o.Issued}} {
-				// Records made before requests issued were counted
-				// (v0.x) have none: their depth has nothing to hold to.
-				if h.name == "depth" && o.Issued == 0 {
-					continue
-				}
-				if got := histTotal(h.rs); got != h.want {
-					out = append(out, fmt.Sprintf("%s %s: %s requests, and its %s histogram holds %s", devName(d), o.Op,
-						units.FormatCount(h.want), h.name, units.FormatCount(got)))
-				}
-			}
-			if o.WorkloadLatencyMeanSec > 0 && o.WorkloadServiceMeanSec > o.WorkloadLatencyMeanSec*1.0001 {
-				out = append(out, fmt.Sprintf("%s %s: the workload's requests spent %s in the driver on average, more than their whole time, %s",
-					devName(d), o.Op, units.FormatNs(o.WorkloadServiceMeanSec*1e9), units.FormatNs(o.WorkloadLatencyMeanSec*1e9)))
-			}
-		}
-	}
-	return out
-}
-
 // waitSums: each thread's waits (the wait-for graph) add up to its time
 // off the CPU, category by category; the exited threads folded into their
 // process's entry are summed there.
@@ -248,38 +309,32 @@ func waitSums(ta *model.TimeAccounting) []string {
 	return out
 }
 
-// writtenBack: the page cache's "written to disk for its files" is the
-// block table's write bytes of the workload and of writeback on its
-// behalf, the same requests.
-func writtenBack(st *model.StorageIO) []string {
-	if st.Cache == nil {
-		return nil
-	}
-	var sum int64
-	for _, d := range st.Devices {
-		for _, o := range d.Ops {
-			if o.Op == "write" {
-				sum += o.WorkloadBytes + o.WritebackBytes
-			}
-		}
-	}
-	if st.Cache.WrittenBackBytes == sum {
-		return nil
-	}
-	return []string{fmt.Sprintf("the page cache says %s written to disk for the workload's files, the block table's writes of the workload and its writeback %s",
-		units.FormatSize(st.Cache.WrittenBackBytes), units.FormatSize(sum))}
-}
-
-// findingsHold: each finding's threshold holds for the figure it prints,
-// and a warning's cause costs a material share of the time.
-func findingsHold(fs []model.Finding) []string {
+// findingsHold: each finding's threshold holds for the figure it prints
+// (its Test, which every rule gives), and a warning's cause costs a
+// material share of the busy threads' time (its Share, which every warning
+// and critical finding gives). Exempt: perfsleuth.* (the check's own
+// finding) from both, and observer.* from the share: the observer's cost
+// is the distortion of the workload's time, not a share of it.
+func findingsHold(run *model.Run) []string {
 	var out []string
-	for _, f := range fs {
-		if t := f.Test; t != nil && !testHolds(*t) {
+	for _, f := range run.Findings {
+		if strings.HasPrefix(f.ID, "perfsleuth.") {
+			continue
+		}
+		switch t := f.Test; {
+		case t == nil:
+			out = append(out, fmt.Sprintf("%s fired without the figure and threshold it was tested on", f.ID))
+		case !testHolds(*t):
 			out = append(out, fmt.Sprintf("%s fired with %s %g, which is not %s %g", f.ID, t.Name, t.Value, t.Op, t.Threshold))
 		}
-		if f.Severity == "warning" && f.Share != nil && *f.Share < materialShare {
-			out = append(out, fmt.Sprintf("%s is a warning, and its cause costs %.1f%% of the busy threads' time, under the %.0f%% that matters", f.ID, *f.Share*100, materialShare*100))
+		if f.Severity == "info" || strings.HasPrefix(f.ID, "observer.") {
+			continue
+		}
+		switch {
+		case f.Share == nil:
+			out = append(out, fmt.Sprintf("%s is a %s without the share of the busy threads' time its cause costs", f.ID, f.Severity))
+		case *f.Share < materialShare:
+			out = append(out, fmt.Sprintf("%s is a %s, and its cause costs %.1f%% of the busy threads' time, under the %.0f%% that matters", f.ID, f.Severity, *f.Share*100, materialShare*100))
 		}
 	}
 	return out

@@ -65,9 +65,14 @@ func sqliteIndexWriteAmplification(run *model.Run) *model.Finding {
 		ev = append(ev, "indexes by page writes: "+strings.Join(listed, ", "))
 	}
 	ev = append(ev, "every index is a b-tree of its own that each insert, delete and update of an indexed column writes: drop indexes no query needs, and group rows into larger transactions so that each index page takes many entries per write")
+	ratio := float64(index) / float64(max(table, 1))
 	return &model.Finding{
 		Severity: "info",
-		Summary:  fmt.Sprintf("SQLite writes index pages %.1fx as often as table pages", float64(index)/float64(max(table, 1))),
+		Summary:  fmt.Sprintf("SQLite writes index pages %.1fx as often as table pages", ratio),
 		Evidence: ev,
+		// Parity: index pages written at least as often as table pages
+		// (a table without writes counts as one, so the ratio is the
+		// index writes, at least indexMinWrites).
+		Test: &model.FindingTest{Name: "index page writes per table page write", Value: ratio, Op: ">=", Threshold: 1},
 	}
 }

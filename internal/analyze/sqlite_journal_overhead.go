@@ -88,13 +88,17 @@ func sqliteJournalOverhead(run *model.Run) *model.Finding {
 	if len(kinds) > 0 {
 		ev = append(ev, "bytes written: "+strings.Join(kinds, ", "))
 	}
-	ev = append(ev, "the log costs as much as the data: group rows into larger transactions; journal_mode=WAL with synchronous=NORMAL syncs only at checkpoints")
-	sev, what := "info", "the journal or WAL writes as many bytes as the database"
-	f := &model.Finding{Severity: sev, Summary: what, Evidence: ev}
+	f := &model.Finding{Severity: "info", Summary: "the journal or WAL writes as many bytes as the database", Evidence: ev}
+	if byBytes {
+		f.Test = &model.FindingTest{Name: "journal and WAL bytes written per database byte written",
+			Value: float64(logBytes) / float64(written["db"]), Op: ">=", Threshold: journalBytesRatio}
+	}
 	if bySyncs {
 		f.Summary = fmt.Sprintf("each SQLite transaction makes %.1f syncs", perTx+others)
 		f.Test = &model.FindingTest{Name: "syncs of SQLite's files per transaction", Value: perTx, Op: ">=", Threshold: syncsPerTx}
 		// A warning when the syncs cost a material share of the time.
+		// Where the accounting cannot tell sync waits apart (the /proc
+		// fallback) their cost is unknown, and so is whether it matters.
 		if ta := run.TimeAccounting; attributesStorage(ta) {
 			sh := share(ta, model.CatStorageSync)
 			f.Share = &sh
@@ -102,8 +106,9 @@ func sqliteJournalOverhead(run *model.Run) *model.Finding {
 				f.Severity = "warning"
 			}
 		} else {
-			f.Severity = "warning"
+			f.Evidence = append(f.Evidence, "what the syncs cost is not known: this accounting cannot tell sync waits apart (eBPF can)")
 		}
 	}
+	f.Evidence = append(f.Evidence, "the log costs as much as the data: group rows into larger transactions; journal_mode=WAL with synchronous=NORMAL syncs only at checkpoints")
 	return f
 }

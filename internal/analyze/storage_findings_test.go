@@ -284,6 +284,19 @@ func TestStorageFindings(t *testing.T) {
 				"bytes written: db 11.7 MiB, journal 12.7 MiB"},
 		},
 		{
+			// The /proc fallback cannot tell sync waits apart: what the
+			// syncs cost is unknown, so they are not called a warning.
+			name: "DELETE mode's syncs without eBPF accounting", id: "sqlite.journal_overhead", severity: "info",
+			run: func() *model.Run {
+				r := storageRun(map[string]float64{"cpu": 4, "unknown": 6}, sqlite(model.SQLiteIO{
+					Patterns: []model.TxPattern{{Steps: deleteFull, Count: 1000}},
+					ByType:   []model.SQLitePages{written("db", 3*4096*1000), written("journal", 3*4112*1000)}}))
+				r.TimeAccounting.Source = "procfs"
+				return r
+			}(),
+			evidence: []string{"each SQLite transaction makes 3.0 syncs", "what the syncs cost is not known"},
+		},
+		{
 			name: "WAL with NORMAL: no sync, but the WAL writes more than the checkpoints", id: "sqlite.journal_overhead", severity: "info",
 			run: storageRun(cpuBound, sqlite(model.SQLiteIO{
 				Patterns: []model.TxPattern{{Steps: walNormal, Count: 500}},
@@ -355,6 +368,12 @@ func TestStorageFindings(t *testing.T) {
 			}
 			if f.Severity != c.severity {
 				t.Errorf("severity %s, want %s", f.Severity, c.severity)
+			}
+			// Its threshold holds for the figure it prints, and a
+			// warning gives what its cause costs, at least the material
+			// share: perfsleuth's check holds every finding to that.
+			for _, e := range findingsHold(&model.Run{Findings: []model.Finding{*f}}) {
+				t.Errorf("the finding disagrees with itself: %s", e)
 			}
 			text := f.Summary + "\n" + strings.Join(f.Evidence, "\n")
 			for _, want := range c.evidence {

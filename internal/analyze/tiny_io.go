@@ -24,6 +24,7 @@ func tinyIO(run *model.Run) *model.Finding {
 	}
 	p := o.Totals.Process
 	var ev []string
+	var test *model.FindingTest
 	check := func(what string, calls, bytes int64) {
 		if calls == 0 {
 			return
@@ -31,6 +32,10 @@ func tinyIO(run *model.Run) *model.Finding {
 		rate, avg := float64(calls)/o.DurationSec, float64(bytes)/float64(calls)
 		if rate >= tinyIOCallsPerSec && avg < tinyIOBytes {
 			ev = append(ev, fmt.Sprintf("%s %s calls/s of %.0f bytes on average", units.FormatCount(int64(rate)), what, avg))
+			if test == nil {
+				test = &model.FindingTest{Name: fmt.Sprintf("%s calls per second, of under %d bytes on average", what, tinyIOBytes),
+					Value: rate, Op: ">=", Threshold: tinyIOCallsPerSec}
+			}
 		}
 	}
 	check("read", p.SyscR, p.RChar)
@@ -38,6 +43,26 @@ func tinyIO(run *model.Run) *model.Finding {
 	if len(ev) == 0 {
 		return nil
 	}
-	ev = append(ev, "buffer in user space and issue fewer, larger calls")
-	return &model.Finding{Severity: "warning", Summary: "many tiny reads or writes", Evidence: ev}
+	f := &model.Finding{Severity: "info", Summary: "many tiny reads or writes", Test: test}
+	// What they cost: the busy threads' time on a CPU inside read and
+	// write calls (the per-call overhead larger calls would share out; a
+	// call's wait for data, on a pipe or a socket, is not its size's
+	// fault). A warning when that is a material share of their time;
+	// unknown without the on-CPU samples that split the CPU time by
+	// activity, and then worth knowing, no more.
+	if ta := run.TimeAccounting; ta != nil {
+		if cpu, ok := busyCPUIn(ta, "read", "write"); ok {
+			s := cpu / busySeconds(ta)
+			f.Share = &s
+			ev = append(ev, fmt.Sprintf("on a CPU inside read and write calls: %.3fs, %.1f%% of %.3fs busy-thread time", cpu, s*100, busySeconds(ta)))
+			if s >= materialShare {
+				f.Severity = "warning"
+			}
+		}
+	}
+	if f.Share == nil {
+		ev = append(ev, "what the calls cost is not known: the cpu time is not split by activity here (no eBPF on-CPU samples)")
+	}
+	f.Evidence = append(ev, "buffer in user space and issue fewer, larger calls")
+	return f
 }

@@ -84,11 +84,11 @@ func fullRun(t testing.TB) *model.Run {
 		Files: []model.FileIO{
 			{Path: "/tmp/perfsleuth-sqlite-3734750150/perfsleuth.db-journal", Dev: "253:1", Ino: 131, Instances: 600, PID: 14438, SQLite: "journal",
 				Writes: model.FileOps{Count: 3600, Bytes: 14 << 20, Sequential: 3000, Random: 600, Pattern: "sequential", CallSec: 0.02},
-				Syncs:  1200, SyncSec: 0.303, BlockedSec: 0.29},
+				Syncs:  1200, SyncSec: 0.303, BlockedSec: 0.21},
 			{Path: "/tmp/perfsleuth-sqlite-3734750150/perfsleuth.db", Dev: "253:1", Ino: 130, Instances: 1, PID: 14438, SQLite: "db",
 				Reads:  model.FileOps{Count: 1204, Bytes: 1204 * 4096, Sequential: 100, Random: 1104, Pattern: "random", CallSec: 0.003},
 				Writes: model.FileOps{Count: 1200, Bytes: 1200 * 4096, Sequential: 200, Random: 1000, Pattern: "random", CallSec: 0.01},
-				Syncs:  600, SyncSec: 0.129, BlockedSec: 0.12, LockSec: 0.001},
+				Syncs:  600, SyncSec: 0.129, BlockedSec: 0.09, LockSec: 0.001},
 		},
 		SQLite: &model.SQLiteIO{
 			Files:        []model.SQLiteFile{{Path: "/tmp/perfsleuth-sqlite-3734750150/perfsleuth.db", Kind: "db", PageSize: 4096, Pages: 9}},
