@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perfsleuth/perfsleuth/internal/analyze"
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/report"
 )
@@ -91,6 +92,21 @@ func oneError(t *testing.T, r result) string {
 		t.Errorf("stdout should be empty on error, got %q", r.stdout)
 	}
 	return lines[0]
+}
+
+// agrees holds a record a test made to perfsleuth's check of its own
+// figures (perfsleuth.inconsistent), with this build's rules: every record
+// the tests make must show no disagreement.
+func agrees(t *testing.T, rec string) {
+	t.Helper()
+	run, err := model.Load(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	analyze.Run(run)
+	for _, e := range analyze.Inconsistencies(run) {
+		t.Errorf("%s disagrees with itself: %s", filepath.Base(rec), e)
+	}
 }
 
 // listing is every path below dir, to check that nothing was left behind.
@@ -201,6 +217,7 @@ func TestReportRendersARecordAsTheRunDid(t *testing.T) {
 	if l := listing(t, work); len(l) != 1 {
 		t.Errorf("left behind: %v (only run.json should remain)", l)
 	}
+	agrees(t, rec)
 	// A record from a newer perfsleuth is refused with a clear message.
 	var raw map[string]any
 	b, _ := os.ReadFile(rec)
@@ -242,6 +259,7 @@ func TestObserveCommandSeesItsProcessTree(t *testing.T) {
 	if len(o.Timeline) < 2 {
 		t.Errorf("want a timeline, got %d samples", len(o.Timeline))
 	}
+	agrees(t, rec)
 }
 
 // With --syscalls and --stacks, the record holds the syscalls of the
@@ -299,6 +317,7 @@ func TestObserveSyscallsStacksAndSyncedFiles(t *testing.T) {
 	if ta.ProbeCPUSec <= 0 || len(ta.Programs) == 0 {
 		t.Errorf("no probe cost estimate: %v s, %d programs, note %q", ta.ProbeCPUSec, len(ta.Programs), ta.ProbeNote)
 	}
+	agrees(t, rec)
 }
 
 // With --stacks, the on-CPU samples of a busy command add up to the CPU
@@ -341,6 +360,7 @@ func TestObserveOnCPUSamples(t *testing.T) {
 	if !strings.Contains(r.stdout, "on-CPU samples at") {
 		t.Errorf("terminal view lacks the on-CPU view:\n%s", r.stdout)
 	}
+	agrees(t, rec)
 }
 
 func TestObserveCommandPassesExitStatusOn(t *testing.T) {
@@ -452,6 +472,7 @@ func TestObserveBuiltinSeesTheBenchmarkProcess(t *testing.T) {
 	if l := listing(t, work); len(l) != 1 {
 		t.Errorf("left behind: %v", l)
 	}
+	agrees(t, rec)
 }
 
 // mountTmpfs mounts a small tmpfs (root only) and unmounts it when the test ends.
