@@ -177,12 +177,26 @@ type KernelAgreement struct {
 	Checks []KernelCheck `json:"checks"`
 	// Notes say what could not be compared, and why.
 	Notes []string `json:"notes,omitempty"`
+	// DelayAcct is kernel.task_delayacct over the window: "on", "off",
+	// "unavailable", or "turned_on" when perfsleuth turned it on for the
+	// workload it started (and off again after). Empty in older records.
+	DelayAcct string `json:"delay_acct,omitempty"`
+	// Cgroup is the workload's own cgroup (v2 path), whose pressure (PSI)
+	// is compared; empty when it has none of its own.
+	Cgroup string `json:"cgroup,omitempty"`
 }
 
 // KernelCheck is one figure of the accounting beside the kernel's: What
-// ("cpu + cpu-wait", "cpu", "cpu-wait") over Threads threads, from Source
-// ("schedstat"). Only Judged figures must agree (within 5%); the others
-// are shown for what they tell.
+// ("cpu + cpu-wait", "cpu", "cpu-wait", "storage waits") over Threads
+// threads, from Source ("schedstat", "delay accounting (blkio)", "PSI io
+// some"). Only Judged figures must agree (within 5%); the others are
+// shown for what they tell.
+//
+// A per-thread check (TID set) judges each of its Threads threads on its
+// own and holds the thread furthest apart: PerfsleuthSec and KernelSec
+// are that thread's figures, and What names it, so that a reader of the
+// check alone (analyze's perfsleuth.inconsistent, older versions too)
+// names the thread.
 type KernelCheck struct {
 	What          string  `json:"what"`
 	Source        string  `json:"source"`
@@ -190,6 +204,9 @@ type KernelCheck struct {
 	PerfsleuthSec float64 `json:"perfsleuth_sec"`
 	KernelSec     float64 `json:"kernel_sec"`
 	Judged        bool    `json:"judged"`
+	TID           int     `json:"tid,omitempty"`
+	PID           int     `json:"pid,omitempty"`
+	Comm          string  `json:"comm,omitempty"`
 }
 
 // ThreadTime is one thread's accounting.

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/perfsleuth/perfsleuth/internal/delayacct"
 	"github.com/perfsleuth/perfsleuth/internal/model"
 )
 
@@ -42,6 +43,9 @@ type builtin struct {
 	events      chan childEvent
 	interrupted bool
 	warnings    []string
+	// delay is kernel.task_delayacct turned on for the benchmark, restored
+	// by Stop (nil: not changed).
+	delay *delayacct.Switch
 }
 
 func (b *builtin) Model() model.Target { return b.t }
@@ -80,6 +84,9 @@ func (b *builtin) Start(ctx context.Context) error {
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	cmd.ExtraFiles = []*os.File{evW, ctlR}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	// Delay accounting on before the fork: the kernel counts only the
+	// tasks forked while it is on (docs/figures.md, against the kernel).
+	b.delay = delayacct.TurnOn()
 	err = cmd.Start()
 	evW.Close()
 	ctlR.Close()
@@ -189,6 +196,7 @@ func (b *builtin) next(ctx context.Context) (childEvent, error) {
 // tells it observation is over), stops it if it does not, and removes a
 // directory it left.
 func (b *builtin) Stop() {
+	defer b.delay.Restore()
 	if b.ctl != nil {
 		b.ctl.Close()
 		b.ctl = nil

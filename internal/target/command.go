@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/perfsleuth/perfsleuth/internal/delayacct"
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/proctree"
 )
@@ -53,6 +54,9 @@ type command struct {
 	// waited is set when Wait saw the command exit: what it left running
 	// (a daemon it started) is then the user's, not perfsleuth's to stop.
 	waited, reaped bool
+	// delay is kernel.task_delayacct turned on for the command, restored
+	// by Stop (nil: not changed).
+	delay *delayacct.Switch
 }
 
 func (c *command) Model() model.Target {
@@ -98,6 +102,9 @@ func (c *command) Start(ctx context.Context) error {
 	cmd.ExtraFiles = []*os.File{gateR}
 	// If perfsleuth dies, so does the command it started.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	// Delay accounting on before the fork: the kernel counts only the
+	// tasks forked while it is on (docs/figures.md, against the kernel).
+	c.delay = delayacct.TurnOn()
 	err = cmd.Start()
 	gateR.Close()
 	if err != nil {
@@ -185,6 +192,7 @@ func (c *command) Wait(ctx context.Context) (Outcome, error) {
 // Stop reaps the command; one that Wait did not see exit (an error, or a
 // command never let through the gate) is stopped first, with its tree.
 func (c *command) Stop() {
+	defer c.delay.Restore()
 	if c.gate != nil {
 		c.gate.Close() // a command never let through exits at the gate
 		c.gate = nil

@@ -32,8 +32,9 @@ type observer struct {
 	costNote string
 	res      *Result
 	err      error
-	// schedstat at the window's start and end, for kernelAgreement.
-	sched0, sched1 map[int]schedstat
+	// kernel reads the kernel's own accounting at the window's start and
+	// end, for kernelAgreement.
+	kernel kernelWatch
 }
 
 func (o *observer) Info() probe.Info { return probe.Info{Name: "timeacct"} }
@@ -67,12 +68,13 @@ func (o *observer) Start(_ context.Context, s *probe.Session) error {
 }
 
 // Open opens the accounting's window once every probe has started
-// (probe.Opener): the schedstat agreement starts there too.
+// (probe.Opener): the agreement with the kernel's accounting starts
+// there too.
 func (o *observer) Open() {
 	if o.p == nil {
 		return
 	}
-	o.sched0 = readSchedstats(o.s.Roots)
+	o.kernel.begin(o.s.Roots)
 	if err := o.p.Open(); err != nil {
 		o.err = err
 	}
@@ -82,7 +84,7 @@ func (o *observer) Stop() error {
 	if o.p == nil {
 		return nil
 	}
-	o.sched1 = readSchedstats(o.s.Roots)
+	o.kernel.finish()
 	o.res, o.err = o.p.Stop()
 	o.p = nil
 	return o.err
@@ -103,7 +105,7 @@ func (o *observer) Contribute(run *model.Run) {
 	if o.res.Stacks {
 		ta.OffCPU = nameOffCPU(o.res.OffCPU, o.s.Namer())
 	}
-	ta.Kernel = kernelAgreement(ta, o.sched0, o.sched1)
+	ta.Kernel = o.kernel.agreement(ta)
 	run.TimeAccounting = ta
 }
 

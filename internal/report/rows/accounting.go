@@ -319,7 +319,14 @@ func KernelAgreement(ta *model.TimeAccounting) string {
 		if c.Judged {
 			apart += ", held to 5%"
 		}
-		parts = append(parts, fmt.Sprintf("%s %s here, %s by %s%s", c.What, Secs(c.PerfsleuthSec), Secs(c.KernelSec), c.Source, apart))
+		what := c.What
+		switch {
+		case c.TID != 0:
+			what += fmt.Sprintf(" of %d judged one by one", c.Threads)
+		case c.Threads != checks[0].Threads:
+			what += fmt.Sprintf(" (%d threads)", c.Threads)
+		}
+		parts = append(parts, fmt.Sprintf("%s %s here, %s by %s%s", what, Secs(c.PerfsleuthSec), Secs(c.KernelSec), c.Source, apart))
 	}
 	line := fmt.Sprintf("against the kernel (%d threads): %s", checks[0].Threads, strings.Join(parts, "; "))
 	if !checks[len(checks)-1].Judged {
