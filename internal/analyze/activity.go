@@ -134,16 +134,16 @@ func threadIndex(ta *model.TimeAccounting) func(pid, tid int) (int, bool) {
 // wait what ended it.
 func stateOf(category, waker string) string {
 	switch category {
-	case model.CatSleep, model.CatOther, model.CatUnknown:
-		switch waker {
-		case model.WakerPeer:
-			return model.StatePeer
-		case model.WakerTimer:
-			return model.StateTimer
-		}
-		return model.StateOther
+	case model.CatCPUWait, model.CatStorageRead, model.CatStorageWrite, model.CatStorageSync, model.CatLock:
+		return category
 	}
-	return category
+	switch waker {
+	case model.WakerPeer:
+		return model.StatePeer
+	case model.WakerTimer:
+		return model.StateTimer
+	}
+	return model.StateOther
 }
 
 // timeCells splits the judged (non-idle) threads' time into cells; nil
@@ -169,7 +169,7 @@ func timeCells(ta *model.TimeAccounting, st *model.StorageIO) *cells {
 	}
 	for _, w := range ta.Waits {
 		k, ok := c.thread(w.PID, w.TID)
-		if !ok || w.Seconds <= 0 {
+		if !ok || w.Seconds <= 0 || w.Category == model.CatCPU {
 			continue
 		}
 		raw[k][cellKey{w.Activity, w.Category, stateOf(w.Category, w.Waker), ""}] += w.Seconds

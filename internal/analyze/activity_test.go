@@ -321,3 +321,28 @@ func TestConclusionNamesTheCPUInsideTheCalls(t *testing.T) {
 		t.Errorf("conclusion %q, want %q and io-pressure's -7%%", v.Conclusion, want)
 	}
 }
+
+// Threads that all waited the whole window for something that did not
+// come did nothing to judge: the verdict says the workload was idle, and
+// a parked pool does not read as lock contention. Only a record without a
+// thread has no verdict.
+func TestIdleWorkload(t *testing.T) {
+	r := withWaits(runWith(2, 2,
+		sampled(1, map[string]float64{"user": 0.001}, map[string]float64{"lock": 1.999}),
+		sampled(2, map[string]float64{"user": 0.001}, map[string]float64{"sleep": 1.999})),
+		in(1, "futex", "lock", "none", 0, 1.999, 1), in(2, "poll", "sleep", "none", 0, 1.999, 1))
+	Analyze(r)
+	v := r.Verdict
+	want := "idle: the workload's 2 threads waited the whole window for something that did not come in it (lock 50%, sleep 50%)"
+	if v.Primary != model.CatLock || v.Basis != "idle threads" || !strings.HasPrefix(v.Summary, want) {
+		t.Errorf("verdict %+v, want lock, idle threads, %q", v, want)
+	}
+	if ids(r.Findings) != "" {
+		t.Errorf("findings %s for a workload that did nothing", ids(r.Findings))
+	}
+	r = runWith(2, 2)
+	Analyze(r)
+	if r.Verdict.Primary != "" || r.Verdict.Summary != "no thread of the workload was seen in the window" {
+		t.Errorf("no thread: verdict %+v", r.Verdict)
+	}
+}

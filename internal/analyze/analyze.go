@@ -142,8 +142,11 @@ func summarize(ta *model.TimeAccounting) {
 // must never make the workload's own time vanish from the totals and the
 // verdict. The threads judged are those woken in the window, leaving out
 // the ones parked the whole window (as much of their time off the CPU in
-// a wait not ended as makes a poller, pollerTimerShare) and a built-in
-// benchmark's runtime threads; failing those, the others too.
+// a wait not ended as makes a poller, pollerTimerShare) and, when there
+// are others, a built-in benchmark's runtime threads. Threads that all
+// stayed parked did nothing in the window: they stay idle (a parked pool
+// must not read as lock contention), and the verdict says the workload
+// was idle (idleVerdict).
 func judgeAllIdle(ta *model.TimeAccounting) {
 	unended := map[int]float64{}
 	for _, w := range ta.Waits {
@@ -157,8 +160,7 @@ func judgeAllIdle(ta *model.TimeAccounting) {
 	}
 	for _, pick := range []func(model.ThreadTime) bool{
 		func(t model.ThreadTime) bool { return t.Role != "runtime" && !parked(t) },
-		func(t model.ThreadTime) bool { return t.Role != "runtime" },
-		func(model.ThreadTime) bool { return true },
+		func(t model.ThreadTime) bool { return !parked(t) },
 	} {
 		n := 0
 		for i := range ta.Threads {

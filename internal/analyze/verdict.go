@@ -125,7 +125,7 @@ func syncSplitGroups(ta *model.TimeAccounting, b *basisTime) {
 func verdict(ta *model.TimeAccounting, c *cells) *model.Verdict {
 	b := basisOf(ta, c)
 	if b.total <= 0 {
-		return &model.Verdict{Primary: "", Summary: "no thread of the workload was seen in the window"}
+		return idleVerdict(ta)
 	}
 	totals := b.group
 	best, second := "", ""
@@ -162,6 +162,44 @@ func verdict(ta *model.TimeAccounting, c *cells) *model.Verdict {
 		v.Summary += fmt.Sprintf("; left out: %s, which slept on timers or waited the whole window while the others worked", strings.Join(n, ", "))
 	}
 	return v
+}
+
+// idleVerdict is the verdict of a workload none of whose threads was
+// woken in the window: each waited the whole window for something that
+// did not come (a server without clients, a pool without work). Its
+// primary is the category they waited in; only a record without a thread
+// has none.
+func idleVerdict(ta *model.TimeAccounting) *model.Verdict {
+	sec := map[string]float64{}
+	n, total := 0, 0.0
+	for _, t := range ta.Threads {
+		if t.WallSec <= 0 {
+			continue
+		}
+		n++
+		for cat, s := range t.Seconds {
+			sec[cat] += s
+			total += s
+		}
+	}
+	if n == 0 || total <= 0 {
+		return &model.Verdict{Primary: "", Summary: "no thread of the workload was seen in the window"}
+	}
+	best := ""
+	var parts []string
+	for _, cat := range model.Categories {
+		if best == "" || sec[cat] > sec[best] {
+			best = cat
+		}
+	}
+	for _, cat := range model.Categories {
+		if s := sec[cat] / total; s >= cpuNamedShare {
+			parts = append(parts, fmt.Sprintf("%s %.0f%%", cat, s*100))
+		}
+	}
+	return &model.Verdict{Primary: best, Basis: "idle threads",
+		Summary: fmt.Sprintf("idle: the workload's %d %s waited the whole window for something that did not come in it (%s); nothing ran to judge",
+			n, plural(n, "thread", "threads"), strings.Join(parts, ", "))}
 }
 
 // ioActivity is the IO activity with the most time in a storage group;

@@ -277,7 +277,9 @@ type Verdict struct {
 	Bottleneck string `json:"bottleneck,omitempty"`
 	// Basis is what the shares are of: "critical path" (the busy threads'
 	// time, each wait for another thread of the workload charged to what
-	// that thread was doing) or "busy threads" (without the waits).
+	// that thread was doing), "busy threads" (without the waits), or
+	// "idle threads" when every thread waited the whole window for
+	// something that did not come.
 	Basis string `json:"basis,omitempty"`
 	// Activity is what the primary category's time was mostly spent
 	// doing, when that is a kind of IO call whose time on a CPU counts
