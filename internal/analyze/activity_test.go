@@ -67,7 +67,7 @@ func TestVerdictByActivity(t *testing.T) {
 		{
 			name: "fdatasync on a CPU and blocked (AndroBench)", run: androbench(), primary: "storage-sync", activity: "sync",
 			split: map[string]float64{"storage-sync": 0.41, "cpu": 0.31},
-			says: []string{"sync-bound: 72% of the critical path's time was inside sync calls (fdatasync): 41% blocked on the device or the journal, 31% on a CPU in the kernel's sync path"},
+			says:  []string{"sync-bound: 72% of the critical path's time was inside sync calls (fdatasync): 41% blocked on the device or the journal, 31% on a CPU in the kernel's sync path"},
 		},
 		{
 			// A record made before the on-CPU samples: the sync probe's

@@ -225,4 +225,3 @@ func share(ta *model.TimeAccounting, cat string) float64 {
 	}
 	return 0
 }
-
