@@ -113,6 +113,30 @@ func TestInconsistencies(t *testing.T) {
 			want:   []string{"fdatasync: its split by category adds up to 3.590s, and the 998 calls split took 4.590s"},
 		},
 		{
+			name:   "a split longer than its calls' time",
+			change: func(r *model.Run) { r.TimeAccounting.Syncs[0].Split["cpu"] = 0.5 },
+			want:   []string{"fdatasync: its split by category adds up to 4.690s, and the 998 calls split took 4.590s"},
+		},
+		{
+			// A call begun before the window opened is split from the
+			// opening: short by at most one call per thread then alive.
+			name: "a split short by a call begun before the window",
+			change: func(r *model.Run) {
+				s := &r.TimeAccounting.Syncs[0]
+				s.Buckets = []model.Bucket{{LowNs: 2e6, HighNs: 4e6 - 1, Count: 900}, {LowNs: 8e6, HighNs: 16e6 - 1, Count: 100}}
+				s.Split["storage-sync"] = 3.97
+			},
+		},
+		{
+			name: "a split short by more than a call per thread",
+			change: func(r *model.Run) {
+				s := &r.TimeAccounting.Syncs[0]
+				s.Buckets = []model.Bucket{{LowNs: 2e6, HighNs: 4e6 - 1, Count: 900}, {LowNs: 8e6, HighNs: 16e6 - 1, Count: 100}}
+				s.Split["storage-sync"] = 3.9
+			},
+			want: []string{"fdatasync: its split by category adds up to 4.490s, and the 998 calls split took 4.590s"},
+		},
+		{
 			name:   "more calls split than counted",
 			change: func(r *model.Run) { r.TimeAccounting.Syncs[0].SplitCount = 1001 },
 			want:   []string{"fdatasync: 1,001 calls split by category, of 1,000 calls counted"},
