@@ -130,7 +130,7 @@ func TestExperimentSyncBound(t *testing.T) {
 	// ~800 ms) widened the interval to [-20%, +20%]; with 7 of 6000, one
 	// slow baseline run (952 ms among ~830) made the baseline's noise ±13%,
 	// more than a weak io-pressure's -11% (clean-clone runs here). The
-	// noise is the largest single run's change, so a hiccup of ~150 ms
+	// noise was then the largest single run's change; a hiccup of ~150 ms
 	// weighs half as much in runs twice as long.
 	run := experiment(t, "--repeat", "7", "--conditions", "cpu-half,io-pressure", "--", scenario(t, "storagesync"), "12000")
 	class(t, run, "io-pressure", "sensitive")

@@ -91,20 +91,24 @@ func newDiagnoseCmd() *cobra.Command {
 resource away, and say which resource its result depends on:
 
   baseline        nothing changed
+  unobserved      nothing changed and no probe attached: the observer effect
+                  (one more run a round)
   cpu-half        the workload's process tree pinned to half the CPUs
   cpu-contention  one busy thread on each CPU the workload may use
   io-pressure     a background O_DIRECT writer at --io-share of the device's
                   peak write rate (measured once per device and remembered)
   cold-cache      the workload's page cache evicted before each run
 
-Each condition runs --repeat times, the runs interleaved, each after the
-previous run's writes reached the device; while a condition is inconclusive,
-rounds are added up to --max-repeat. The measure is the benchmark's
-throughput, a command's wall time, or a number from its output (--metric). A
-condition is sensitive when the 95% bootstrap interval of its change excludes
-zero and the change is 10% or more and beyond the baseline's noise (two
-robust standard deviations of its runs). The verdict sets the experiments
-against the time accounting.
+Each condition runs --repeat times, in rounds of one run each, the order
+rotated, each run after the previous run's writes reached the device; while a
+condition is inconclusive, rounds are added up to --max-repeat. The measure
+is the benchmark's throughput, a command's wall time, or a number from its
+output (--metric). Each run is set against the baseline run of its own round,
+so drift over the experiment cancels. A condition is sensitive when the
+bootstrap interval of the rounds' median change (95%, widened for each added
+round) excludes zero and the change is 10% or more and beyond the rounds'
+noise (two robust standard deviations of their changes). The verdict sets
+the experiments against the time accounting.
 --quick observes once (also for -p PID). See docs/experiments.md.`,
 		Example: `  perfsleuth diagnose sqlite --journal delete --sync full
   perfsleuth diagnose --conditions cpu-half,io-pressure --repeat 5 -- ./my-benchmark

@@ -33,9 +33,10 @@ type Headline struct {
 	MeasureB *model.Measure `json:"measure_b,omitempty"`
 	A        Value          `json:"a"`
 	B        Value          `json:"b"`
-	// Change is B's performance against A's, from the medians: negative
-	// when B is slower. For a time measure it is A/B - 1, so that -0.5 means
-	// half the speed either way (as diagnose's conditions).
+	// Change is B's performance against A's, from the medians (paired
+	// runs: the median of the rounds' changes): negative when B is slower.
+	// For a time measure it is A/B - 1, so that -0.5 means half the speed
+	// either way (as diagnose's conditions).
 	Change float64 `json:"change"`
 	// Interval is the 95% bootstrap confidence interval of Change, when both
 	// sides have repeats.
@@ -46,7 +47,13 @@ type Headline struct {
 	Paired bool `json:"paired,omitempty"`
 	// RoundNoise is, for paired runs, two robust standard deviations of
 	// the rounds' own changes: how much one round's change moves.
-	RoundNoise   float64 `json:"round_noise,omitempty"`
+	RoundNoise float64 `json:"round_noise,omitempty"`
+	// BatchDrift is, for two batches of repeats made one after the other
+	// (not paired), how far the machine drifts between them at the rate
+	// the faster-drifting batch drifted within itself: its Theil-Sen slope
+	// per run times the runs between the two batches' middles. The change
+	// must exceed twice it (batchDriftMargin) to be significant.
+	BatchDrift   float64 `json:"batch_drift,omitempty"`
 	Significance string  `json:"significance"`
 	Reason       string  `json:"reason"`
 	// Words says the change in words: "is 64x slower", "is 3% faster".
@@ -59,14 +66,22 @@ type Headline struct {
 type Value struct {
 	Median float64   `json:"median"`
 	Runs   []float64 `json:"runs"`
-	// Noise is the largest change of one of its runs against their median
-	// (diagnose's baseline_noise); nil when it is a single run.
+	// Noise is how far one of its runs lands from their median, relative
+	// to it: two robust standard deviations (1.4826 × MAD), diagnose's
+	// baseline_noise; nil when it is a single run.
 	Noise *float64 `json:"noise"`
 	// From says where the runs come from.
 	From string `json:"from"`
-	// Drift is set when the runs, in the order they ran, trend up or
-	// down beyond chance: their median is not a stable figure.
+	// Drift is, for repeats, how far the runs moved over their batch in
+	// the order they ran (Sen's slope times the span, over their median)
+	// with the Mann-Kendall p-value of the trend; nil for a single run.
 	Drift *model.Drift `json:"drift,omitempty"`
+	// perRun is Sen's slope over the median: the drift from one run to
+	// the next.
+	perRun float64
+	// seqs are the runs' places in the order all runs were made, when the
+	// record has them.
+	seqs []int
 	// pair is the interleaved comparison the runs belong to, if any.
 	pair *model.Pair
 }
@@ -112,10 +127,17 @@ func valueOf(r *model.Run) (Value, bool) {
 			}
 			v := Value{From: fmt.Sprintf("%d diagnose baseline runs", len(c.Runs))}
 			for _, run := range c.Runs {
-				v.Runs = append(v.Runs, run.Value)
+				v.Runs, v.seqs = append(v.Runs, run.Value), append(v.seqs, run.Seq)
 			}
 			v.Median = stats.Median(v.Runs)
-			v.Drift, v.pair = ex.BaselineDrift, ex.Pair
+			v.pair = ex.Pair
+			if len(v.Runs) >= 2 {
+				// From the runs, not the record's baseline_drift:
+				// that is set only when the trend passes a p-value,
+				// which five runs with one out of order cannot.
+				tr := stats.TrendOf(v.Runs)
+				v.Drift, v.perRun = &model.Drift{Change: tr.Change, P: tr.P}, tr.PerRun
+			}
 			if p := ex.Pair; p != nil {
 				other := map[string]string{"A": "B", "B": "A"}[p.Side]
 				v.From = fmt.Sprintf("%d runs interleaved with %s's", len(c.Runs), other)
@@ -190,26 +212,23 @@ func headline(a, b *model.Run) Headline {
 	if pa, pb := va.pair, vb.pair; pa != nil && pb != nil && pa.ID == pb.ID && pa.Side != pb.Side {
 		// Each round's two runs ran back to back: what moves the rounds
 		// moves both, and the noise that matters is that of the rounds'
-		// own changes.
+		// own changes. Each B run is set against A as it was then
+		// (between the A runs around it), which takes out the drift of
+		// the run between them too.
 		h.Paired = true
-		n := min(len(va.Runs), len(vb.Runs))
-		lo, hi := stats.PairedChangeInterval(va.Runs[:n], vb.Runs[:n], change)
-		h.Interval = &[2]float64{lo, hi}
-		rounds := make([]float64, n)
-		for i := range rounds {
-			rounds[i] = change(va.Runs[i], vb.Runs[i])
-		}
-		h.RoundNoise = noiseSigmas * stats.Spread(rounds)
+		p := stats.PairedInTime(va.seqs, va.Runs, vb.seqs, vb.Runs, change, 1)
+		h.Change, h.Words = p.Change, changeWords(p.Change)
+		h.Interval = &p.Interval
+		h.RoundNoise = noiseSigmas * p.Spread
 		h.Significance, h.Reason = pairedSignificance(h.Change, *h.Interval, h.RoundNoise)
 		return h
 	}
 	lo, hi := stats.ChangeInterval(va.Runs, vb.Runs, change)
 	h.Interval = &[2]float64{lo, hi}
-	if d := drifted(va, vb); d != "" {
-		h.Significance, h.Reason = NotSignificant, d
-		return h
-	}
-	h.Significance, h.Reason = significance(h.Change, *h.Interval, *va.Noise, *vb.Noise)
+	h.BatchDrift = batchDrift(va, vb)
+	h.Significance, h.Reason = significance(h.Change, *h.Interval, *va.Noise, *vb.Noise, h.BatchDrift, driftWords(va, vb))
+	h.Reason += "; " + batchesNote
+	h.Advice = append(h.Advice, interleaveAdvice(a, b))
 	return h
 }
 
@@ -232,40 +251,92 @@ func pairedSignificance(change float64, iv [2]float64, noise float64) (class, re
 	return Significant, fmt.Sprintf("changed %s, interval over the interleaved rounds %s excludes zero, beyond the rounds' noise (±%.0f%%)", pct(change), ivs, noise*100)
 }
 
-// drifted says which side's runs trend in the order they ran, "" if
-// neither: a batch that drifts has no stable median, and the change
-// between two medians is then partly the drift.
-func drifted(va, vb Value) string {
+// batchDriftMargin: a change between two batches made one after the other
+// is called only when it is more than twice the drift the batches' own
+// trends predict between them (batchDrift). Twice, because each trend is
+// Sen's slope of a handful of runs, uncertain by about as much again: on
+// five runs of independent noise σ the slope's drift over the batch moves
+// by about 1.3σ. The issue's two identical batches were 16% apart with A
+// falling 17% over its five runs (15% with two of them swapped, which
+// Mann-Kendall's p of 0.08 would have called steady).
+const batchDriftMargin = 2
+
+// batchDrift is how far the machine drifts between two batches made one
+// after the other, at the rate the faster-drifting batch drifted within
+// itself (Sen's slope per run, relative to its median): the middles of two
+// batches of nA and nB runs are (nA+nB)/2 runs apart.
+func batchDrift(va, vb Value) float64 {
+	rate := math.Max(math.Abs(va.perRun), math.Abs(vb.perRun))
+	return rate * float64(len(va.Runs)+len(vb.Runs)) / 2
+}
+
+// driftWords says how far each batch moved over its runs.
+func driftWords(va, vb Value) string {
 	var parts []string
 	for _, s := range []struct {
 		name string
 		v    Value
 	}{{"A", va}, {"B", vb}} {
 		if d := s.v.Drift; d != nil {
-			dir := "rose"
-			if d.Change < 0 {
-				dir = "fell"
-			}
-			parts = append(parts, fmt.Sprintf("%s's runs %s %s from the first to the last (a trend in the order they ran, p=%.2g)", s.name, dir, pct(d.Change), d.P))
+			parts = append(parts, fmt.Sprintf("%s %s over its %d runs", s.name, pct(d.Change), len(s.v.Runs)))
 		}
 	}
-	if len(parts) == 0 {
-		return ""
-	}
-	return strings.Join(parts, "; ") + ": the machine drifted or state built up from run to run, so a median of those runs is no stable figure and the change between the medians is partly the drift; " + driftAdvice
+	return strings.Join(parts, ", ") + ", along Sen's slope"
 }
 
-// significance decides whether a change between two sets of repeats is
-// real. It mirrors diagnose's classify (internal/analyze/sensitivity.go):
-// the interval must exclude zero, the change must exceed the noise, here
-// of both sides, since either may be the one that moved, and it must be
-// material (materialChange), as a condition's loss must be to make a
-// bottleneck. Unlike a condition, which takes a resource away, a
-// comparison may go either way. The material bar matters more here than
-// in diagnose: diagnose alternates its conditions' runs, while A's and B's
-// repeats were made one batch after the other, and the machine's drift
-// between two batches is in neither side's noise (driftNote).
-func significance(change float64, iv [2]float64, noiseA, noiseB float64) (class, reason string) {
+// batchesNote is what every comparison of two batches made one after the
+// other says: no statistic of the two can rule out drift between them.
+const batchesNote = "A and B were made one batch after the other, not interleaved: a change between them can be drift between the batches"
+
+// interleaveAdvice is the command that compares A's and B's workloads
+// interleaved, paired by round, from the records' own command lines.
+func interleaveAdvice(a, b *model.Run) string {
+	cmd := "perfsleuth compare"
+	if m := measureOf(a); m.Source == "metric" {
+		cmd += " --metric " + shellJoin([]string{m.Name})
+		if !m.HigherIsBetter {
+			cmd += " --metric-lower"
+		}
+	}
+	for _, s := range []struct {
+		name string
+		r    *model.Run
+	}{{"A", a}, {"B", b}} {
+		if w := workloadArgs(s.r); len(w) > 0 {
+			cmd += " --run " + shellJoin([]string{shellJoin(w)})
+		} else {
+			cmd += ` --run "<` + s.name + `'s workload and its flags>"`
+		}
+	}
+	return "to tell a change from drift between batches, run A and B interleaved, paired by round: " + cmd
+}
+
+// workloadArgs are the workload and its flags from the record's command
+// line, as compare --run takes them ("sqlite --journal wal", "-- ./bench").
+func workloadArgs(r *model.Run) []string {
+	args := r.Tool.Args
+	for i, a := range args {
+		if a == "--" || (i > 0 && a == r.Target.Kind) {
+			return args[i:]
+		}
+	}
+	return nil
+}
+
+// significance decides whether a change between two batches of repeats,
+// made one after the other, is real. It mirrors diagnose's classify
+// (internal/analyze/sensitivity.go): the interval must exclude zero, the
+// change must exceed the noise, here of both sides, since either may be
+// the one that moved, and it must be material (materialChange), as a
+// condition's loss must be to make a bottleneck. Unlike a condition, which
+// takes a resource away, a comparison may go either way. Unlike diagnose's
+// conditions, which run interleaved with the baseline and are paired with
+// it round by round, A's and B's repeats were made one batch after the
+// other, and the machine's drift between two batches is in neither side's
+// noise: the change must also exceed twice the drift the batches' own
+// trends predict between them (drift, batchDriftMargin), and be material
+// however steady the batches were (driftNote).
+func significance(change float64, iv [2]float64, noiseA, noiseB, drift float64, drifts string) (class, reason string) {
 	noise := math.Max(noiseA, noiseB)
 	ivs := fmt.Sprintf("[%s, %s]", pct(iv[0]), pct(iv[1]))
 	switch {
@@ -273,11 +344,15 @@ func significance(change float64, iv [2]float64, noiseA, noiseB float64) (class,
 		return NotSignificant, fmt.Sprintf("changed %s but the 95%% interval %s reaches zero: use more --repeat on both sides to tell a small change from none", pct(change), ivs)
 	case math.Abs(change) <= noise:
 		return NotSignificant, fmt.Sprintf("changed %s, interval %s, but one side's own runs move ±%.0f%% (A ±%.0f%%, B ±%.0f%%): use more --repeat", pct(change), ivs, noise*100, noiseA*100, noiseB*100)
+	case math.Abs(change) <= batchDriftMargin*drift:
+		return NotSignificant, fmt.Sprintf("changed %s, interval %s, but the runs drifted within their batches (%s): at that rate two batches made one after the other drift %.0f%% apart, and a change under twice that (%.0f%%) can be the drift",
+			pct(change), ivs, drifts, drift*100, batchDriftMargin*drift*100)
 	case math.Abs(change) < materialChange:
 		return NotSignificant, fmt.Sprintf("changed %s, interval %s, beyond both sides' noise (A ±%.0f%%, B ±%.0f%%), but under the %.0f%% %s",
 			pct(change), ivs, noiseA*100, noiseB*100, materialChange*100, driftNote)
 	}
-	return Significant, fmt.Sprintf("changed %s, interval %s excludes zero, beyond both sides' noise (A ±%.0f%%, B ±%.0f%%)", pct(change), ivs, noiseA*100, noiseB*100)
+	return Significant, fmt.Sprintf("changed %s, interval %s excludes zero, beyond both sides' noise (A ±%.0f%%, B ±%.0f%%) and twice the %.0f%% the batches' own drift (%s) predicts between them",
+		pct(change), ivs, noiseA*100, noiseB*100, drift*100, drifts)
 }
 
 func positive(xs []float64) bool {

@@ -53,14 +53,33 @@ func TestHeadline(t *testing.T) {
 			sig: NotSignificant, change: -0.07, words: "is 7% slower", reason: "under the 10% that two batches of identical runs"},
 		// Regression: A's five runs fell steadily (41,422 down to 33,461)
 		// while B's did not, and two identical configurations were called
-		// "B is 16% faster". A batch that trends has no stable median.
+		// "B is 16% faster" (interval [+8%, +34%], as here). At the rate A
+		// fell (Sen's slope, -4.3% a run), the middles of two batches of
+		// five runs drift 21% apart: +16% can be that drift.
 		{name: "one side's runs drift", a: sqliteRun, b: sqliteRun,
 			edit: func(a, b *model.Run) {
 				withRepeats(a, 0.15, 41422, 39310, 38698, 38314, 33461)
-				a.Experiments.BaselineDrift = &model.Drift{Change: -0.2, P: 0.017}
 				withRepeats(b, 0.04, 44733, 45100, 44000, 44900, 44500)
 			},
-			sig: NotSignificant, change: math.NaN(), reason: "A's runs fell -20% from the first to the last"},
+			sig: NotSignificant, change: 0.156, words: "is 16% faster",
+			reason: "drifted within their batches (A -17% over its 5 runs, B -1% over its 5 runs, along Sen's slope): at that rate two batches made one after the other drift 21% apart"},
+		// The same with two of A's runs swapped: Mann-Kendall's p is then
+		// 0.08, no trend at the 5% level, but Sen's slope still says A fell
+		// 14% over its batch, and the change is judged against that.
+		{name: "one side's runs drift with one out of order", a: sqliteRun, b: sqliteRun,
+			edit: func(a, b *model.Run) {
+				withRepeats(a, 0.05, 41422, 38698, 39310, 38314, 33461)
+				withRepeats(b, 0.04, 44733, 45100, 44000, 44900, 44500)
+			},
+			sig: NotSignificant, change: 0.156, reason: "A -14% over its 5 runs"},
+		// A batch that drifted 8% is no reason to doubt a 2x change: it is
+		// far beyond any drift between the batches at that rate.
+		{name: "a change far beyond the drift within the batches", a: sqliteRun, b: sqliteRun,
+			edit: func(a, b *model.Run) {
+				withRepeats(a, 0.05, 520, 510, 500, 490, 480)
+				withRepeats(b, 0.02, 250, 255, 245, 252, 248)
+			},
+			sig: Significant, change: -0.5, reason: "and twice the 10% the batches' own drift (A -8% over its 5 runs"},
 		// Interleaved, the rounds pair up: the machine's speed moved 30%
 		// from round to round, which the paired interval removes. B is 15%
 		// faster in every round.
@@ -72,6 +91,25 @@ func TestHeadline(t *testing.T) {
 				b.Experiments.Pair = &model.Pair{ID: "x", Side: "B"}
 			},
 			sig: Significant, change: 0.15, words: "is 15% faster", reason: "excludes zero"},
+		// Interleaved on a machine that slowed by 2% of its first speed a
+		// run, A and B the same: each B run, set against A moved to its
+		// place along A's own drift, is no change at all.
+		{name: "interleaved runs over a drift", a: sqliteRun, b: sqliteRun,
+			edit: func(a, b *model.Run) {
+				at, bt := []int{1, 4, 5, 8, 9}, []int{2, 3, 6, 7, 10}
+				var va, vb []float64
+				for i := range at {
+					va, vb = append(va, 1000*(1-0.02*float64(at[i]))), append(vb, 1000*(1-0.02*float64(bt[i])))
+				}
+				withRepeats(a, 0.2, va...)
+				withRepeats(b, 0.2, vb...)
+				for i := range at {
+					a.Experiments.Conditions[0].Runs[i].Seq, b.Experiments.Conditions[0].Runs[i].Seq = at[i], bt[i]
+				}
+				a.Experiments.Pair = &model.Pair{ID: "x", Side: "A"}
+				b.Experiments.Pair = &model.Pair{ID: "x", Side: "B"}
+			},
+			sig: NotSignificant, change: 0, words: "performs the same", reason: "reaches zero"},
 		{name: "the same runs unpaired span the drift", a: sqliteRun, b: sqliteRun,
 			edit: func(a, b *model.Run) {
 				withRepeats(a, 0.2, 500, 650, 450, 600, 400)
@@ -118,6 +156,19 @@ func TestHeadline(t *testing.T) {
 			if (h.Significance == Significant || h.Significance == NotSignificant) && h.Interval == nil {
 				t.Error("repeats on both sides and no interval")
 			}
+			// Two batches made one after the other: the headline says a
+			// change can be drift between them, and what to run instead.
+			if h.Interval != nil && !h.Paired {
+				if !strings.Contains(h.Reason, "made one batch after the other, not interleaved") {
+					t.Errorf("reason %q does not say the batches were made one after the other", h.Reason)
+				}
+				if len(h.Advice) == 0 || !strings.Contains(h.Advice[len(h.Advice)-1], "perfsleuth compare --run ") {
+					t.Errorf("advice %q does not say to run A and B interleaved", h.Advice)
+				}
+			}
+			if h.Paired && (strings.Contains(h.Reason, "one batch after the other") || h.BatchDrift != 0) {
+				t.Errorf("paired runs judged as batches: %q, batch drift %v", h.Reason, h.BatchDrift)
+			}
 		})
 	}
 }
@@ -160,6 +211,27 @@ func TestAdviceRepeatsTheWorkload(t *testing.T) {
 		if got := adviceFor("A", r); !strings.HasSuffix(got, tc.want) {
 			t.Errorf("advice for %q:\n  %s\nwant it to end in\n  %s", tc.args, got, tc.want)
 		}
+	}
+}
+
+// The advice to run A and B interleaved is their own workloads, each one
+// word for the shell, as compare --run takes them.
+func TestInterleaveAdvice(t *testing.T) {
+	a, b := withRepeats(sqliteRun(), 0.02, 500, 505, 495), withRepeats(sqliteRun(), 0.02, 500, 505, 495)
+	b.Tool.Args = []string{"diagnose", "--conditions", "baseline", "--repeat", "5", "sqlite", "--journal", "delete", "--sync", "full"}
+	want := "perfsleuth compare --run 'sqlite --journal wal --sync normal' --run 'sqlite --journal delete --sync full'"
+	if got := interleaveAdvice(a, b); !strings.HasSuffix(got, ": "+want) {
+		t.Errorf("advice %q, want it to end in %q", got, want)
+	}
+	// A command with a quote, by --metric; a record without its command line.
+	c, d := withRepeats(commandRun(), 0.02, 2, 2.1, 1.9), withRepeats(commandRun(), 0.02, 2, 2.1, 1.9)
+	c.Tool.Args = []string{"diagnose", "--metric", "score: ([0-9.]+)", "--", "sh", "-c", "./it's"}
+	c.Experiments.Measure = model.Measure{Name: "score: ([0-9.]+)", Source: "metric", HigherIsBetter: true}
+	d.Tool.Args = nil
+	got := interleaveAdvice(c, d)
+	want = `perfsleuth compare --metric 'score: ([0-9.]+)' --run ` + shellJoin([]string{`-- sh -c './it'\''s'`}) + ` --run "<B's workload and its flags>"`
+	if !strings.HasSuffix(got, ": "+want) {
+		t.Errorf("advice\n  %s\nwant it to end in\n  %s", got, want)
 	}
 }
 

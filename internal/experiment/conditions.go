@@ -20,6 +20,10 @@ import (
 type condition struct {
 	name     string
 	resource string
+	// unobserved runs the workload with no probe attached: its runs are
+	// the observer effect (model.Experiments.Unobserved), not a condition
+	// that takes a resource away.
+	unobserved bool
 	// prepare checks that the condition can be applied here and returns
 	// its settings in plain words; an error skips the condition with that reason.
 	prepare func(ctx context.Context, e *env) ([]string, error)
@@ -50,7 +54,7 @@ type env struct {
 }
 
 // Names of the conditions, in the order they are listed and run in a round.
-var conditionNames = []string{"baseline", "cpu-half", "cpu-contention", "io-pressure", "cold-cache"}
+var conditionNames = []string{"baseline", "unobserved", "cpu-half", "cpu-contention", "io-pressure", "cold-cache"}
 
 // DefaultConditions are run when --conditions is not given.
 var DefaultConditions = conditionNames
@@ -61,6 +65,18 @@ var conditions = map[string]*condition{
 		name:    "baseline",
 		prepare: func(context.Context, *env) ([]string, error) { return []string{"nothing changed"}, nil },
 		apply:   func(context.Context, *env) (func([]int) error, func(), error) { return nil, func() {}, nil },
+	},
+	// Every other run is observed as observe observes, so the probes'
+	// cost is in all of them alike; this one measures that cost: the
+	// unchanged workload with no probe attached, once a round like a
+	// condition, paired with the round's observed baseline run.
+	"unobserved": {
+		name:       "unobserved",
+		unobserved: true,
+		prepare: func(context.Context, *env) ([]string, error) {
+			return []string{"nothing changed and no probe attached: the observed baseline against it, round by round, is the observer effect"}, nil
+		},
+		apply: func(context.Context, *env) (func([]int) error, func(), error) { return nil, func() {}, nil },
 	},
 	"cpu-half": {
 		name:     "cpu-half",

@@ -140,8 +140,12 @@ func Run(ctx context.Context, spec Spec, hooks Hooks) (*model.Run, error) {
 
 	ex := &model.Experiments{Measure: sd.measure, Repeat: spec.Repeat}
 	var conds []*condition
+	asked, applied := 0, 0
 	for _, n := range names {
 		c := conditions[n]
+		if c.resource != "" {
+			asked++
+		}
 		settings, err := c.prepare(ctx, e)
 		if ctx.Err() != nil {
 			return nil, target.ErrInterrupted
@@ -154,18 +158,44 @@ func Run(ctx context.Context, spec Spec, hooks Hooks) (*model.Run, error) {
 			continue
 		}
 		conds = append(conds, c)
-		ex.Conditions = append(ex.Conditions, model.Condition{Name: n, Resource: c.resource, Settings: settings})
+		mc := model.Condition{Name: n, Resource: c.resource, Settings: settings}
+		if c.unobserved {
+			ex.Unobserved = &mc
+			continue
+		}
+		if c.resource != "" {
+			applied++
+		}
+		ex.Conditions = append(ex.Conditions, mc)
 	}
 	// Baseline alone is a request too (--conditions baseline): repeats of
 	// the unchanged workload, whose spread is the noise `perfsleuth compare`
-	// needs. Only when other conditions were asked for and none applies is
-	// there nothing to run.
-	if len(conds) < 2 && len(names) > 1 {
+	// needs; so is the observer effect alone (baseline,unobserved). Only
+	// when conditions that take a resource away were asked for and none
+	// applies is there nothing to run.
+	if asked > 0 && applied == 0 {
 		return nil, fmt.Errorf("no condition besides baseline can be applied here: %v", ex.Skipped)
 	}
 
 	x := &experimenter{spec: spec, side: sd, env: e, hooks: hooks, ex: ex, conds: conds}
+	for _, c := range conds {
+		x.recs = append(x.recs, x.recordOf(c))
+	}
 	return x.run(ctx)
+}
+
+// recordOf is where c's runs go in the record: the observer effect's, or
+// its condition's.
+func (x *experimenter) recordOf(c *condition) *model.Condition {
+	if c.unobserved {
+		return x.ex.Unobserved
+	}
+	for i := range x.ex.Conditions {
+		if x.ex.Conditions[i].Name == c.name {
+			return &x.ex.Conditions[i]
+		}
+	}
+	return nil
 }
 
 type experimenter struct {
@@ -175,6 +205,9 @@ type experimenter struct {
 	hooks Hooks
 	ex    *model.Experiments
 	conds []*condition
+	// recs are where each condition's runs go (x.ex.Conditions' entries,
+	// or x.ex.Unobserved), in the order of conds.
+	recs []*model.Condition
 	// baselines are the baseline runs, in the order they ran.
 	baselines []*result
 	notes     []string
@@ -297,11 +330,11 @@ func (x *experimenter) plan(perRun, spent time.Duration) (int, []int, error) {
 	x.ex.Repeat = repeats
 	lines = append([]string{fmt.Sprintf("plan: %d conditions × %d runs = %d runs of about %s each (the warm-up run took that), about %s in all, interleaved",
 		n, repeats, n*repeats, perRun.Round(100*time.Millisecond), total(repeats).Round(time.Second))}, lines...)
-	for i, c := range x.ex.Conditions {
+	for _, c := range x.recs {
 		for j, s := range c.Settings {
 			head := ""
 			if j == 0 {
-				head = x.conds[i].name
+				head = c.Name
 			}
 			lines = append(lines, fmt.Sprintf("  %-15s %s", head, s))
 		}
@@ -327,7 +360,7 @@ func (x *experimenter) once(ctx context.Context, ci, seq int) (*model.Run, error
 		}
 		return nil, fmt.Errorf("%s: %w", c.name, err)
 	}
-	res, settled, err := x.side.once(ctx, before, x.hooks)
+	res, settled, err := x.side.once(ctx, before, x.hooks, c.unobserved)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -341,7 +374,7 @@ func (x *experimenter) once(ctx context.Context, ci, seq int) (*model.Run, error
 		x.ex.Warmup = res.value
 		return res.run, nil
 	}
-	cond := &x.ex.Conditions[ci]
+	cond := x.recs[ci]
 	cond.Runs = append(cond.Runs, res.experimentRun(seq, settled))
 	x.ex.Order = append(x.ex.Order, fmt.Sprintf("%s#%d", c.name, len(cond.Runs)))
 	if c.name == "baseline" {

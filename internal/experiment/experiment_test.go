@@ -277,3 +277,74 @@ func TestPairInterleaves(t *testing.T) {
 		t.Errorf("left in the directory: %v", left)
 	}
 }
+
+// TestRunUnobserved: the unobserved condition runs the same workload with
+// no probe attached, once a round, interleaved like a condition; its runs
+// are the observer effect, kept apart from the conditions.
+func TestRunUnobserved(t *testing.T) {
+	inDir(t)
+	log := &probetest.Log{}
+	testCondition(t, log, nil)
+	spec := nullSpec(log, model.NullConfig{Ops: 1000, DurationSec: 0.01}, "test-load", "unobserved")
+	var plan []string
+	run, err := Run(context.Background(), spec, Hooks{Plan: func(l []string) { plan = l }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex := run.Experiments
+	if len(ex.Conditions) != 2 || ex.Conditions[0].Name != "baseline" || ex.Conditions[1].Name != "test-load" {
+		t.Fatalf("conditions %+v, want baseline and test-load", ex.Conditions)
+	}
+	if u := ex.Unobserved; u == nil || u.Name != "unobserved" || len(u.Runs) != 3 || len(u.Settings) == 0 {
+		t.Fatalf("unobserved %+v, want 3 runs and its settings", u)
+	}
+	// schedule(3, 3): baseline, unobserved, test-load, then rotated.
+	want := []string{"baseline#1", "unobserved#1", "test-load#1", "unobserved#2", "test-load#2", "baseline#2", "test-load#3", "baseline#3", "unobserved#3"}
+	if !slices.Equal(ex.Order, want) {
+		t.Errorf("order %v, want %v", ex.Order, want)
+	}
+	for i, r := range ex.Unobserved.Runs {
+		if r.Seq != slices.Index(ex.Order, fmt.Sprintf("unobserved#%d", i+1))+1 || r.Value <= 0 {
+			t.Errorf("unobserved run %d: %+v", i+1, r)
+		}
+	}
+	// The warm-up, 3 baseline and 3 test-load runs are observed; the 3
+	// unobserved runs start no probe.
+	if n := count(log.Calls(), "start fake"); n != 7 {
+		t.Errorf("probe started %d times, want 7 (none in the unobserved runs)", n)
+	}
+	said := func(l string) bool {
+		return strings.Contains(l, "unobserved") && strings.Contains(l, "no probe attached")
+	}
+	if !strings.Contains(plan[0], "3 conditions × 3 runs") || !slices.ContainsFunc(plan, said) {
+		t.Errorf("plan %q", plan)
+	}
+}
+
+// TestRunNeedsAResourceCondition: conditions that take a resource away,
+// all skipped here, leave nothing to run; the observer effect alone
+// (baseline and unobserved) is a request of its own.
+func TestRunNeedsAResourceCondition(t *testing.T) {
+	inDir(t)
+	log := &probetest.Log{}
+	conditions["test-none"] = &condition{name: "test-none", resource: "cpu",
+		prepare: func(context.Context, *env) ([]string, error) { return nil, errors.New("not here") },
+		apply:   func(context.Context, *env) (func([]int) error, func(), error) { return nil, func() {}, nil }}
+	names := conditionNames
+	conditionNames = append(slices.Clone(names), "test-none")
+	t.Cleanup(func() { delete(conditions, "test-none"); conditionNames = names })
+
+	spec := nullSpec(log, model.NullConfig{Ops: 100, DurationSec: 0.005}, "unobserved", "test-none")
+	if _, err := Run(context.Background(), spec, Hooks{}); err == nil || !strings.Contains(err.Error(), "no condition besides baseline") {
+		t.Errorf("error %v, want no condition besides baseline", err)
+	}
+	spec = nullSpec(log, model.NullConfig{Ops: 100, DurationSec: 0.005}, "unobserved")
+	spec.Repeat = 2
+	run, err := Run(context.Background(), spec, Hooks{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u := run.Experiments.Unobserved; u == nil || len(u.Runs) != 2 || len(run.Experiments.Conditions) != 1 {
+		t.Errorf("observer effect alone: %+v", run.Experiments)
+	}
+}

@@ -90,14 +90,19 @@ type result struct {
 	value float64
 }
 
-// once makes one observed run: it settles the device (the previous run's
-// writes reach it first), calls before with the workload's processes once
-// they are ready, and measures the run. A run the user interrupted is
-// returned with no error and its record marked interrupted.
-func (s *side) once(ctx context.Context, before func([]int) error, hooks Hooks) (*result, time.Duration, error) {
+// once makes one observed run (unobserved: with no probe attached): it
+// settles the device (the previous run's writes reach it first), calls
+// before with the workload's processes once they are ready, and measures
+// the run. A run the user interrupted is returned with no error and its
+// record marked interrupted.
+func (s *side) once(ctx context.Context, before func([]int) error, hooks Hooks, unobserved bool) (*result, time.Duration, error) {
 	settled := settle(ctx, s.dir, s.disks())
 	opts := runner.Options{Probe: s.observe, BeforeRun: before}
-	if s.probes != nil {
+	switch {
+	case unobserved:
+		// An empty list, not nil: no probe at all (runner.Bench's way).
+		opts.Probes = []probe.Probe{}
+	case s.probes != nil:
 		opts.Probes = s.probes()
 	}
 	var out *outputTail

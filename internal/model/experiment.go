@@ -16,7 +16,9 @@ type Experiments struct {
 	// BaselineNoise is how far a single baseline run lands from the
 	// baseline median, relative to it: two robust standard deviations
 	// (1.4826 × MAD), the band about 95% of the unchanged workload's runs
-	// fall in. One outlier run cannot set it.
+	// fall in. One outlier run cannot set it. A batch's own noise, drift
+	// included: what compare sets against another batch's; a condition is
+	// judged against its rounds' noise (Condition.Noise).
 	BaselineNoise float64 `json:"baseline_noise"`
 	// BaselineDrift is set when the baseline runs, in the order they ran,
 	// trend up or down beyond chance: the machine drifted, or state built
@@ -29,8 +31,18 @@ type Experiments struct {
 	// run, the budget): the conditions hold only the runs that finished.
 	Incomplete bool `json:"incomplete,omitempty"`
 	// Extended counts the rounds run beyond Repeat because a condition was
-	// still inconclusive (up to --max-repeat).
+	// still inconclusive (up to --max-repeat). The classes were decided
+	// 1 + Extended times on growing data, and the intervals are corrected
+	// for it (stats.PairedRounds).
 	Extended int `json:"extended,omitempty"`
+	// Unobserved is the observer effect, when diagnose measured it (the
+	// `unobserved` condition): runs of the unchanged workload with no
+	// probe attached, one a round, interleaved with the conditions. Its
+	// Change is theirs against the observed baseline run of the same
+	// round: +0.05 when the workload ran 5% faster unobserved, the
+	// slowdown observing it caused. It takes no resource away, so it has
+	// no class and is not among Conditions.
+	Unobserved *Condition `json:"unobserved,omitempty"`
 	// Pair is set when the runs were made interleaved with another
 	// workload's, for a comparison (`perfsleuth compare --run A --run B`):
 	// then run i of this record and run i of the other ran in the same
@@ -79,11 +91,21 @@ type Condition struct {
 	Runs     []ExperimentRun `json:"runs"`
 	Median   float64         `json:"median"`
 	// Change is the relative change in performance against baseline
-	// (negative: slower), from the medians; for a time measure it is
-	// baseline/condition - 1, so that -0.5 means half the speed either way.
+	// (negative: slower): the median of the rounds' changes, each run
+	// against the baseline run of its own round, so that drift over the
+	// batch cancels (records before rounds were paired: from the
+	// medians). For a time measure a run's change is baseline/condition -
+	// 1, so that -0.5 means half the speed either way.
 	Change float64 `json:"change"`
-	// Interval is the 95% bootstrap confidence interval of Change.
+	// Interval is the bootstrap confidence interval of Change over
+	// resamples of the rounds: 95%, widened for the times the classes were
+	// decided (Experiments.Extended).
 	Interval [2]float64 `json:"interval"`
+	// Noise is two robust standard deviations of the rounds' changes:
+	// how much one round's change moves (0 in records made before).
+	Noise float64 `json:"noise,omitempty"`
+	// Rounds is how many rounds paired a run of it with a baseline run.
+	Rounds int `json:"rounds,omitempty"`
 	// Class is "sensitive", "insensitive" or "inconclusive" (empty for baseline).
 	Class  string `json:"class,omitempty"`
 	Reason string `json:"reason,omitempty"`

@@ -2,6 +2,8 @@ package stats
 
 import (
 	"math"
+	"math/rand/v2"
+	"slices"
 	"testing"
 )
 
@@ -91,21 +93,202 @@ func TestTrendOf(t *testing.T) {
 	}
 }
 
-// TestPairedChangeInterval: two workloads 5% apart on a machine whose speed
-// moves 30% from round to round. Paired, the rounds' shared speed cancels
-// and the interval holds +5% tightly; unpaired it spans the drift.
-func TestPairedChangeInterval(t *testing.T) {
-	ratio := func(ma, mb float64) float64 { return mb/ma - 1 }
+// A batch that falls with one run out of order: Mann-Kendall's p is 1/12
+// (S = -8 of 10 pairs), short of 0.05, but Sen's slope still says it fell
+// about 15% over the batch. Regression: the A batch, two runs
+// swapped; a p-value alone would have called it steady.
+func TestTrendOfOneOutOfOrder(t *testing.T) {
+	tr := TrendOf([]float64{41422, 38698, 39310, 38314, 33461})
+	if tr.S != -8 || math.Abs(tr.P-10.0/120) > 1e-12 {
+		t.Errorf("S %d, P %v; want -8 and 10/120", tr.S, tr.P)
+	}
+	// Sen's slope: the median of the 10 pairwise slopes, the mean of
+	// (33461-38698)/3 and (39310-41422)/2.
+	if want := (-5237.0/3 - 1056) / 2 * 4 / 38698; math.Abs(tr.Change-want) > 1e-9 || math.Abs(tr.PerRun*4-tr.Change) > 1e-12 {
+		t.Errorf("change %v (per run %v), want %v", tr.Change, tr.PerRun, want)
+	}
+}
+
+func ratio(a, b float64) float64 { return b/a - 1 }
+
+// TestPairedRoundsPairsTheSpeedOfEachRound: two workloads 5% apart on a
+// machine whose speed moves 30% from round to round. Paired, the rounds'
+// shared speed cancels and the interval holds +5% tightly; unpaired it
+// spans the drift.
+func TestPairedRoundsPairsTheSpeedOfEachRound(t *testing.T) {
 	speed := []float64{1.0, 1.3, 0.9, 1.2, 1.0, 0.8, 1.1}
 	var a, b []float64
 	for _, s := range speed {
 		a, b = append(a, 100*s), append(b, 105*s)
 	}
-	lo, hi := PairedChangeInterval(a, b, ratio)
-	if lo < 0.049 || hi > 0.051 {
-		t.Errorf("paired interval [%.3f, %.3f], want +5%%", lo, hi)
+	p := PairedRounds(a, b, ratio, 1)
+	if p.Rounds != 7 || math.Abs(p.Change-0.05) > 1e-9 || p.Interval[0] < 0.049 || p.Interval[1] > 0.051 || p.Spread > 1e-9 {
+		t.Errorf("paired: %+v, want +5%% with an interval and a spread of nothing", p)
 	}
 	if lo, hi := ChangeInterval(a, b, ratio); lo > 0 || hi < 0.1 {
 		t.Errorf("unpaired interval [%.3f, %.3f]: want it to reach 0 and beyond +10%%", lo, hi)
+	}
+}
+
+// TestPairedRoundsCancelsDrift: diagnose's schedule (each round runs every
+// condition once, the order rotated) on a machine that slows by 2% a run,
+// the same workload under both "conditions". Unpaired, the baseline's runs
+// fall 22% over the batch and the interval leaves room for a large loss;
+// paired with the baseline run of its own round, each run differs from it
+// by the few runs between them, and the change is about nothing.
+func TestPairedRoundsCancelsDrift(t *testing.T) {
+	const conds, rounds = 2, 6
+	var base, cond []float64
+	for seq := 0; seq < conds*rounds; seq++ {
+		r, i := seq/conds, seq%conds
+		v := 1000 * (1 - 0.02*float64(seq))
+		if (i+r)%conds == 0 { // schedule: round r starts r places further
+			base = append(base, v)
+		} else {
+			cond = append(cond, v)
+		}
+	}
+	p := PairedRounds(base, cond, ratio, 1)
+	if math.Abs(p.Change) > 0.01 || p.Interval[0] < -0.05 || p.Interval[1] > 0.05 {
+		t.Errorf("paired over drift: %+v, want about 0 with a narrow interval", p)
+	}
+	if lo, _ := ChangeInterval(base, cond, ratio); lo > -0.1 {
+		t.Errorf("unpaired interval from %.3f: the drift should widen it past -10%%", lo)
+	}
+	if tr := TrendOf(base); tr.Change > -0.2 {
+		t.Errorf("the baseline's own trend %+v, want a fall of more than 20%%", tr)
+	}
+}
+
+// TestPairedRoundsLooks: looked at again and again, the interval widens:
+// the same rounds that exclude zero at the first look do not at the
+// fourth. The level is Bonferroni's.
+func TestPairedRoundsLooks(t *testing.T) {
+	a := []float64{100, 100, 100, 100, 100}
+	b := []float64{88, 90, 85, 99, 87}
+	one, four := PairedRounds(a, b, ratio, 1), PairedRounds(a, b, ratio, 4)
+	if one.Interval[1] >= 0 {
+		t.Errorf("one look: %+v, want an interval below zero", one)
+	}
+	if four.Interval[0] >= one.Interval[0] || four.Interval[1] <= one.Interval[1] || four.Interval[1] < 0 {
+		t.Errorf("four looks: %v against one look's %v: want it wider on both sides, reaching zero", four.Interval, one.Interval)
+	}
+	if four.Change != one.Change {
+		t.Errorf("the change moved with the looks: %v, %v", one.Change, four.Change)
+	}
+	for looks, want := range map[int]float64{0: 0.95, 1: 0.95, 2: 0.975, 4: 0.9875} {
+		if got := Level(looks); math.Abs(got-want) > 1e-12 {
+			t.Errorf("Level(%d) = %v, want %v", looks, got, want)
+		}
+	}
+}
+
+// TestOptionalStoppingCorrected: an unchanged workload (5% noise a run,
+// no effect), looked at after 10 rounds and after each added round up to
+// 16, stopping at the first interval that excludes zero, as diagnose adds
+// rounds while a condition is inconclusive. Every look at 95% calls a
+// change in far more than 5% of such experiments; corrected for the looks,
+// about 5% or fewer. (100 experiments with fixed seeds: the fractions are
+// the same on every run.)
+func TestOptionalStoppingCorrected(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 9))
+	const experiments, first, last = 100, 10, 16
+	var naive, corrected int
+	for range experiments {
+		var a, b []float64
+		for range last {
+			a, b = append(a, 100*(1+0.05*rng.NormFloat64())), append(b, 100*(1+0.05*rng.NormFloat64()))
+		}
+		calls := func(corrected bool) bool {
+			for n := first; n <= last; n++ {
+				looks := 1
+				if corrected {
+					looks = n - first + 1
+				}
+				if iv := PairedRounds(a[:n], b[:n], ratio, looks).Interval; iv[0] > 0 || iv[1] < 0 {
+					return true
+				}
+			}
+			return false
+		}
+		if calls(false) {
+			naive++
+		}
+		if calls(true) {
+			corrected++
+		}
+	}
+	if naive < 10 || corrected > 6 {
+		t.Errorf("false calls in %d experiments of no change: %d uncorrected, %d corrected; want 10 or more, and 6 or fewer", experiments, naive, corrected)
+	}
+	t.Logf("false calls: %d%% uncorrected, %d%% corrected", naive, corrected)
+}
+
+func TestMedianDraws(t *testing.T) {
+	for _, xs := range [][]float64{{3, 1, 2}, {4, 1, 3, 2}} {
+		d := medianDraws(xs)
+		if len(d) != bootstrapResamples || !slices.IsSorted(d) || d[0] < 1 || d[len(d)-1] > 4 {
+			t.Errorf("%v: %d draws from %v to %v", xs, len(d), d[0], d[len(d)-1])
+		}
+		if m := Median(d); m != Median(xs) {
+			t.Errorf("%v: the draws' median %v, want %v", xs, m, Median(xs))
+		}
+	}
+}
+
+// TestPairedInTimeCancelsDrift: six conditions a round, the order rotated
+// each round, on a machine that slows by 1.5% of its first speed a run
+// (over the 30 runs, by 44%). The condition that takes 30% away runs three
+// places from its round's baseline run, before it in some rounds and after
+// it in others: paired with that run alone, its change carries three runs'
+// drift one way or the other, and the median of five rounds does not
+// cancel it. Moved to the condition's place along the baseline's own
+// drift, the baseline run of its round gives -30% in every round.
+func TestPairedInTimeCancelsDrift(t *testing.T) {
+	const conds, rounds = 6, 5
+	var bt, ct []int
+	var base, cond []float64
+	for seq := 0; seq < conds*rounds; seq++ {
+		r, i := seq/conds, seq%conds
+		speed := 1 - 0.015*float64(seq)
+		switch (i + r) % conds {
+		case 0:
+			bt, base = append(bt, seq+1), append(base, 1000*speed)
+		case 3:
+			ct, cond = append(ct, seq+1), append(cond, 700*speed)
+		}
+	}
+	byRound := PairedRounds(base, cond, ratio, 1)
+	inTime := PairedInTime(bt, base, ct, cond, ratio, 1)
+	if math.Abs(byRound.Change+0.3) < 0.03 {
+		t.Errorf("paired by round: %+v, expected the drift of the runs between them to show", byRound)
+	}
+	if math.Abs(inTime.Change+0.3) > 1e-9 || inTime.Interval[0] < -0.3-1e-9 || inTime.Interval[1] > -0.3+1e-9 || inTime.Rounds != rounds {
+		t.Errorf("paired in time: %+v, want -30%% in each of %d rounds", inTime, rounds)
+	}
+	// Without the runs' places (an older record) it pairs by round.
+	if p := PairedInTime(nil, base, nil, cond, ratio, 1); p != byRound {
+		t.Errorf("without places: %+v, want %+v", p, byRound)
+	}
+	// A machine whose speed jumps from round to round and does not drift:
+	// the pairing takes each round's jump out; Sen's slope of the jumps
+	// is not quite zero, and moves the change by about a point.
+	speed := []float64{1.0, 1.3, 0.9, 1.2, 1.0}
+	bt, ct, base, cond = nil, nil, nil, nil
+	for r, s := range speed {
+		bt, ct = append(bt, 2*r+1+r%2), append(ct, 2*r+2-r%2)
+		base, cond = append(base, 1000*s), append(cond, 900*s)
+	}
+	if p := PairedInTime(bt, base, ct, cond, ratio, 1); math.Abs(p.Change+0.1) > 0.015 || p.Interval[1] > -0.08 {
+		t.Errorf("round-to-round jumps: %+v, want -10%% with a narrow interval", p)
+	}
+}
+
+func TestSenSlopeAndPlaces(t *testing.T) {
+	if got := senSlope([]int{1, 2, 4, 5, 9}, []float64{10, 12, 16, 18, 100}); got != 2 {
+		t.Errorf("Sen's slope %v, want 2 (the point out of line outvoted)", got)
+	}
+	if increasing([]int{1, 3, 3}, 3) || increasing([]int{0, 1}, 2) || increasing([]int{1, 2}, 3) || !increasing([]int{1, 4, 9}, 3) {
+		t.Error("increasing")
 	}
 }

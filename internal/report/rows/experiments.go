@@ -2,6 +2,7 @@ package rows
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
@@ -24,8 +25,10 @@ type Experiments struct {
 type CondRow struct {
 	model.Condition
 	// Finished is false when no run of it finished; Baseline is true for
-	// the baseline, which has no change of its own.
-	Finished, Baseline bool
+	// the baseline, which has no change of its own. Unobserved is true for
+	// the observer effect's runs (no probe attached), whose Class reads
+	// "observer effect": it takes no resource away.
+	Finished, Baseline, Unobserved bool
 	// Values are its runs' results; Points each run's change against the
 	// baseline's median (ChangeFrom).
 	Values, Points []float64
@@ -52,9 +55,19 @@ func ExperimentsOf(ex *model.Experiments) Experiments {
 	}
 	change := ChangeFrom(ex.Measure, base)
 	seen := false
-	for _, c := range ex.Conditions {
+	// The observer effect's runs are listed after the baseline's: they
+	// are the same workload, unobserved.
+	conds := slices.Clone(ex.Conditions)
+	if u := ex.Unobserved; u != nil {
+		at := slices.IndexFunc(conds, func(c model.Condition) bool { return c.Name == "baseline" }) + 1
+		conds = slices.Insert(conds, at, *u)
+	}
+	for _, c := range conds {
 		r := CondRow{Condition: c, Finished: len(c.Runs) > 0, Baseline: c.Name == "baseline",
 			IntervalText: fmt.Sprintf("[%s, %s]", Pct(c.Interval[0]), Pct(c.Interval[1]))}
+		if ex.Unobserved != nil && c.Name == ex.Unobserved.Name {
+			r.Unobserved, r.Class = true, "observer effect"
+		}
 		var cpu, wait, st []float64
 		for _, run := range c.Runs {
 			r.Values = append(r.Values, run.Value)
@@ -65,7 +78,8 @@ func ExperimentsOf(ex *model.Experiments) Experiments {
 			}
 		}
 		out.Conditions = append(out.Conditions, r)
-		if r.Finished {
+		// Unobserved runs have no accounting: no probe was there to make it.
+		if r.Finished && !r.Unobserved {
 			out.Accounting = append(out.Accounting, CondAccounting{c.Name, stats.Median(cpu), stats.Median(wait), stats.Median(st)})
 		}
 	}
@@ -79,16 +93,27 @@ func ExperimentsOf(ex *model.Experiments) Experiments {
 // experimentNotes says what qualifies an experiment's runs.
 func experimentNotes(ex *model.Experiments) []string {
 	var notes []string
+	// Records made since the conditions were paired with the baseline
+	// round by round say how many rounds each paired.
+	paired := slices.ContainsFunc(ex.Conditions, func(c model.Condition) bool { return c.Rounds > 0 })
 	if d := ex.BaselineDrift; d != nil {
 		dir := "rose"
 		if d.Change < 0 {
 			dir = "fell"
 		}
-		notes = append(notes, fmt.Sprintf("the baseline runs %s %s from the first to the last, a trend in the order they ran (p=%.2g): the machine drifted or state built up from run to run; conditions are interleaved with the baseline, so each faced the same drift, but the noise is wider for it",
-			dir, Pct(d.Change), d.P))
+		how := "conditions are interleaved with the baseline, so each faced the same drift, but the noise is wider for it"
+		if paired {
+			how = "each condition's run is set against the baseline run of its own round, so the drift cancels in its change"
+		}
+		notes = append(notes, fmt.Sprintf("the baseline runs %s %s from the first to the last, a trend in the order they ran (p=%.2g): the machine drifted or state built up from run to run; %s",
+			dir, Pct(d.Change), d.P, how))
 	}
 	if ex.Extended > 0 {
-		notes = append(notes, fmt.Sprintf("%d more round(s) of every condition were run after the %d planned, because a condition was still inconclusive (--max-repeat)", ex.Extended, ex.Repeat))
+		n := fmt.Sprintf("%d more round(s) of every condition were run after the %d planned, because a condition was still inconclusive (--max-repeat)", ex.Extended, ex.Repeat)
+		if looks := ex.Extended + 1; paired {
+			n += fmt.Sprintf("; the classes were decided %d times on the growing runs, so the intervals are widened for it (Bonferroni: each decision at %.1f%% instead of 95%%)", looks, stats.Level(looks)*100)
+		}
+		notes = append(notes, n)
 	}
 	return notes
 }

@@ -1,0 +1,174 @@
+package scenarios
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// needQuiet skips the test when another process competes for the CPUs
+// right now, saying what was measured: for the few tests whose assertion is
+// a timing (a diagnose class, a comparison's significance) and that a busy
+// neighbour can flip whatever the product does. It is called by no test
+// yet: a test calls it first thing once it has been measured to fail under
+// load (issue 14: the README's command with a two-thread CPU burner at nice
+// 0 beside it), and the README names the tests that do.
+//
+// It samples for loadWindow:
+//   - the runnable tasks (/proc/stat procs_running, every loadEvery),
+//     minus this process's own threads in state R at the same moment (the
+//     sampling thread itself, the Go runtime's): another process's busy
+//     thread shows as one more; and
+//   - the CPU pressure (/proc/pressure/cpu, "some" total): the share of
+//     the window in which some task waited for a CPU, which catches
+//     contention the counts miss between two samples.
+//
+// Either beyond its threshold skips the test. A machine without PSI
+// (CONFIG_PSI off, or psi=0) is judged on the runnable tasks alone.
+func needQuiet(t *testing.T) {
+	t.Helper()
+	l, err := measureLoad(loadWindow)
+	if err != nil {
+		t.Logf("cannot tell whether the machine is loaded (%v): running the test anyway", err)
+		return
+	}
+	if why := l.loaded(); why != "" {
+		t.Skipf("the machine is loaded: %s over %s (%s); this test measures timings and needs a quiet machine: run it again with nothing else running", why, loadWindow, l)
+	}
+}
+
+// loadWindow is how long needQuiet samples: long enough for a neighbour
+// that runs in bursts (a build's compiler processes) to show, short enough
+// to add little to a test of tens of seconds. loadEvery is the sampling
+// period of the runnable tasks: 20 samples in the window.
+const (
+	loadWindow = time.Second
+	loadEvery  = 50 * time.Millisecond
+)
+
+// Thresholds. otherRunnable: on average half a task of another process
+// runnable, i.e. one busy thread half the time; a quiet machine shows
+// about 0 (daemons wake for microseconds, rarely at a sample), and the
+// burner of issue 14 shows 2. cpuPressure: 10% of the window with a task
+// waiting for a CPU; a quiet VM's PSI "some" stays under 1%, and one more
+// busy thread than CPUs puts it near 100%.
+const (
+	otherRunnable = 0.5
+	cpuPressure   = 0.10
+)
+
+// load is what measureLoad saw.
+type load struct {
+	// runnable is the mean number of runnable tasks not of this process.
+	runnable float64
+	samples  int
+	// pressure is the share of the window some task waited for a CPU;
+	// hasPSI is false when /proc/pressure/cpu cannot be read.
+	pressure float64
+	hasPSI   bool
+}
+
+func (l load) String() string {
+	s := fmt.Sprintf("%.2f runnable tasks of other processes on average in %d samples of /proc/stat procs_running", l.runnable, l.samples)
+	if l.hasPSI {
+		s += fmt.Sprintf(", CPU pressure %.1f%% (/proc/pressure/cpu some)", l.pressure*100)
+	} else {
+		s += ", no /proc/pressure/cpu"
+	}
+	return s
+}
+
+// loaded says why the machine is loaded, "" when it is quiet.
+func (l load) loaded() string {
+	var why []string
+	if l.runnable >= otherRunnable {
+		why = append(why, fmt.Sprintf("%.1f tasks of other processes runnable on average (quiet: under %.1f)", l.runnable, otherRunnable))
+	}
+	if l.hasPSI && l.pressure >= cpuPressure {
+		why = append(why, fmt.Sprintf("some task waited for a CPU %.0f%% of the time (quiet: under %.0f%%)", l.pressure*100, cpuPressure*100))
+	}
+	return strings.Join(why, ", ")
+}
+
+// measureLoad samples the machine's CPU load for window.
+func measureLoad(window time.Duration) (load, error) {
+	var l load
+	p0, psiErr := psiSomeTotal()
+	start := time.Now()
+	total := 0.0
+	for time.Since(start) < window {
+		running, err := procsRunning()
+		if err != nil {
+			return l, err
+		}
+		total += float64(max(running-ownRunning(), 0))
+		l.samples++
+		time.Sleep(loadEvery)
+	}
+	l.runnable = total / float64(l.samples)
+	if psiErr == nil {
+		if p1, err := psiSomeTotal(); err == nil {
+			l.hasPSI = true
+			l.pressure = float64(p1-p0) / float64(time.Since(start).Microseconds())
+		}
+	}
+	return l, nil
+}
+
+// procsRunning is /proc/stat's count of runnable tasks (running or
+// waiting for a CPU), the machine's, this process's included.
+func procsRunning() (int, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range bytes.Split(b, []byte("\n")) {
+		if v, ok := bytes.CutPrefix(line, []byte("procs_running ")); ok {
+			return strconv.Atoi(string(bytes.TrimSpace(v)))
+		}
+	}
+	return 0, fmt.Errorf("no procs_running in /proc/stat")
+}
+
+// ownRunning counts this process's threads in state R.
+func ownRunning() int {
+	stats, _ := filepath.Glob("/proc/self/task/*/stat")
+	n := 0
+	for _, p := range stats {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			continue
+		}
+		// The state follows the command name, which is in parentheses
+		// and may hold spaces.
+		if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) && b[i+2] == 'R' {
+			n++
+		}
+	}
+	return n
+}
+
+// psiSomeTotal is /proc/pressure/cpu's "some" total: microseconds in which
+// some task waited for a CPU, since boot.
+func psiSomeTotal() (int64, error) {
+	b, err := os.ReadFile("/proc/pressure/cpu")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if !strings.HasPrefix(line, "some ") {
+			continue
+		}
+		for _, f := range strings.Fields(line) {
+			if v, ok := strings.CutPrefix(f, "total="); ok {
+				return strconv.ParseInt(v, 10, 64)
+			}
+		}
+	}
+	return 0, fmt.Errorf("no \"some\" line in /proc/pressure/cpu")
+}
