@@ -23,10 +23,11 @@ const materialChange = 0.10
 // interval cannot tell "no effect" from "not enough runs".
 const insensitiveSpan = 2 * materialChange
 
-// noiseSigmas: the baseline's noise is the band of ±2 robust standard
-// deviations around its median, which holds about 95% of single runs of a
-// normal workload; a condition's median must move beyond it to be called
-// sensitive.
+// noiseSigmas: a noise is the band of ±2 robust standard deviations
+// around a median, which holds about 95% of single values of a normal
+// sample: the baseline's runs (BaselineNoise), a condition's rounds'
+// changes (Condition.Noise), which its median change must move beyond to
+// be called sensitive.
 const noiseSigmas = 2
 
 // Drift thresholds: a series of runs drifted when a Mann-Kendall test
@@ -92,17 +93,28 @@ func Conditions(ex *model.Experiments) bool {
 	}
 	bv := values(base)
 	base.Median = stats.Median(bv)
-	base.Change, base.Interval, base.Class, base.Reason = 0, [2]float64{}, "", ""
+	base.Change, base.Interval, base.Class, base.Reason, base.Noise, base.Rounds = 0, [2]float64{}, "", "", 0, 0
 	change := func(mb, mc float64) float64 {
 		if ex.Measure.HigherIsBetter {
 			return mc/mb - 1
 		}
 		return mb/mc - 1
 	}
-	// The noise is in the same terms as a condition's change: how far a
-	// baseline run alone lands from the baseline median, robustly.
+	// The baseline's own noise and drift, for the report and for compare
+	// (which sets a batch against another batch): a condition is judged
+	// against its rounds' noise below, in which drift cancels.
 	ex.BaselineNoise = noiseSigmas * stats.RelSpread(bv)
 	ex.BaselineDrift = Drift(bv)
+	// Every round runs each condition once, so run r of a condition and run
+	// r of the baseline ran in the same round, close in time: each
+	// condition's change is paired with the baseline round by round (the
+	// baseline run moved to the condition run's place along the baseline's
+	// own drift), and a machine that drifts over the experiment, or state
+	// that builds up from run to run, cancels. The classes were decided
+	// once after the planned rounds and again after each round added while
+	// a condition was inconclusive: 1 + Extended looks at growing data,
+	// which the intervals are corrected for (stats.PairedInTime).
+	looks := 1 + ex.Extended
 	for i := range ex.Conditions {
 		c := &ex.Conditions[i]
 		if c == base {
@@ -114,11 +126,20 @@ func Conditions(ex *model.Experiments) bool {
 		}
 		cv := values(c)
 		c.Median = stats.Median(cv)
-		c.Change = change(base.Median, c.Median)
-		c.Interval[0], c.Interval[1] = stats.ChangeInterval(bv, cv, change)
-		c.Class, c.Reason = classify(c.Change, c.Interval, ex.BaselineNoise, len(bv), len(cv))
+		p := stats.PairedInTime(places(base), bv, places(c), cv, change, looks)
+		c.Change, c.Interval, c.Noise, c.Rounds = p.Change, p.Interval, noiseSigmas*p.Spread, p.Rounds
+		c.Class, c.Reason = classify(c.Change, c.Interval, c.Noise, p.Rounds)
 	}
 	return true
+}
+
+// places are c's runs' places in the order all runs were made.
+func places(c *model.Condition) []int {
+	p := make([]int, len(c.Runs))
+	for i, r := range c.Runs {
+		p[i] = r.Seq
+	}
+	return p
 }
 
 func values(c *model.Condition) []float64 {
@@ -129,20 +150,22 @@ func values(c *model.Condition) []float64 {
 	return v
 }
 
-// classify decides a condition's class. Conditions take a resource away,
-// so what counts is a slowdown: sensitive only when the whole interval lies
-// below zero, the loss is material and larger than the baseline's own
-// noise; insensitive when the loss is small and the interval rules out a
-// large one (a run that got faster is insensitive too, and says so);
+// classify decides a condition's class from its paired change over rounds
+// (rounds of it: runs paired with a baseline run). Conditions take a
+// resource away, so what counts is a slowdown: sensitive only when the
+// whole interval lies below zero, the loss is material and larger than the
+// rounds' own noise (two robust standard deviations of the rounds'
+// changes); insensitive when the loss is small and the interval rules out
+// a large one (a run that got faster is insensitive too, and says so);
 // otherwise inconclusive, with what would settle it.
-func classify(change float64, iv [2]float64, noise float64, nb, nc int) (class, reason string) {
+func classify(change float64, iv [2]float64, noise float64, rounds int) (class, reason string) {
 	switch {
-	case nb < 2 || nc < 2:
-		return Inconclusive, "fewer than 2 runs: no interval; use --repeat 3 or more"
+	case rounds < 2:
+		return Inconclusive, "fewer than 2 rounds: no interval; use --repeat 3 or more"
 	case change <= -materialChange && iv[1] < 0 && -change > noise:
-		return Sensitive, fmt.Sprintf("changed %s, interval below zero, beyond the baseline's noise (±%.0f%%)", pct(change), noise*100)
+		return Sensitive, fmt.Sprintf("changed %s, interval below zero, beyond the rounds' noise (±%.0f%%)", pct(change), noise*100)
 	case change <= -materialChange && -change <= noise:
-		return Inconclusive, fmt.Sprintf("changed %s but the baseline alone moves ±%.0f%%: use more --repeat", pct(change), noise*100)
+		return Inconclusive, fmt.Sprintf("changed %s but one round's change moves ±%.0f%% by itself: use more --repeat", pct(change), noise*100)
 	case change <= -materialChange:
 		return Inconclusive, fmt.Sprintf("changed %s but the interval reaches zero: use more --repeat", pct(change))
 	case iv[0] <= -insensitiveSpan:

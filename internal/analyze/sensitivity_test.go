@@ -1,6 +1,8 @@
 package analyze
 
 import (
+	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -167,5 +169,70 @@ func TestBaselineOnlyConcludesNothing(t *testing.T) {
 	}
 	if got := run.Experiments.Conditions[0].Median; got != 100 {
 		t.Errorf("baseline median %v, want 100", got)
+	}
+}
+
+// scheduled is an experiment run as diagnose schedules it (round r runs
+// every condition once, starting r places further into the list) on a
+// machine that slows by drift a run: each condition's runs measure
+// 1000 × its factor × the machine's speed then.
+func scheduled(rounds int, drift float64, names []string, factor map[string]float64) []model.Condition {
+	conds := make([]model.Condition, len(names))
+	for i, n := range names {
+		conds[i] = model.Condition{Name: n, Resource: map[bool]string{true: "", false: "io"}[n == "baseline"]}
+	}
+	seq := 0
+	for r := 0; r < rounds; r++ {
+		for i := range names {
+			c := &conds[(i+r)%len(names)]
+			seq++
+			c.Runs = append(c.Runs, model.ExperimentRun{Seq: seq, Value: 1000 * factor[c.Name] * (1 - drift*float64(seq-1))})
+		}
+	}
+	return conds
+}
+
+// TestClassifyPairsRounds: on a machine that slows by 3% of its first
+// speed a run, the baseline falls by 40% over the experiment's 15 runs.
+// Each condition's run is set against the baseline run of its own round,
+// moved to its place along the baseline's drift, so the drift cancels: an
+// unchanged condition is insensitive and a 30% loss is sensitive at -30%.
+// Unpaired, the same runs read cpu-half "inconclusive (changed -4% but the
+// interval [-25%, +33%] leaves room for a large loss)". Regression: a
+// sync-bound test's cpu-half read "inconclusive (change -14%, interval
+// [-16%, +10%]) ... the baseline alone moves ±16%".
+func TestClassifyPairsRounds(t *testing.T) {
+	conds := scheduled(5, 0.03, []string{"baseline", "cpu-half", "io-pressure"}, map[string]float64{"baseline": 1, "cpu-half": 1, "io-pressure": 0.7})
+	conds[1].Resource = "cpu"
+	run := &model.Run{Experiments: &model.Experiments{Measure: model.Measure{HigherIsBetter: true}, Conditions: conds}}
+	Analyze(run)
+	ex := run.Experiments
+	if ex.BaselineDrift == nil || ex.BaselineDrift.Change > -0.15 {
+		t.Errorf("baseline drift %+v, want a fall of more than 15%%", ex.BaselineDrift)
+	}
+	half, io := ex.Conditions[1], ex.Conditions[2]
+	if half.Class != Insensitive || math.Abs(half.Change) > 0.03 || half.Rounds != 5 {
+		t.Errorf("cpu-half: %s (%s), change %+.3f %v over %d rounds; want insensitive, about 0", half.Class, half.Reason, half.Change, half.Interval, half.Rounds)
+	}
+	if io.Class != Sensitive || math.Abs(io.Change+0.3) > 0.02 {
+		t.Errorf("io-pressure: %s (%s), change %+.3f %v; want sensitive, -30%%", io.Class, io.Reason, io.Change, io.Interval)
+	}
+	if io.Interval[1]-io.Interval[0] > 0.02 {
+		t.Errorf("io-pressure: interval %v, want the drift out of it", io.Interval)
+	}
+}
+
+// TestClassifyCorrectsForAddedRounds: the same runs decided again after
+// rounds were added are judged with a wider interval: a loss whose rounds
+// all fall below zero at the first look may not at the fourth.
+func TestClassifyCorrectsForAddedRounds(t *testing.T) {
+	conds := []model.Condition{cond("baseline", "", 100, 100, 100, 100, 100), cond("io-pressure", "io", 88, 90, 85, 99, 87)}
+	for extended, class := range map[int]string{0: Sensitive, 3: Inconclusive} {
+		run := &model.Run{Experiments: &model.Experiments{Measure: model.Measure{HigherIsBetter: true}, Extended: extended,
+			Conditions: slices.Clone(conds)}}
+		Analyze(run)
+		if c := run.Experiments.Conditions[1]; c.Class != class {
+			t.Errorf("%d rounds added: %s (%s) %v, want %s", extended, c.Class, c.Reason, c.Interval, class)
+		}
 	}
 }
