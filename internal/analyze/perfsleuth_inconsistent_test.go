@@ -511,3 +511,20 @@ func TestSeverityFollowsShare(t *testing.T) {
 		})
 	}
 }
+
+// TestKernelAgreementAllowsEachRun: the schedstat check allows each run on
+// a CPU its few µs (model.KernelSliceSec): a quiet fdatasync loop, 6.5%
+// apart over 12,096 runs, agrees; a record without the count of runs
+// (made before it was kept) is held to 5%.
+func TestKernelAgreementAllowsEachRun(t *testing.T) {
+	ta := &model.TimeAccounting{Kernel: &model.KernelAgreement{Checks: []model.KernelCheck{
+		{What: "cpu + cpu-wait", Source: "schedstat", Threads: 1, PerfsleuthSec: 0.2564, KernelSec: 0.2398, Judged: true, Runs: 12096},
+	}}}
+	if got := kernelAgreementOf(ta); len(got) != 0 {
+		t.Errorf("disagreements %q, want none over 12,096 runs", got)
+	}
+	ta.Kernel.Checks[0].Runs = 0
+	if got := kernelAgreementOf(ta); len(got) != 1 {
+		t.Errorf("disagreements %q, want one without the runs", got)
+	}
+}

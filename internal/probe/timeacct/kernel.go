@@ -52,7 +52,8 @@ const (
 type kernelReading struct {
 	pid, tid      int
 	runNs, waitNs uint64
-	sched         bool // runNs and waitNs were read
+	runs          uint64 // arrivals on a CPU (schedstat's third field)
+	sched         bool   // runNs and waitNs were read
 	// delay is its delay accounting; nil when not read.
 	delay *delayacct.Task
 }
@@ -92,7 +93,7 @@ func readKernel(roots []int, ts *delayacct.Client, cg *workloadCgroup) *kernelSn
 				}
 				r := kernelReading{pid: pid, tid: tid}
 				if b, err := os.ReadFile(filepath.Join(dir, t.Name(), "schedstat")); err == nil {
-					r.runNs, r.waitNs, r.sched = parseSchedstat(string(b))
+					r.runNs, r.waitNs, r.runs, r.sched = parseSchedstat(string(b))
 				}
 				if ts != nil {
 					if d, err := ts.Task(tid); err == nil {
@@ -113,22 +114,24 @@ func readKernel(roots []int, ts *delayacct.Client, cg *workloadCgroup) *kernelSn
 	return k
 }
 
-// parseSchedstat takes the run and run-queue times (ns) of a schedstat
-// line ("run wait timeslices").
-func parseSchedstat(s string) (run, wait uint64, ok bool) {
+// parseSchedstat takes the run and run-queue times (ns) and the count of
+// arrivals on a CPU of a schedstat line ("run wait timeslices").
+func parseSchedstat(s string) (run, wait, runs uint64, ok bool) {
 	f := strings.Fields(s)
-	if len(f) < 2 {
-		return 0, 0, false
+	if len(f) < 3 {
+		return 0, 0, 0, false
 	}
 	run, err1 := strconv.ParseUint(f[0], 10, 64)
 	wait, err2 := strconv.ParseUint(f[1], 10, 64)
-	return run, wait, err1 == nil && err2 == nil
+	runs, err3 := strconv.ParseUint(f[2], 10, 64)
+	return run, wait, runs, err1 == nil && err2 == nil && err3 == nil
 }
 
 // pair is one thread's two figures for one check.
 type pair struct {
 	t         model.ThreadTime
 	perf, krn float64
+	runs      int64 // the thread's arrivals on a CPU in the window, by the kernel's count
 }
 
 // apart is how far apart a pair is, relative to the larger figure, and
@@ -139,7 +142,7 @@ func (p pair) apart() (rel float64, fails bool) {
 	if m == 0 {
 		return 0, false
 	}
-	return d / m, d > agreeFloor && d > agreeFrac*m
+	return d / m, d > agreeFloor && d > agreeFrac*m && d > model.KernelSliceSec*float64(p.runs)
 }
 
 // judgeThreads makes the sum check and the per-thread check of pairs, the
@@ -155,6 +158,7 @@ func judgeThreads(what, source string, pairs []pair) (sum model.KernelCheck, wor
 		sum.Threads++
 		sum.PerfsleuthSec += p.perf
 		sum.KernelSec += p.krn
+		sum.Runs += p.runs
 		if max(p.perf, p.krn) < minJudgedThreadSec {
 			continue
 		}
@@ -170,7 +174,7 @@ func judgeThreads(what, source string, pairs []pair) (sum model.KernelCheck, wor
 	return sum, &model.KernelCheck{
 		What:   fmt.Sprintf("%s, worst thread %d (%s)", what, w.t.TID, w.t.Comm),
 		Source: source, Threads: judged, PerfsleuthSec: w.perf, KernelSec: w.krn, Judged: true,
-		TID: w.t.TID, PID: w.t.PID, Comm: w.t.Comm,
+		TID: w.t.TID, PID: w.t.PID, Comm: w.t.Comm, Runs: w.runs,
 	}
 }
 
@@ -215,7 +219,7 @@ func schedstatChecks(ta *model.TimeAccounting, start, end *kernelSnapshot) ([]mo
 		cpu.KernelSec += run
 		wait.PerfsleuthSec += t.Seconds[model.CatCPUWait]
 		wait.KernelSec += rq
-		both = append(both, pair{t: t, perf: t.Seconds[model.CatCPU] + t.Seconds[model.CatCPUWait], krn: run + rq})
+		both = append(both, pair{t: t, perf: t.Seconds[model.CatCPU] + t.Seconds[model.CatCPUWait], krn: run + rq, runs: int64(b.runs - a.runs)})
 	}
 	if cpu.Threads == 0 {
 		return nil, []string{"schedstat could not be read for any thread alive at both ends of the window (kernel without CONFIG_SCHED_INFO, or the threads exited): cpu and cpu-wait not compared with the kernel's"}
