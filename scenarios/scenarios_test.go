@@ -123,6 +123,9 @@ func TestScenarioVerdicts(t *testing.T) {
 		noFind   string // a finding that must not be reported
 		procOnly bool   // the /proc fallback sees this root cause too
 		says     string // in the verdict's summary
+		// check holds the record to what the scenario's wait-for graph
+		// and critical path must show (issue 16), where there is one.
+		check func(t *testing.T, run *model.Run)
 	}{
 		{name: "cpu", primary: model.CatCPU, procOnly: true},
 		{name: "cpuwait", primary: model.CatCPUWait, finding: "cpu.saturated"},
@@ -137,10 +140,10 @@ func TestScenarioVerdicts(t *testing.T) {
 		{name: "tinywrites", primary: model.CatCPU, finding: "syscall.tiny_io", procOnly: true},
 		// The critical path (issue 16): threads that wait for the one
 		// doing the work no longer outvote it.
-		{name: "pipeline3", primary: model.CatStorageSync, says: "critical path"},
+		{name: "pipeline3", primary: model.CatStorageSync, says: "critical path", check: lastStageCarriesThePath},
 		{name: "clientserver", primary: model.CatCPU, says: "critical path"},
-		{name: "syncwait", primary: model.CatStorageSync, says: "critical path"},
-		{name: "timer2ms", primary: model.CatSleep, says: "timer-bound"},
+		{name: "syncwait", primary: model.CatStorageSync, says: "critical path", check: waitersWokenBySyncer},
+		{name: "timer2ms", primary: model.CatSleep, says: "timer-bound", check: timerCallsNamed},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -159,6 +162,9 @@ func TestScenarioVerdicts(t *testing.T) {
 			}
 			if c.noFind != "" && hasFinding(run, c.noFind) {
 				t.Errorf("finding %s reported, and it must not be", c.noFind)
+			}
+			if c.check != nil && run.TimeAccounting.Waits != nil {
+				c.check(t, run)
 			}
 			if run.TimeAccounting.Source == "ebpf" {
 				checkSums(t, run)
@@ -306,4 +312,60 @@ func loadRecord(t *testing.T, path string) *model.Run {
 		}
 	}
 	return run
+}
+
+// syncer is the thread with the most storage-sync time.
+func syncer(ta *model.TimeAccounting) model.ThreadTime {
+	var best model.ThreadTime
+	for _, th := range ta.Threads {
+		if th.Seconds[model.CatStorageSync] > best.Seconds[model.CatStorageSync] {
+			best = th
+		}
+	}
+	return best
+}
+
+// lastStageCarriesThePath: in gen | filter | store, the stage that syncs
+// carries most of the critical path: the others' waits on the pipes are
+// its time.
+func lastStageCarriesThePath(t *testing.T, run *model.Run) {
+	ta := run.TimeAccounting
+	store := syncer(ta)
+	total := 0.0
+	for _, th := range ta.Threads {
+		total += th.CriticalSec
+	}
+	t.Logf("the syncing stage %s (%d) carries %.3fs of the path's %.3fs", store.Comm, store.TID, store.CriticalSec, total)
+	if total <= 0 || store.CriticalSec < 0.5*total {
+		t.Errorf("the syncing stage carries %.3fs of the path's %.3fs, want most of it", store.CriticalSec, total)
+	}
+}
+
+// waitersWokenBySyncer: the three waiters' condition-variable waits are
+// ended by the thread that syncs (the wait-for graph's edge to it).
+func waitersWokenBySyncer(t *testing.T, run *model.Run) {
+	ta := run.TimeAccounting
+	leader := syncer(ta)
+	var all, byLeader float64
+	for _, w := range ta.Waits {
+		if w.TID == leader.TID || w.Category != model.CatSleep {
+			continue
+		}
+		all += w.Seconds
+		if w.Waker == model.WakerPeer && w.WakerTID == leader.TID {
+			byLeader += w.Seconds
+		}
+	}
+	t.Logf("the waiters slept %.3fs, %.3fs of it until the syncing thread %d woke them", all, byLeader, leader.TID)
+	if all <= 0 || byLeader < 0.8*all {
+		t.Errorf("the syncing thread ended %.3fs of the waiters' %.3fs of sleep, want 80%% or more", byLeader, all)
+	}
+}
+
+// timerCallsNamed: a timer-bound verdict says which calls and how often.
+func timerCallsNamed(t *testing.T, run *model.Run) {
+	s := run.Verdict.Summary
+	if !strings.Contains(s, "nanosleep") || !strings.Contains(s, "a second") {
+		t.Errorf("verdict %q: want the timer calls named (nanosleep) with their rate (a second)", s)
+	}
 }

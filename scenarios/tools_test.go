@@ -473,6 +473,22 @@ func TestFioVerdicts(t *testing.T) {
 			if pollers != 1 {
 				t.Errorf("%d threads left out as pollers, want fio's main process", pollers)
 			}
+			// The worker's storage waits end on the disk's completions
+			// (the wait-for graph's device edge), with the reads' op.
+			var storage, byDisk float64
+			for _, w := range ta.Waits {
+				if w.Category != model.CatStorageRead {
+					continue
+				}
+				storage += w.Seconds
+				if w.Waker == model.WakerDevice && w.Op == "read" {
+					byDisk += w.Seconds
+				}
+			}
+			t.Logf("%s: storage-read waits %.3fs, %.3fs ended by the disk's read completions", engine, storage, byDisk)
+			if storage <= 0 || byDisk < 0.8*storage {
+				t.Errorf("%.3fs of %.3fs of storage-read waits ended by the disk's read completions, want 80%% or more", byDisk, storage)
+			}
 		})
 	}
 }
