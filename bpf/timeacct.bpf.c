@@ -1049,6 +1049,41 @@ int BPF_PROG(ctx_softirq_exit, unsigned int vec)
 	return 0;
 }
 
+/* The scheduler tick's hrtimer function (tick_nohz_handler, or
+ * tick_sched_timer before 6.10), from /proc/kallsyms; 0: not found, and no
+ * activity is sampled. */
+const volatile __u64 tick_fn = 0;
+
+/* sample_tick counts, at a scheduler tick on a CPU running a thread of the
+ * workload, what the thread was doing: the activity its user-mode entry
+ * frame says (an interrupt taken in user code left its own frame there:
+ * user; a syscall's: its class; a page fault's: fault). The tick runs at HZ
+ * on every CPU that is not idle, so it samples the workload's time on a
+ * CPU with no interrupt of its own: a cpu-clock perf event on every CPU,
+ * tried first, made a pipe ping-pong 1.8x faster on this VM (a periodic
+ * event keeps the haltpoll idle driver polling, whatever its rate). The
+ * thread's exact cpu time (sched_switch) is split in proportion. */
+static __always_inline void sample_tick(void)
+{
+	struct ta_counters *c = count_run(TA_PROG_SAMPLE);
+	struct task_struct *task;
+	struct ta_thread *t;
+	__u64 id = bpf_get_current_pid_tgid();
+	__u32 tid = (__u32)id, act;
+
+	if (!is_tracked(id >> 32))
+		return;
+	count_tracked(c, TA_PROG_SAMPLE);
+	if (bpf_ktime_get_ns() < window_ns)
+		return;
+	t = bpf_map_lookup_elem(&threads, &tid);
+	if (!t || t->exited)
+		return;
+	task = bpf_get_current_task_btf();
+	act = act_of((struct pt_regs *)bpf_task_pt_regs(task));
+	__sync_fetch_and_add(&t->samples[act % TA_SAMPLE_SLOTS], 1);
+}
+
 SEC("tp_btf/hrtimer_expire_entry")
 int BPF_PROG(ctx_hrtimer_entry, struct hrtimer *timer, ktime_t *now)
 {
@@ -1058,6 +1093,8 @@ int BPF_PROG(ctx_hrtimer_entry, struct hrtimer *timer, ktime_t *now)
 	m = cpu_ctx_get();
 	if (m && m->timer < 8)
 		m->timer++;
+	if (tick_fn && !stopped && (__u64)timer->function == tick_fn)
+		sample_tick();
 	return 0;
 }
 
@@ -1164,49 +1201,6 @@ int BPF_PROG(handle_exit, struct task_struct *p)
 	count_alive(-1);
 	if (entries > FOLD_ABOVE)
 		fold_exited(t, now);
-	return 0;
-}
-
-/* sample_activity runs on a software cpu-clock event on every CPU (user
- * space opens them at ACTIVITY_HZ): a sample of a thread of the workload
- * counts what the thread was doing, user code (the sample interrupted user
- * mode) or the syscall class or page fault its user-mode entry frame holds.
- * The thread's cpu time, exact from sched_switch, is split in proportion:
- * an estimate with sampling error, where an exact split would need
- * sys_enter and sys_exit on every syscall of the machine (150 ns each
- * here). Other tasks cost the tracked lookup. */
-SEC("perf_event")
-int sample_activity(struct bpf_perf_event_data *ctx)
-{
-	struct task_struct *task;
-	struct ta_counters *c;
-	struct ta_thread *t;
-	__u64 id, now;
-	__u32 tid, act;
-
-	if (stopped)
-		return 0;
-	c = count_run(TA_PROG_SAMPLE);
-	id = bpf_get_current_pid_tgid();
-	if (!is_tracked(id >> 32))
-		return 0;
-	count_tracked(c, TA_PROG_SAMPLE);
-	now = bpf_ktime_get_ns();
-	if (now < window_ns)
-		return 0;
-	tid = (__u32)id;
-	t = bpf_map_lookup_elem(&threads, &tid);
-	if (!t || t->exited)
-		return 0;
-	/* The interrupted instruction: user space's addresses are the lower
-	 * half (the ctx's cs is a 2-byte field the verifier will not load). */
-	if ((long)ctx->regs.ip >= 0) {
-		act = TA_ACT_USER;
-	} else {
-		task = bpf_get_current_task_btf();
-		act = act_of((struct pt_regs *)bpf_task_pt_regs(task));
-	}
-	__sync_fetch_and_add(&t->samples[act % TA_SAMPLE_SLOTS], 1);
 	return 0;
 }
 

@@ -181,7 +181,7 @@ struct ta_ranges {
 #define TA_PROG_SYS_EXIT 8
 #define TA_PROG_CTX 9 /* the CPU-context markers: irq, softirq, hrtimer entry/exit, block completion */
 #define TA_PROG_WAKING 10
-#define TA_PROG_SAMPLE 11 /* the on-CPU activity sampler (perf_event, software cpu-clock) */
+#define TA_PROG_SAMPLE 11 /* the on-CPU activity samples, at the scheduler tick (in hrtimer_expire_entry) */
 #define TA_NUM_PROGS 12
 
 /* Counters of the probe as a whole. */

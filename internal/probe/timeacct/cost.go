@@ -21,6 +21,9 @@ func (c *Costs) Estimate(runs, tracked [NumPrograms]uint64) (ns uint64, note str
 	var total float64
 	var missing []string
 	for i := range NumPrograms {
+		if i == ProgSample {
+			continue // its runs are hrtimer_expire_entry's, costed in ProgCtx
+		}
 		un := float64(runs[i] - min(tracked[i], runs[i]))
 		tr := float64(tracked[i])
 		if un > 0 && c.UntrackedNs[i] == 0 || tr > 0 && c.TrackedNs[i] == 0 {

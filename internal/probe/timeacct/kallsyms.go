@@ -62,22 +62,32 @@ func symbolClass(name string) int {
 	return classNone
 }
 
+// tickFunctions are the scheduler tick's hrtimer function, by the names
+// kernels have given it (tick_nohz_handler since 6.10): the activity
+// samples are taken when it expires.
+var tickFunctions = []string{"tick_nohz_handler", "tick_sched_timer"}
+
 // parseKallsyms reads /proc/kallsyms and returns the ranges of the
 // classified functions of the kernel itself (not modules), each ending at
-// the next symbol's address. Ranges beyond maxRanges are left out, lowest
-// priority first. Hidden addresses (kptr_restrict) or an empty file give no ranges.
-func parseKallsyms(r io.Reader) ([]symRange, error) {
+// the next symbol's address, and the address of the scheduler tick's
+// hrtimer function (0 if not found). Ranges beyond maxRanges are left out,
+// lowest priority first. Hidden addresses (kptr_restrict) or an empty file
+// give neither.
+func parseKallsyms(r io.Reader) (_ []symRange, tick uint64, _ error) {
 	funcs, err := symbolize.ReadKallsyms(r)
 	if errors.Is(err, symbolize.ErrKernelHidden) || errors.Is(err, symbolize.ErrNoKernelSymbols) {
-		return nil, nil
+		return nil, 0, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("kallsyms: %w", err)
+		return nil, 0, fmt.Errorf("kallsyms: %w", err)
 	}
 	var out []symRange
 	for _, f := range funcs {
 		if f.Module != "" || (f.Type != 't' && f.Type != 'T') {
 			continue
+		}
+		if tick == 0 && slices.Contains(tickFunctions, f.Name) {
+			tick = f.Start
 		}
 		if c := symbolClass(f.Name); c != classNone {
 			out = append(out, symRange{name: f.Name, start: f.Start, end: f.End, class: c})
@@ -87,5 +97,5 @@ func parseKallsyms(r io.Reader) ([]symRange, error) {
 	if len(out) > maxRanges {
 		out = out[:maxRanges]
 	}
-	return out, nil
+	return out, tick, nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 
@@ -109,6 +110,34 @@ func (o *observer) Contribute(run *model.Run) {
 	run.TimeAccounting = ta
 }
 
+// tickRates are the tick rates kernels are built with (CONFIG_HZ).
+var tickRates = []int{100, 250, 300, 1000}
+
+// estimateHz is the tick rate the samples were taken at, when the kernel's
+// config does not say: the samples per second of the threads' cpu time,
+// rounded to the nearest rate kernels are built with; 0 without a sample.
+func estimateHz(threads []Thread) int {
+	var n uint64
+	var cpu float64
+	for _, t := range threads {
+		for _, s := range t.Samples {
+			n += s
+		}
+		cpu += float64(t.Ns[CatCPU]) / 1e9
+	}
+	if n == 0 || cpu <= 0 {
+		return 0
+	}
+	rate := float64(n) / cpu
+	best := tickRates[0]
+	for _, hz := range tickRates {
+		if math.Abs(float64(hz)-rate) < math.Abs(float64(best)-rate) {
+			best = hz
+		}
+	}
+	return best
+}
+
 // cpuByActivity splits a thread's cpu seconds by activity in proportion to
 // its on-CPU samples; without a sample, all of it is unsampled.
 func cpuByActivity(cpu float64, samples [len(Activities)]uint64) (map[string]float64, int64) {
@@ -196,7 +225,9 @@ func toModel(r *Result) *model.TimeAccounting {
 		ProbeNote:        r.CostNote,
 	}
 	for i := range NumPrograms {
-		if r.Runs[i] == 0 {
+		// The activity samples run inside hrtimer_expire_entry's
+		// program: their cost is cpu_context's.
+		if r.Runs[i] == 0 || i == ProgSample {
 			continue
 		}
 		ta.ProbeRuns += int64(r.Runs[i])
@@ -208,6 +239,9 @@ func toModel(r *Result) *model.TimeAccounting {
 	}
 	ta.Waits, ta.WaitNote = waitsOf(r), r.CtxNote
 	ta.ActivityHz, ta.ActivityNote = r.SampleHz, r.SampleNote
+	if r.Sampled && r.SampleHz == 0 {
+		ta.ActivityHz = estimateHz(r.Threads)
+	}
 	ta.PeakThreads = r.PeakThreads
 	for k, st := range r.Sync {
 		if st.Count == 0 {
@@ -254,7 +288,7 @@ func toModel(r *Result) *model.TimeAccounting {
 			PID: t.PID, TID: t.TID, Comm: t.Comm, WallSec: float64(t.WallNs) / 1e9,
 			Seconds: secs, UserSec: user, SystemSec: cpu - user, Exited: t.Exited, Folded: t.Folded,
 		}
-		if r.SampleHz > 0 {
+		if r.Sampled {
 			th.CPUByActivity, th.ActivitySamples = cpuByActivity(cpu, t.Samples)
 		}
 		ta.Threads = append(ta.Threads, th)

@@ -3,7 +3,9 @@
 package timeacct
 
 import (
+	"bufio"
 	"cmp"
+	"compress/gzip"
 	"errors"
 	"fmt"
 	"io"
@@ -32,12 +34,11 @@ type objects struct {
 	HandleWakeup    *ebpf.Program `ebpf:"handle_wakeup"`
 	HandleWakeupNew *ebpf.Program `ebpf:"handle_wakeup_new"`
 	HandleWaking    *ebpf.Program `ebpf:"handle_waking"`
-	SampleActivity  *ebpf.Program `ebpf:"sample_activity"`
 	Seed            *ebpf.Program `ebpf:"seed"`
 }
 
 func (o *objects) programs() []*ebpf.Program {
-	return []*ebpf.Program{o.HandleExit, o.HandleFork, o.HandleSwitch, o.HandleWakeup, o.HandleWakeupNew, o.HandleWaking, o.SampleActivity, o.Seed}
+	return []*ebpf.Program{o.HandleExit, o.HandleFork, o.HandleSwitch, o.HandleWakeup, o.HandleWakeupNew, o.HandleWaking, o.Seed}
 }
 
 // Probe is an attached timeacct probe. Stop it to read the result.
@@ -54,10 +55,12 @@ type Probe struct {
 	progs    [NumPrograms]*ebpf.Program
 	ctxProgs []*ebpf.Program
 	ctxNote  string
-	// clock samples what the threads do on a CPU (ProgSample); nil when
-	// the cpu-clock event cannot be opened, sampleNote then says why.
-	clock      *probe.CPUClock
+	// sampleNote says why the threads' cpu time is not split by activity
+	// (ProgSample, at the scheduler tick), when it is not.
 	sampleNote string
+	// ranges are the kernel functions that classify a D-state wait,
+	// read from /proc/kallsyms before load (with the tick's function).
+	ranges []symRange
 }
 
 // syncHooks are the ext4 fsync tracepoints the sync detail needs.
@@ -116,6 +119,18 @@ func start(cfg Config) (_ *Probe, err error) {
 			delete(spec.Programs, prog)
 		}
 		p.ctxNote = "waits ended in an interrupt are not told apart (device, timer, other): " + missing
+		p.sampleNote = "cpu time is not split by activity: " + missing
+	}
+	tick, err := p.readKallsyms()
+	if err != nil {
+		return nil, err
+	}
+	if tick == 0 && p.sampleNote == "" {
+		p.sampleNote = "cpu time is not split by activity: the scheduler tick's function (" + strings.Join(tickFunctions, " or ") +
+			") is not in /proc/kallsyms or its addresses are hidden (kernel.kptr_restrict)"
+	}
+	if err := spec.Variables["tick_fn"].Set(tick); err != nil {
+		return nil, fmt.Errorf("timeacct: %w", err)
 	}
 	coll, err := probe.NewCollection("timeacct", spec, ebpf.CollectionOptions{})
 	if err != nil {
@@ -128,7 +143,7 @@ func start(cfg Config) (_ *Probe, err error) {
 	p.loaded = true
 	o := &p.objs
 	p.progs = [NumPrograms]*ebpf.Program{o.HandleSwitch, o.HandleWakeup, o.HandleWakeupNew, o.HandleFork, o.HandleExit,
-		coll.Programs["ext4_sync_enter"], coll.Programs["ext4_sync_exit"], coll.Programs["sys_enter"], coll.Programs["sys_exit"], nil, o.HandleWaking, o.SampleActivity}
+		coll.Programs["ext4_sync_enter"], coll.Programs["ext4_sync_exit"], coll.Programs["sys_enter"], coll.Programs["sys_exit"], nil, o.HandleWaking, nil}
 
 	if err := p.loadRanges(); err != nil {
 		return nil, err
@@ -170,15 +185,6 @@ func start(cfg Config) (_ *Probe, err error) {
 			return nil, fmt.Errorf("attach %s: %w", ProgramNames[i], err)
 		}
 		p.links = append(p.links, l)
-	}
-
-	// The activity sampler is optional: without a cpu-clock event (a
-	// kernel without perf events, a perf_event_paranoid that forbids it)
-	// the accounting stands, its cpu time unsplit.
-	if p.clock, err = probe.AttachCPUClock("timeacct activity sampler", o.SampleActivity, ActivityHz); err != nil {
-		p.sampleNote = "cpu time is not split by activity: " + err.Error()
-		p.progs[ProgSample] = nil
-		err = nil
 	}
 
 	// Processes below the root at attach time. A process forked by one of
@@ -237,21 +243,25 @@ func (p *Probe) track(pid int) error {
 	return nil
 }
 
-// loadRanges fills the ranges map from /proc/kallsyms. Without readable
-// addresses the probe still works; D-state sleeps are then classified by
-// syscall only.
-func (p *Probe) loadRanges() error {
+// readKallsyms reads, before load, the kernel functions whose presence on
+// a sleeping task's stack tells what it waits for, and the scheduler
+// tick's function (0 if not found). Without readable addresses the probe
+// still works: D-state sleeps are then classified by syscall only, and
+// the cpu time is not split by activity.
+func (p *Probe) readKallsyms() (tick uint64, err error) {
 	f, err := os.Open("/proc/kallsyms")
 	if err != nil {
-		return nil
+		return 0, nil
 	}
 	defer f.Close()
-	syms, err := parseKallsyms(f)
-	if err != nil {
-		return err
-	}
+	p.ranges, tick, err = parseKallsyms(f)
+	return tick, err
+}
+
+// loadRanges fills the ranges map from what readKallsyms found.
+func (p *Probe) loadRanges() error {
 	var r timeacctTaRanges
-	for i, s := range syms {
+	for i, s := range p.ranges {
 		r.Start[i], r.End[i], r.Class[i] = s.start, s.end, uint32(s.class)
 	}
 	if err := p.objs.Ranges.Put(uint32(0), &r); err != nil {
@@ -303,13 +313,10 @@ func (p *Probe) read() (*Result, error) {
 		errs = append(errs, fmt.Errorf("detach: %w", err))
 	}
 	p.links = nil
-	if err := p.clock.Detach(); err != nil {
-		errs = append(errs, fmt.Errorf("detach the activity sampler: %w", err))
-	}
 	res := &Result{StartNs: p.startNs, EndNs: end, SyncNote: p.syncNote, Syscalls: p.cfg.Syscalls, Stacks: p.cfg.Stacks, CtxNote: p.ctxNote,
 		SampleNote: p.sampleNote}
-	if p.clock != nil {
-		res.SampleHz = ActivityHz
+	if res.Sampled = p.sampleNote == ""; res.Sampled {
+		res.SampleHz = tickHz()
 	}
 
 	for k := range NumSyncKinds {
@@ -545,8 +552,6 @@ const (
 func (p *Probe) close() {
 	probe.CloseLinks(p.links)
 	p.links = nil
-	p.clock.Close()
-	p.clock = nil
 	if p.loaded {
 		p.objs.timeacctMaps.Close()
 		for _, prog := range p.objs.programs() {
@@ -570,6 +575,39 @@ func (p *Probe) SharedMaps() (tracked, threads *ebpf.Map) {
 func b2i(b bool) int {
 	if b {
 		return 1
+	}
+	return 0
+}
+
+// tickHz is the kernel's tick rate (CONFIG_HZ), the activity samples'
+// rate on a busy CPU, from the kernel's config (/proc/config.gz, or
+// /boot/config-RELEASE); 0 when neither says.
+func tickHz() int {
+	var rd io.Reader
+	if f, err := os.Open("/proc/config.gz"); err == nil {
+		defer f.Close()
+		if z, err := gzip.NewReader(f); err == nil {
+			rd = z
+		}
+	}
+	if rd == nil {
+		var u unix.Utsname
+		if err := unix.Uname(&u); err != nil {
+			return 0
+		}
+		f, err := os.Open("/boot/config-" + unix.ByteSliceToString(u.Release[:]))
+		if err != nil {
+			return 0
+		}
+		defer f.Close()
+		rd = f
+	}
+	sc := bufio.NewScanner(rd)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "CONFIG_HZ="); ok {
+			hz, _ := strconv.Atoi(v)
+			return hz
+		}
 	}
 	return 0
 }

@@ -69,18 +69,12 @@ const (
 	// ProgWaking tells what woke a thread (sched_waking, in the waker's
 	// context); ProgWakeup (sched_wakeup) ends its wait.
 	ProgWaking
-	// ProgSample is the on-CPU activity sampler (a software cpu-clock
-	// perf event on every CPU, ActivityHz).
+	// ProgSample samples what the threads do on a CPU at the scheduler
+	// tick (in hrtimer_expire_entry, one of ProgCtx's programs: its runs
+	// are counted apart, and costed with ProgCtx's).
 	ProgSample
 	NumPrograms
 )
-
-// ActivityHz is the on-CPU activity sampler's rate: at 499 Hz a thread on
-// a CPU for a second is sampled ~500 times, enough to split its cpu time
-// by activity within a few percent, for ~1,000 samples a second on two
-// CPUs (each an interrupt of ~1 µs and a tracked-map lookup). An odd,
-// prime rate does not beat with 100 or 250 Hz timer ticks.
-const ActivityHz = 499
 
 // ProgramNames names the programs, indexed by Prog*.
 var ProgramNames = [NumPrograms]string{"sched_switch", "sched_wakeup", "sched_wakeup_new", "sched_process_fork", "sched_process_exit", "ext4_sync_file_enter", "ext4_sync_file_exit", "sys_enter", "sys_exit", "cpu_context", "sched_waking", "activity_sample"}
@@ -206,8 +200,10 @@ type Result struct {
 	Edges      []Edge
 	WakerNames map[uint32]WakerName
 	CtxNote    string
-	// SampleHz is the activity sampler's rate (0: it did not run, and
-	// SampleNote says why).
+	// Sampled says the threads' on-CPU samples were taken (at the
+	// scheduler tick: SampleHz, CONFIG_HZ, 0 when the kernel's config
+	// does not say); SampleNote says why not.
+	Sampled    bool
 	SampleHz   int
 	SampleNote string
 }

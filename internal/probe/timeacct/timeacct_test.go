@@ -294,18 +294,19 @@ func sampleCount(th Thread) (n uint64) {
 }
 
 // TestActivitySamplesUser: a busy loop with no syscalls is sampled in user
-// code, about ActivityHz times per second of its cpu time.
+// code, at the scheduler tick's rate (CONFIG_HZ) per second of its cpu
+// time.
 func TestActivitySamplesUser(t *testing.T) {
 	c, res := observe(t, "cpu")
 	th := thread(t, res, c.tids[0])
-	if res.SampleHz == 0 {
-		t.Skipf("no activity sampler here: %s", res.SampleNote)
+	if !res.Sampled || res.SampleHz == 0 {
+		t.Skipf("no activity samples, or no tick rate, here: %s", res.SampleNote)
 	}
 	n := sampleCount(th)
 	want := float64(th.Ns[CatCPU]) / 1e9 * float64(res.SampleHz)
 	t.Logf("%d samples, %.0f expected from %.1f ms of cpu; by activity %v", n, want, float64(th.Ns[CatCPU])/1e6, th.Samples)
-	// Poisson-like noise on ~150 samples is ±10%; the sampler's clock
-	// and the switch timestamps cut the edges differently.
+	// ~75 ticks at 250 Hz: ±1 at each edge of the work, and the tick's
+	// phase against the thread's runs.
 	if float64(n) < 0.75*want || float64(n) > 1.25*want {
 		t.Errorf("%d samples for %.0f expected", n, want)
 	}
@@ -320,17 +321,20 @@ func TestActivitySamplesUser(t *testing.T) {
 func TestActivitySamplesSync(t *testing.T) {
 	c, res := observe(t, "synclong")
 	th := thread(t, res, c.tids[0])
-	if res.SampleHz == 0 {
-		t.Skipf("no activity sampler here: %s", res.SampleNote)
+	if !res.Sampled || res.SampleHz == 0 {
+		t.Skipf("no activity samples, or no tick rate, here: %s", res.SampleNote)
 	}
 	n := sampleCount(th)
 	t.Logf("%d samples by activity %v, cpu %.1f ms", n, th.Samples, float64(th.Ns[CatCPU])/1e6)
 	if n < 10 {
 		t.Fatalf("%d samples: too few to judge", n)
 	}
-	// A fixed sampling period sees short bursts on a CPU as often as a
-	// long run (frequency mode sampled them 78% as often).
-	if want := float64(th.Ns[CatCPU]) / 1e9 * float64(res.SampleHz); float64(n) < 0.7*want || float64(n) > 1.3*want {
+	// Bursts of ~17 µs between idle stretches catch fewer ticks than a
+	// long run (the tick stops while the CPU idles and restarts on the
+	// jiffy grid): 37 for 51 expected here. The split is a ratio within
+	// the thread, so that does not bias it; the count must still be of
+	// the cpu time's order.
+	if want := float64(th.Ns[CatCPU]) / 1e9 * float64(res.SampleHz); float64(n) < 0.5*want || float64(n) > 1.3*want {
 		t.Errorf("%d samples for %.0f expected from the cpu time", n, want)
 	}
 	in := th.Samples[ActSync] + th.Samples[ActWrite]

@@ -244,7 +244,6 @@ const (
 	timeacctProgHandleWakeup     = "handle_wakeup"
 	timeacctProgHandleWakeupNew  = "handle_wakeup_new"
 	timeacctProgHandleWaking     = "handle_waking"
-	timeacctProgSampleActivity   = "sample_activity"
 	timeacctProgSeed             = "seed"
 	timeacctProgSysEnter         = "sys_enter"
 	timeacctProgSysExit          = "sys_exit"
@@ -252,6 +251,7 @@ const (
 	timeacctVarEntries           = "entries"
 	timeacctVarPeak              = "peak"
 	timeacctVarStopped           = "stopped"
+	timeacctVarTickFn            = "tick_fn"
 	timeacctVarUseStacks         = "use_stacks"
 	timeacctVarWantStacks        = "want_stacks"
 	timeacctVarWindowNs          = "window_ns"
@@ -318,7 +318,6 @@ type timeacctProgramSpecs struct {
 	HandleWakeup     *ebpf.ProgramSpec `ebpf:"handle_wakeup"`
 	HandleWakeupNew  *ebpf.ProgramSpec `ebpf:"handle_wakeup_new"`
 	HandleWaking     *ebpf.ProgramSpec `ebpf:"handle_waking"`
-	SampleActivity   *ebpf.ProgramSpec `ebpf:"sample_activity"`
 	Seed             *ebpf.ProgramSpec `ebpf:"seed"`
 	SysEnter         *ebpf.ProgramSpec `ebpf:"sys_enter"`
 	SysExit          *ebpf.ProgramSpec `ebpf:"sys_exit"`
@@ -354,6 +353,7 @@ type timeacctVariableSpecs struct {
 	Entries    *ebpf.VariableSpec `ebpf:"entries"`
 	Peak       *ebpf.VariableSpec `ebpf:"peak"`
 	Stopped    *ebpf.VariableSpec `ebpf:"stopped"`
+	TickFn     *ebpf.VariableSpec `ebpf:"tick_fn"`
 	UseStacks  *ebpf.VariableSpec `ebpf:"use_stacks"`
 	WantStacks *ebpf.VariableSpec `ebpf:"want_stacks"`
 	WindowNs   *ebpf.VariableSpec `ebpf:"window_ns"`
@@ -430,6 +430,7 @@ type timeacctVariables struct {
 	Entries    *ebpf.Variable `ebpf:"entries"`
 	Peak       *ebpf.Variable `ebpf:"peak"`
 	Stopped    *ebpf.Variable `ebpf:"stopped"`
+	TickFn     *ebpf.Variable `ebpf:"tick_fn"`
 	UseStacks  *ebpf.Variable `ebpf:"use_stacks"`
 	WantStacks *ebpf.Variable `ebpf:"want_stacks"`
 	WindowNs   *ebpf.Variable `ebpf:"window_ns"`
@@ -458,7 +459,6 @@ type timeacctPrograms struct {
 	HandleWakeup     *ebpf.Program `ebpf:"handle_wakeup"`
 	HandleWakeupNew  *ebpf.Program `ebpf:"handle_wakeup_new"`
 	HandleWaking     *ebpf.Program `ebpf:"handle_waking"`
-	SampleActivity   *ebpf.Program `ebpf:"sample_activity"`
 	Seed             *ebpf.Program `ebpf:"seed"`
 	SysEnter         *ebpf.Program `ebpf:"sys_enter"`
 	SysExit          *ebpf.Program `ebpf:"sys_exit"`
@@ -481,7 +481,6 @@ func (p *timeacctPrograms) Close() error {
 		p.HandleWakeup,
 		p.HandleWakeupNew,
 		p.HandleWaking,
-		p.SampleActivity,
 		p.Seed,
 		p.SysEnter,
 		p.SysExit,

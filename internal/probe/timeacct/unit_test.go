@@ -19,12 +19,17 @@ ffffffff8159a730 t balance_dirty_pages
 ffffffff8159b400 T balance_dirty_pages_ratelimited_flags
 ffffffff81219cb3 t jbd2_log_wait_commit.cold
 ffffffff81219d00 t next_cold
+ffffffff814330e0 t tick_nohz_handler
+ffffffff81433200 t after_tick
 ffffffffc0001000 t filemap_fault	[some_module]
 ffffffffc0002000 t other	[some_module]
 `
-	got, err := parseKallsyms(strings.NewReader(in))
+	got, tick, err := parseKallsyms(strings.NewReader(in))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if tick != 0xffffffff814330e0 {
+		t.Errorf("tick function at %#x, want tick_nohz_handler's 0xffffffff814330e0", tick)
 	}
 	want := []symRange{
 		{"__mutex_lock.constprop.0", 0xffffffff821fbb40, 0xffffffff821fc570, classLock},
@@ -42,9 +47,9 @@ ffffffffc0002000 t other	[some_module]
 
 func TestParseKallsymsHidden(t *testing.T) {
 	// Without privilege every address reads as zero: no ranges, no error.
-	got, err := parseKallsyms(strings.NewReader("0000000000000000 T filemap_read\n0000000000000000 T x\n"))
-	if err != nil || len(got) != 0 {
-		t.Errorf("got %v, %v; want no ranges", got, err)
+	got, tick, err := parseKallsyms(strings.NewReader("0000000000000000 T filemap_read\n0000000000000000 T tick_nohz_handler\n"))
+	if err != nil || len(got) != 0 || tick != 0 {
+		t.Errorf("got %v, tick %#x, %v; want no ranges and no tick", got, tick, err)
 	}
 }
 
