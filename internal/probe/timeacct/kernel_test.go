@@ -144,6 +144,7 @@ func TestKernelWorstIsTheFailing(t *testing.T) {
 // kernel's block-IO sleeps one to one are judged; the others are shown in
 // notes, each with its reason.
 func TestKernelBlkio(t *testing.T) {
+	noDelayedDequeue(t)
 	ta := &model.TimeAccounting{
 		Threads: []model.ThreadTime{
 			// 2,000 O_DIRECT reads: 0.060 s here, 0.058 s there, 2,000 each.
@@ -190,6 +191,7 @@ func TestKernelBlkio(t *testing.T) {
 // TestKernelBlkioFails: perfsleuth counting 30% more storage time than the
 // kernel's block-IO delay over the same sleeps is a judged failure.
 func TestKernelBlkioFails(t *testing.T) {
+	noDelayedDequeue(t)
 	ta := &model.TimeAccounting{
 		Threads: []model.ThreadTime{thr(1, "reader", 0.3, map[string]float64{model.CatCPU: 0.1, model.CatStorageRead: 0.130})},
 		Waits:   []model.Wait{{TID: 1, Category: model.CatStorageRead, Count: 1000, Seconds: 0.130}},
@@ -359,5 +361,34 @@ func TestKernelBlkioNothingToJudge(t *testing.T) {
 		if strings.HasPrefix(c.What, "storage") {
 			t.Errorf("check %+v made for an idle thread", c)
 		}
+	}
+}
+
+// noDelayedDequeue has the test judge block-IO delay as on a kernel
+// without DELAY_DEQUEUE, whatever this one does.
+func noDelayedDequeue(t *testing.T) {
+	saved := delayedDequeue
+	delayedDequeue = func() bool { return false }
+	t.Cleanup(func() { delayedDequeue = saved })
+}
+
+// TestKernelBlkioNotJudgedUnderDelayedDequeue: on a kernel that dequeues
+// sleeping tasks late, the block-IO delay is shown and not judged, with
+// the reason: a SQLite WAL run read 0.038 s against 0.022 s here.
+func TestKernelBlkioNotJudgedUnderDelayedDequeue(t *testing.T) {
+	saved := delayedDequeue
+	delayedDequeue = func() bool { return true }
+	t.Cleanup(func() { delayedDequeue = saved })
+	ta := &model.TimeAccounting{Threads: []model.ThreadTime{thr(1, "w", 1, map[string]float64{model.CatStorageSync: 0.022, model.CatSleep: 0.978})},
+		Waits: []model.Wait{{PID: 100, TID: 1, Activity: "sync", Category: model.CatStorageSync, Waker: model.WakerDevice, Count: 40, Seconds: 0.022}}}
+	a, b := kread(1, 0, 0, 0, 0), kread(1, 0, 0, 38, 40)
+	k := kernelAgreement(ta, snap(delayacct.StateOn, a), snap(delayacct.StateOn, b))
+	for _, c := range k.Checks {
+		if strings.HasPrefix(c.What, "storage waits") && c.Judged {
+			t.Errorf("%+v judged under delayed dequeue", c)
+		}
+	}
+	if !hasNote(k, "DELAY_DEQUEUE") {
+		t.Errorf("notes %q: want the reason it is not judged", k.Notes)
 	}
 }
