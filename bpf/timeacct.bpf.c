@@ -1193,6 +1193,9 @@ int BPF_PROG(handle_exit, struct task_struct *p)
 	}
 	t->exited = 1;
 	t->exit_ns = now;
+	t->exit_run_ns = p->se.sum_exec_runtime;
+	t->exit_wait_ns = p->sched_info.run_delay;
+	t->exit_runs = p->sched_info.pcount;
 	t->utime_ns = p->utime;
 	bpf_probe_read_kernel_str(t->comm, sizeof(t->comm), p->comm);
 	t->stime_ns = p->stime;

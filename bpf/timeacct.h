@@ -137,6 +137,13 @@ struct ta_thread {
 	/* On-CPU samples of the thread in the window, by what it was doing
 	 * (TA_ACT_*): they split its cpu time by activity. */
 	__u32 samples[TA_SAMPLE_SLOTS];
+	/* The kernel's own counters of the thread (schedstat's: its run
+	 * time, run-queue wait and arrivals on a CPU) at sched_process_exit,
+	 * where its time here ends: read later, a zombie's also hold its exit
+	 * (closing and freeing its files and memory). */
+	__u64 exit_run_ns;
+	__u64 exit_wait_ns;
+	__u64 exit_runs;
 };
 
 /* The exited threads of one process, folded together at exit so that a

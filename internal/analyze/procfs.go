@@ -105,6 +105,8 @@ func procfsUnknown(delayAcct string, threads, noSched, unsplitThreads int, unspl
 		u = append(u, "storage waits unknown: no kernel.task_delayacct sysctl (a kernel without CONFIG_TASK_DELAY_ACCT, or older than 5.14, where /proc cannot tell whether it is on)")
 	case model.DelayAcctChanged:
 		u = append(u, "storage waits unknown: kernel.task_delayacct was switched during the window, so its block-IO waits cover only part of it; switch it before the run")
+	case model.DelayAcctUnreliable:
+		u = append(u, "storage waits unknown: this kernel dequeues sleeping tasks late (Linux 6.12's DELAY_DEQUEUE) and then charges block-IO delays from a stale start, so delay accounting's figure is wrong in some runs (1,396 s of delay in a 0.28 s run was seen); run as root for eBPF time accounting")
 	default:
 		u = append(u, "storage waits unknown: the record does not say whether delay accounting was on")
 	}

@@ -41,6 +41,13 @@ func TestFromObservationSplit(t *testing.T) {
 		want: map[string]float64{"cpu": 1, "cpu-wait": 1, "unknown": 8},
 		has:  []string{offText},
 	}, {
+		// A kernel that dequeues sleepers late charges block-IO delays
+		// from a stale start: 1,396 s in a 0.28 s run was seen.
+		name: "delay accounting unreliable: a block-IO delay is not trusted", delayAcct: model.DelayAcctUnreliable,
+		th:   model.ThreadUse{UserSec: 1, SchedStat: true, RunDelaySec: 1, IODelaySec: 5, IO: reads},
+		want: map[string]float64{"cpu": 1, "cpu-wait": 1, "unknown": 8},
+		has:  []string{"DELAY_DEQUEUE"}, not: []string{splitText},
+	}, {
 		name: "delay accounting on: a thread that only read waited for reads", delayAcct: model.DelayAcctOn,
 		th:   model.ThreadUse{UserSec: 1, SchedStat: true, RunDelaySec: 0.5, IODelaySec: 6, IO: reads},
 		want: map[string]float64{"cpu": 1, "cpu-wait": 0.5, "storage-read": 6, "unknown": 2.5},

@@ -221,12 +221,14 @@ type KernelCheck struct {
 // the pick and in its own program (~370 ns of it). A run followed by an
 // idle CPU gives that time to this thread in perfsleuth's account and to
 // the idle task in the kernel's; after a wake-up that preempted, the kernel
-// skips its clock's update (rq_clock_skip_update) and puts the vCPU's exit
-// from idle on the other side. Measured here over the whole window: +1.2
-// to +1.4 µs a run on a quiet 4 KiB append + fdatasync loop (12,100 runs:
-// 6.5% of its cpu + cpu-wait), +0.5 µs on a nanosleep loop, +0.45 µs on a
-// TCP ping-pong, -0.3 to -0.7 µs with two CPU burners beside the sync loop.
-const KernelSliceSec = 2e-6
+// skips its clock's update (rq_clock_skip_update) and puts the time before
+// the switch on another side. Measured here over whole runs (an exited
+// thread compared at its exit): +1.6 µs a run on a quiet 4 KiB append +
+// fdatasync loop (12,200 runs: 5.3% of its cpu + cpu-wait), +0.5 µs on a
+// nanosleep loop, +0.45 µs on a TCP ping-pong, and with two CPU burners
+// beside them -3.9 to -4.3 µs on the ping-pong and up to -4.3 µs on
+// O_DIRECT reads.
+const KernelSliceSec = 5e-6
 
 // ThreadTime is one thread's accounting.
 type ThreadTime struct {

@@ -20,8 +20,9 @@ type Observation struct {
 	// block-IO delays (IODelaySec) mean anything: "on", "off", "unavailable"
 	// (no such sysctl: a kernel without CONFIG_TASK_DELAY_ACCT, or one older
 	// than 5.14, where it cannot be read), or "changed" (switched during the
-	// window, so the delays cover only part of it). Empty in records made
-	// before it was recorded.
+	// window, so the delays cover only part of it), or "unreliable" (on,
+	// on a kernel whose block-IO delays are wrong in some runs). Empty in
+	// records made before it was recorded.
 	DelayAcct string `json:"delay_acct,omitempty"`
 }
 
@@ -31,6 +32,10 @@ const (
 	DelayAcctOff         = "off"
 	DelayAcctUnavailable = "unavailable"
 	DelayAcctChanged     = "changed"
+	// DelayAcctUnreliable: on, on a kernel whose block-IO delays are
+	// wrong in some runs (late dequeue of sleepers, Linux 6.12+:
+	// sysinfo.DelayedDequeue), so they are not used.
+	DelayAcctUnreliable = "unreliable"
 )
 
 // Sample is the change over one interval, ending TSec seconds after the window began.

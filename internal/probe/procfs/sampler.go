@@ -103,6 +103,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
 )
 
 // DefaultInterval is the sampling period when Config.Interval is 0: /proc
@@ -393,6 +394,8 @@ func (s *Sampler) observation() *model.Observation {
 	}
 	if now := delayAcctState(s.cfg.ProcRoot); now != s.delayAcct {
 		obs.DelayAcct = model.DelayAcctChanged
+	} else if now == model.DelayAcctOn && s.cfg.ProcRoot == "/proc" && sysinfo.DelayedDequeue() {
+		obs.DelayAcct = model.DelayAcctUnreliable
 	}
 	if obs.Timeline == nil {
 		obs.Timeline = []model.Sample{}

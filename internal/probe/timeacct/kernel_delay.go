@@ -3,12 +3,10 @@ package timeacct
 import (
 	"fmt"
 	"slices"
-	"sync"
-
-	"github.com/cilium/ebpf/btf"
 
 	"github.com/perfsleuth/perfsleuth/internal/delayacct"
 	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
 )
 
 // Blocked IO against delay accounting.
@@ -235,22 +233,5 @@ func plural(n int, one, many string) string {
 	return many
 }
 
-// delayedDequeue says whether the kernel dequeues sleeping tasks late
-// (DELAY_DEQUEUE, Linux 6.12+), from its BTF: struct sched_entity has a
-// sched_delayed member there. Read once.
-var delayedDequeue = sync.OnceValue(func() bool {
-	spec, err := btf.LoadKernelSpec()
-	if err != nil {
-		return false
-	}
-	var se *btf.Struct
-	if err := spec.TypeByName("sched_entity", &se); err != nil {
-		return false
-	}
-	for _, m := range se.Members {
-		if m.Name == "sched_delayed" {
-			return true
-		}
-	}
-	return false
-})
+// delayedDequeue is sysinfo.DelayedDequeue, a variable for the tests.
+var delayedDequeue = sysinfo.DelayedDequeue

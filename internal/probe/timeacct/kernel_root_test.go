@@ -68,7 +68,7 @@ func TestKernelAgreementDirectReads(t *testing.T) {
 		t.Fatalf("stop: %v", err)
 	}
 	ta := toModel(res)
-	k := w.agreement(ta)
+	k := w.agreement(ta, res.Threads)
 	if k == nil {
 		t.Fatal("no agreement with the kernel made")
 	}

@@ -96,11 +96,11 @@ func TestKernelPerThreadHidesNothing(t *testing.T) {
 	}
 }
 
-// TestKernelRunsTolerance: each run on a CPU may be cut ~1-2 µs apart by
+// TestKernelRunsTolerance: each run on a CPU may be cut a few µs apart by
 // the kernel and perfsleuth (model.KernelSliceSec). The quiet fdatasync
 // loop measured here, 0.2564 s against the kernel's 0.2398 s over 12,096
 // runs (6.5%, 1.4 µs a run), agrees; the same gap over a few runs, or a
-// 20% gap over the same runs, does not.
+// 30% gap over the same runs, does not.
 func TestKernelRunsTolerance(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
@@ -110,7 +110,7 @@ func TestKernelRunsTolerance(t *testing.T) {
 	}{
 		{"sync loop, 12,096 runs", 256.4, 239.8, 12096, false},
 		{"the same gap over 100 runs", 256.4, 239.8, 100, true},
-		{"20% over 12,096 runs", 300, 240, 12096, true},
+		{"30% over 12,096 runs", 350, 240, 12096, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ta := &model.TimeAccounting{Threads: []model.ThreadTime{thr(1, "s", 1, map[string]float64{model.CatCPU: tc.perf / 1e3})}}

@@ -106,7 +106,7 @@ func (o *observer) Contribute(run *model.Run) {
 	if o.res.Stacks {
 		ta.OffCPU = nameOffCPU(o.res.OffCPU, o.s.Namer())
 	}
-	ta.Kernel = o.kernel.agreement(ta)
+	ta.Kernel = o.kernel.agreement(ta, o.res.Threads)
 	run.TimeAccounting = ta
 }
 

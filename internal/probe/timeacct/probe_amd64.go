@@ -518,6 +518,9 @@ func closeThread(v *timeacctTaThread, start, end uint64) Thread {
 		FutexSleepBlocks: v.FutexSleepBlocks,
 		Exited:           v.Exited != 0,
 		Samples:          samples(v.Samples),
+		ExitRunNs:        v.ExitRunNs,
+		ExitWaitNs:       v.ExitWaitNs,
+		ExitRuns:         v.ExitRuns,
 	}
 	last := end
 	if t.Exited {

@@ -306,6 +306,9 @@ type Thread struct {
 	// Samples counts the on-CPU samples of the thread by activity
 	// (Activities): they split its cpu time (Result.SampleHz).
 	Samples [len(Activities)]uint64
+	// ExitRunNs, ExitWaitNs and ExitRuns are the kernel's schedstat
+	// counters of an exited thread at its exit (0 for a live one).
+	ExitRunNs, ExitWaitNs, ExitRuns uint64
 }
 
 // userHZ is the unit of utime/stime in /proc/<pid>/stat: USER_HZ is 100 on

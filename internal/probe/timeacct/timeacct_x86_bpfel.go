@@ -200,6 +200,9 @@ type timeacctTaThread struct {
 	EdgeNs           [2]uint64
 	EdgeCount        [2]uint64
 	Samples          [14]uint32
+	ExitRunNs        uint64
+	ExitWaitNs       uint64
+	ExitRuns         uint64
 }
 
 type timeacctWakerName struct {
