@@ -190,6 +190,10 @@ func over(part, whole float64) bool {
 // the peak), each at most the longest call; it never exceeds it.
 // Regression: the sync table said 7.1 s of fdatasync, the accounting 2.6 s
 // of storage-sync, and nothing said how they add up.
+// splitSlackSec is SPLIT_SLACK_NS of bpf/timeacct.bpf.c: how far one sync
+// call's split may be from its latency and still be split.
+const splitSlackSec = 1e-6
+
 func syncSplits(ta *model.TimeAccounting) []string {
 	if ta == nil || len(ta.Syncs) == 0 {
 		return nil
@@ -213,7 +217,10 @@ func syncSplits(ta *model.TimeAccounting) []string {
 			sum += v
 			split[c] += v
 		}
-		tol := max(sumToleranceSec, sumToleranceFrac*s.SplitSec)
+		// Each call is split only when its parts add up to its latency
+		// within splitSlackSec (bpf/timeacct.bpf.c SPLIT_SLACK_NS), so
+		// the calls together may be that much apart per call.
+		tol := max(sumToleranceSec, sumToleranceFrac*s.SplitSec, splitSlackSec*float64(s.SplitCount))
 		if edge := float64(max(ta.PeakThreads, 1)) * longest(s.Buckets); sum > s.SplitSec+tol || sum < s.SplitSec-tol-edge {
 			out = append(out, fmt.Sprintf("%s: its split by category adds up to %.3fs, and the %s calls split took %.3fs", s.Kind,
 				sum, units.FormatCount(s.SplitCount), s.SplitSec))
