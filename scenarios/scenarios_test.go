@@ -123,6 +123,7 @@ func TestScenarioVerdicts(t *testing.T) {
 		noFind   string // a finding that must not be reported
 		procOnly bool   // the /proc fallback sees this root cause too
 		says     string // in the verdict's summary
+		quiet    bool   // its root cause is not the largest share on a loaded machine
 		// check holds the record to what the scenario's wait-for graph
 		// and critical path must show (issue 16), where there is one.
 		check func(t *testing.T, run *model.Run)
@@ -132,7 +133,9 @@ func TestScenarioVerdicts(t *testing.T) {
 		{name: "storageread", primary: model.CatStorageRead},
 		{name: "storagewrite", primary: model.CatStorageWrite},
 		{name: "storagesync", primary: model.CatStorageSync, finding: "sync.dominant"},
-		{name: "lock", primary: model.CatLock, finding: "lock.contention"},
+		// Beside two CPU burners the threads taking turns on the lock
+		// waited for a CPU most (cpu-wait 46% of the path): right there.
+		{name: "lock", primary: model.CatLock, finding: "lock.contention", quiet: true},
 		{name: "sleep", primary: model.CatSleep},
 		{name: "other", primary: model.CatOther},
 		{name: "idlepool", primary: model.CatCPU, noFind: "lock.contention"},
@@ -147,6 +150,9 @@ func TestScenarioVerdicts(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			if c.quiet {
+				needQuiet(t)
+			}
 			run := diagnose(t, "--", scenario(t, c.name))
 			if !c.procOnly {
 				needEBPF(t, run)
@@ -193,6 +199,10 @@ func TestScenarioVerdicts(t *testing.T) {
 }
 
 func TestSQLiteVerdicts(t *testing.T) {
+	// Beside two CPU burners DELETE+FULL waited longer for a CPU than
+	// on its syncs (0.723 s against 0.490 s): a right verdict there, not
+	// the one this test is about.
+	needQuiet(t)
 	// DELETE + FULL syncs the journal, the database and the directory on
 	// every commit: sync-bound. WAL + OFF never syncs: CPU-bound.
 	sync := diagnose(t, "sqlite", "--journal", "delete", "--sync", "full", "--rows", "300")
