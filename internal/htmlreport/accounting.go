@@ -303,11 +303,7 @@ func activitiesTable(s *section, ta *model.TimeAccounting) {
 	if m.PathSec > 0 {
 		foot += "; on the critical path: the activity's share of it (waits for other threads charged to what they did)"
 	}
-	foot += "; peer, timer, other: asleep until a thread of the workload, a timer, or anything else woke it (or nothing did)"
-	if m.Unsampled {
-		foot += "; unsampled: cpu time no on-CPU sample split by activity"
-	}
-	tb.t.Foot = foot
+	tb.t.Foot = foot + "; " + m.Legend()
 	s.table(tb.t)
 }
 

@@ -185,11 +185,7 @@ func (d *doc) activities(ta *model.TimeAccounting) {
 	if m.PathSec > 0 {
 		note += "; path: its share of the critical path"
 	}
-	note += "; peer, timer, other: asleep until a thread of the workload, a timer, or anything else woke it (or nothing did)"
-	if m.Unsampled {
-		note += "; unsampled: cpu time no on-CPU sample split by activity"
-	}
-	d.wrapped("  ", "    ", note)
+	d.wrapped("  ", "    ", note+"; "+m.Legend())
 }
 
 // maxActivities bounds the activity rows of the terminal view.

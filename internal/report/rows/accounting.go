@@ -511,6 +511,17 @@ type Matrix struct {
 }
 
 // MatrixOf is the record's time by activity and state; no rows without it
+// Legend is what both renderers say under the matrix after their own
+// words for its cells: what its states peer, timer and other mean, and
+// what unsampled is when the matrix has it.
+func (m Matrix) Legend() string {
+	s := "peer, timer, other: asleep until a thread of the workload, a timer, or anything else woke it (or nothing did)"
+	if m.Unsampled {
+		s += "; unsampled: cpu time no on-CPU sample split by activity"
+	}
+	return s
+}
+
 // (no wait-for graph).
 func MatrixOf(ta *model.TimeAccounting) Matrix {
 	var m Matrix
