@@ -223,9 +223,12 @@ type storageTaThread struct {
 		Kind uint8
 		Pad  uint8
 	}
-	EdgeNs    [2]uint64
-	EdgeCount [2]uint64
-	Samples   [14]uint32
+	EdgeNs     [2]uint64
+	EdgeCount  [2]uint64
+	Samples    [14]uint32
+	ExitRunNs  uint64
+	ExitWaitNs uint64
+	ExitRuns   uint64
 }
 
 // Names of all BPF objects in the ELF.

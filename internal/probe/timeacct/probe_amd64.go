@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -614,3 +615,8 @@ func tickHz() int {
 	}
 	return 0
 }
+
+// ThreadEntrySize is the size of the threads map's value (struct ta_thread
+// of bpf/timeacct.h): a probe loaded with the shared map in place of its
+// own must have been generated from the same header.
+func ThreadEntrySize() uint32 { return uint32(unsafe.Sizeof(timeacctTaThread{})) }
