@@ -135,9 +135,17 @@ func TestRunCancel(t *testing.T) {
 	testCondition(t, log, nil)
 	spec := nullSpec(log, model.NullConfig{Ops: 10, DurationSec: 0.1}, "baseline", "test-load")
 	spec.Repeat = 20
-	ctx, cancel := context.WithTimeout(context.Background(), 700*time.Millisecond)
+	// Ctrl-C as the fourth measured run starts, whatever the machine's
+	// speed. Regression: a 700 ms deadline came before the first measured
+	// run on a loaded machine ("interrupted before the measured phase
+	// began").
+	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	run, err := Run(ctx, spec, Hooks{})
+	run, err := Run(ctx, spec, Hooks{Status: func(s Status) {
+		if s.Seq == 4 {
+			cancel()
+		}
+	}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -99,9 +99,11 @@ func TestKernelAgreementDirectReads(t *testing.T) {
 		t.Fatalf("checks %+v: want cpu + cpu-wait summed and thread by thread", k.Checks)
 	}
 
-	// Each of the reader's reads is one storage wait here.
+	// Each of the reader's reads is at most one storage wait here: a read
+	// whose completion arrives before its thread has gone to sleep makes
+	// none (1,713 waits for 2,000 reads in one run here).
 	pn := storageWaits(ta)[c.tid]
-	if d := abs64(pn - directReads); float64(d) > countSlackFrac*directReads+countSlackAbs {
+	if float64(pn) > directReads+countSlackAbs || pn < directReads/2 {
 		t.Errorf("reader %d: %d storage waits for %d O_DIRECT reads", c.tid, pn, directReads)
 	}
 
