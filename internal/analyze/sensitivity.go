@@ -100,10 +100,11 @@ func Conditions(ex *model.Experiments) bool {
 		}
 		return mb/mc - 1
 	}
-	// The baseline's own noise and drift, for the report and for compare
-	// (which sets a batch against another batch): a condition is judged
-	// against its rounds' noise below, in which drift cancels.
-	ex.BaselineNoise = noiseSigmas * stats.RelSpread(bv)
+	// The baseline's own noise, taken off its drift (how far a run lands
+	// from where the series was), and its drift, for the report, for
+	// compare (which sets a batch against another batch), and as the bar
+	// a condition's loss must clear below.
+	ex.BaselineNoise = noiseSigmas * stats.DetrendedRelSpread(places(base), bv)
 	ex.BaselineDrift = Drift(bv)
 	// Every round runs each condition once, so run r of a condition and run
 	// r of the baseline ran in the same round, close in time: each
@@ -128,7 +129,12 @@ func Conditions(ex *model.Experiments) bool {
 		c.Median = stats.Median(cv)
 		p := stats.PairedInTime(places(base), bv, places(c), cv, change, looks)
 		c.Change, c.Interval, c.Noise, c.Rounds = p.Change, p.Interval, noiseSigmas*p.Spread, p.Rounds
-		c.Class, c.Reason = classify(c.Change, c.Interval, c.Noise, p.Rounds)
+		// The bar a loss must clear is the measure's own noise, the
+		// baseline's (off its drift), not the rounds' spread: that also
+		// holds how much the condition's own effect varies (io-pressure
+		// on a sync loop: -23% [-44%, -14%], its rounds' changes ±26%
+		// around it, was left inconclusive by it).
+		c.Class, c.Reason = classify(c.Change, c.Interval, ex.BaselineNoise, p.Rounds)
 	}
 	return true
 }
@@ -154,8 +160,8 @@ func values(c *model.Condition) []float64 {
 // (rounds of it: runs paired with a baseline run). Conditions take a
 // resource away, so what counts is a slowdown: sensitive only when the
 // whole interval lies below zero, the loss is material and larger than the
-// rounds' own noise (two robust standard deviations of the rounds'
-// changes); insensitive when the loss is small and the interval rules out
+// baseline's noise (two robust standard deviations of its runs off its
+// drift); insensitive when the loss is small and the interval rules out
 // a large one (a run that got faster is insensitive too, and says so);
 // otherwise inconclusive, with what would settle it.
 func classify(change float64, iv [2]float64, noise float64, rounds int) (class, reason string) {
@@ -163,9 +169,9 @@ func classify(change float64, iv [2]float64, noise float64, rounds int) (class, 
 	case rounds < 2:
 		return Inconclusive, "fewer than 2 rounds: no interval; use --repeat 3 or more"
 	case change <= -materialChange && iv[1] < 0 && -change > noise:
-		return Sensitive, fmt.Sprintf("changed %s, interval below zero, beyond the rounds' noise (±%.0f%%)", pct(change), noise*100)
+		return Sensitive, fmt.Sprintf("changed %s, interval below zero, beyond the baseline's noise (±%.0f%%)", pct(change), noise*100)
 	case change <= -materialChange && -change <= noise:
-		return Inconclusive, fmt.Sprintf("changed %s but one round's change moves ±%.0f%% by itself: use more --repeat", pct(change), noise*100)
+		return Inconclusive, fmt.Sprintf("changed %s but the baseline alone moves ±%.0f%%: use more --repeat", pct(change), noise*100)
 	case change <= -materialChange:
 		return Inconclusive, fmt.Sprintf("changed %s but the interval reaches zero: use more --repeat", pct(change))
 	case iv[0] <= -insensitiveSpan:

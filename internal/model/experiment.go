@@ -16,9 +16,10 @@ type Experiments struct {
 	// BaselineNoise is how far a single baseline run lands from the
 	// baseline median, relative to it: two robust standard deviations
 	// (1.4826 × MAD), the band about 95% of the unchanged workload's runs
-	// fall in. One outlier run cannot set it. A batch's own noise, drift
-	// included: what compare sets against another batch's; a condition is
-	// judged against its rounds' noise (Condition.Noise).
+	// fall in. One outlier run cannot set it. Taken off the baseline's
+	// drift (how far a run lands from where the series was): what compare
+	// sets against another batch's, and the bar a condition's loss must
+	// clear.
 	BaselineNoise float64 `json:"baseline_noise"`
 	// BaselineDrift is set when the baseline runs, in the order they ran,
 	// trend up or down beyond chance: the machine drifted, or state built

@@ -257,6 +257,27 @@ func RelSpread(xs []float64) float64 {
 	return Spread(xs) / math.Abs(m)
 }
 
+// DetrendedRelSpread is RelSpread of xs taken off the line they follow
+// over their places at (the order the runs were made; Sen's slope): how
+// far one run lands from where the series was at that moment, relative to
+// its median. A drift over the series is not noise. Plain RelSpread when
+// the places are not given in increasing order.
+func DetrendedRelSpread(at []int, xs []float64) float64 {
+	m := Median(xs)
+	if len(xs) < 2 || m == 0 {
+		return 0
+	}
+	if !increasing(at, len(xs)) {
+		return RelSpread(xs)
+	}
+	slope := senSlope(at, xs)
+	r := make([]float64, len(xs))
+	for i, x := range xs {
+		r[i] = x - slope*float64(at[i]-at[0])
+	}
+	return Spread(r) / math.Abs(m)
+}
+
 // Trend is a monotone trend found in a series of runs in the order they
 // ran: each later run lower (or higher) than the earlier ones more often
 // than chance allows (a Mann-Kendall test), and by how much the series
