@@ -722,6 +722,55 @@ static __always_inline __u32 classify(void *ctx, struct task_struct *task, __u32
 	return TA_CAT_OTHER;
 }
 
+/* rq_clocks reads, from the run queue task is on (through its CFS run
+ * queue's back pointer, CONFIG_FAIR_GROUP_SCHED) when that is this CPU's,
+ * how much of the run queue's clock its task clock has not had (the
+ * steal and interrupt time taken off what tasks are charged) and the steal
+ * in it. false when they cannot be read here. */
+static __always_inline bool rq_clocks(struct task_struct *task, __u64 *unch, __u64 *steal)
+{
+	struct rq *rq;
+	__u64 clock, clock_task;
+
+	struct cfs_rq *cfs;
+
+	/* Direct loads through the tracepoint's BTF pointers (checked
+	 * loads, no helper call): this runs at every switch of a tracked
+	 * thread. */
+	if (!bpf_core_field_exists(task->se.cfs_rq))
+		return false;
+	cfs = task->se.cfs_rq;
+	if (!cfs)
+		return false;
+	rq = cfs->rq;
+	if (!rq || rq->cpu != (int)bpf_get_smp_processor_id())
+		return false;
+	clock = rq->clock;
+	clock_task = rq->clock_task;
+	if (clock < clock_task)
+		return false;
+	*unch = clock - clock_task;
+	*steal = 0;
+	if (bpf_core_field_exists(rq->prev_steal_time_rq))
+		*steal = rq->prev_steal_time_rq;
+	return true;
+}
+
+/* charge_out adds to t what its run queue did not charge it since its
+ * switch-in (rq_clocks), at its switch-out or exit. */
+static __always_inline void charge_out(struct ta_thread *t, struct task_struct *task)
+{
+	__u64 u, st;
+
+	if (t->rq_in && rq_clocks(task, &u, &st)) {
+		if (u >= t->rq_unch_in)
+			t->uncharged_ns += u - t->rq_unch_in;
+		if (st >= t->rq_steal_in)
+			t->steal_ns += st - t->rq_steal_in;
+	}
+	t->rq_in = 0;
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
@@ -747,6 +796,7 @@ int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_
 		t = get_or_create(prev, TA_STATE_RUNNING, now);
 		if (t && !t->exited) {
 			close_interval(t, now);
+			charge_out(t, prev);
 			t->switches++;
 			t->utime_ns = prev->utime;
 			t->stime_ns = prev->stime;
@@ -778,6 +828,19 @@ int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_
 			 * its blocked category up to now. */
 			close_interval(t, now);
 			t->state = TA_STATE_RUNNING;
+			/* Counted from the window's opening: a run under way
+			 * then is left out (what it was not charged is a
+			 * fraction of one run). */
+			t->rq_in = 0;
+			if (now >= window_ns) {
+				t->rq_in = rq_clocks(next, &t->rq_unch_in, &t->rq_steal_in);
+				if (c) {
+					if (t->rq_in)
+						c->rq_reads++;
+					else
+						c->rq_misses++;
+				}
+			}
 		}
 	}
 	return 0;
@@ -815,6 +878,8 @@ static __always_inline void fold_exited(struct ta_thread *t, __u64 now)
 	__sync_fetch_and_add(&a->wakeups, t->wakeups);
 	__sync_fetch_and_add(&a->futex_lock_blocks, t->futex_lock_blocks);
 	__sync_fetch_and_add(&a->futex_sleep_blocks, t->futex_sleep_blocks);
+	__sync_fetch_and_add(&a->uncharged_ns, t->uncharged_ns);
+	__sync_fetch_and_add(&a->steal_ns, t->steal_ns);
 	__sync_fetch_and_add(&a->threads, 1);
 	for (int i = 0; i < TA_SAMPLE_SLOTS; i++)
 		__sync_fetch_and_add(&a->samples[i], t->samples[i]);
@@ -1181,6 +1246,7 @@ int BPF_PROG(handle_exit, struct task_struct *p)
 	if (!t || t->exited)
 		return 0;
 	close_interval(t, now);
+	charge_out(t, p);
 	/* A thread folded into its process's aggregate has its last edge
 	 * kept there too (tid 0), so that thread churn fills the map with
 	 * one key per kind of wait, not one per thread. */

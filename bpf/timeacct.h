@@ -144,6 +144,18 @@ struct ta_thread {
 	__u64 exit_run_ns;
 	__u64 exit_wait_ns;
 	__u64 exit_runs;
+	/* Of the thread's on-CPU time, what its CPU's run queue did not
+	 * charge to it (the growth of rq->clock - rq->clock_task while it ran:
+	 * hypervisor steal time, and interrupt time on kernels with
+	 * IRQ_TIME_ACCOUNTING), and of that the steal (rq->prev_steal_time_rq):
+	 * schedstat's run time leaves both out. rq_unch_in and rq_steal_in
+	 * are the run queue's at the switch-in (rq_in set). */
+	__u64 uncharged_ns;
+	__u64 steal_ns;
+	__u64 rq_unch_in;
+	__u64 rq_steal_in;
+	__u32 rq_in;
+	__u32 _pad2;
 };
 
 /* The exited threads of one process, folded together at exit so that a
@@ -165,6 +177,8 @@ struct ta_agg {
 	__u32 _pad;
 	__u8 comm[TA_COMM_LEN];
 	__u32 samples[TA_SAMPLE_SLOTS]; /* the folded threads' on-CPU samples by activity */
+	__u64 uncharged_ns;
+	__u64 steal_ns;
 };
 
 /* Kernel text ranges [start, end) whose presence on the stack of a task going
@@ -203,6 +217,8 @@ struct ta_counters {
 	__u64 sys_dropped;           /* syscalls not counted: sys_stats full */
 	__u64 file_dropped;          /* synced files not listed: files full */
 	__u64 edge_dropped;          /* waits not in the edges map: full */
+	__u64 rq_reads;              /* switch-ins whose run queue clocks were read (rq_clocks) */
+	__u64 rq_misses;             /* switch-ins in the window where they could not be */
 };
 
 /* Sync calls, timed by the filesystem's fsync tracepoints (ext4:

@@ -95,6 +95,29 @@ func TestVerdictAndFindings(t *testing.T) {
 			findings: "cpu.saturated:warning",
 		},
 		{
+			name: "a busy thread on a host that takes 20% of its CPU time",
+			run: func() *model.Run {
+				th := thread(1, map[string]float64{"cpu": 9, "sleep": 1})
+				th.StealSec, th.UnchargedSec = 1.8, 1.8
+				r := runWith(2, 10, th)
+				r.TimeAccounting.StealMeasured = true
+				return r
+			}(),
+			primary:  "cpu",
+			findings: "cpu.steal:warning",
+		},
+		{
+			name: "steal under 5% of the time on a CPU is not a finding",
+			run: func() *model.Run {
+				th := thread(1, map[string]float64{"cpu": 9, "sleep": 1})
+				th.StealSec, th.UnchargedSec = 0.4, 0.4
+				r := runWith(2, 10, th)
+				r.TimeAccounting.StealMeasured = true
+				return r
+			}(),
+			primary: "cpu",
+		},
+		{
 			name: "thread per message",
 			run: func() *model.Run {
 				// The main thread makes 499 short-lived threads, folded

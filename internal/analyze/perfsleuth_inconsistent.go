@@ -260,16 +260,22 @@ func kernelAgreementOf(ta *model.TimeAccounting) []string {
 		// Each run on a CPU is cut a little differently by the two
 		// (model.KernelSliceSec); records without the kernel's count of
 		// runs are held to 5% alone.
-		d := math.Abs(c.PerfsleuthSec - c.KernelSec)
-		if d <= kernelAgreementMinSec || d <= kernelAgreement*max(c.KernelSec, c.PerfsleuthSec) || d <= model.KernelSliceSec*float64(c.Runs) {
+		// Time the kernel did not charge (steal) is taken off
+		// perfsleuth's side first (model.ThreadTime.UnchargedSec).
+		d := math.Abs(c.Charged() - c.KernelSec)
+		if d <= kernelAgreementMinSec || d <= kernelAgreement*max(c.KernelSec, c.Charged()) || d <= model.KernelSliceSec*float64(c.Runs) {
 			continue
 		}
 		runs := ""
 		if c.Runs > 0 {
 			runs = fmt.Sprintf(", %.1f µs per run on a CPU (%d runs)", d/float64(c.Runs)*1e6, c.Runs)
 		}
-		out = append(out, fmt.Sprintf("%s: perfsleuth %.3fs, the kernel's %s %.3fs, over %d threads (%.0f%% apart%s)",
-			c.What, c.PerfsleuthSec, c.Source, c.KernelSec, c.Threads, d/max(c.KernelSec, c.PerfsleuthSec)*100, runs))
+		unch := ""
+		if c.UnchargedSec > 0 {
+			unch = fmt.Sprintf(" (%.3fs less %.3fs the kernel did not charge: steal, interrupts)", c.PerfsleuthSec, c.UnchargedSec)
+		}
+		out = append(out, fmt.Sprintf("%s: perfsleuth %.3fs%s, the kernel's %s %.3fs, over %d threads (%.0f%% apart%s)",
+			c.What, c.Charged(), unch, c.Source, c.KernelSec, c.Threads, d/max(c.KernelSec, c.Charged())*100, runs))
 	}
 	return out
 }

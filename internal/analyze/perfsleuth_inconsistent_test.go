@@ -528,3 +528,21 @@ func TestKernelAgreementAllowsEachRun(t *testing.T) {
 		t.Errorf("disagreements %q, want one without the runs", got)
 	}
 }
+
+// TestKernelAgreementTakesOffUncharged: a CI run's TCP client/server pair,
+// 0.532 s on or queued for a CPU here against schedstat's 0.323 s, of
+// which 0.209 s the kernel did not charge (steal): agreeing once that is
+// taken off, and the disagreement, when it is not enough, names both.
+func TestKernelAgreementTakesOffUncharged(t *testing.T) {
+	ta := &model.TimeAccounting{Kernel: &model.KernelAgreement{Checks: []model.KernelCheck{
+		{What: "cpu + cpu-wait", Source: "schedstat", Threads: 1, PerfsleuthSec: 0.532, KernelSec: 0.323, Judged: true, Runs: 3703, UnchargedSec: 0.209},
+	}}}
+	if got := kernelAgreementOf(ta); len(got) != 0 {
+		t.Errorf("disagreements %q, want none with the steal taken off", got)
+	}
+	ta.Kernel.Checks[0].UnchargedSec = 0.05
+	got := kernelAgreementOf(ta)
+	if len(got) != 1 || !strings.Contains(got[0], "perfsleuth 0.482s (0.532s less 0.050s the kernel did not charge") {
+		t.Errorf("disagreements %q, want one naming 0.482s charged of 0.532s", got)
+	}
+}

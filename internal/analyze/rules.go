@@ -16,6 +16,7 @@ var rules = []rule{
 	{"cpu.saturated", cpuSaturated},
 	{"cpu.contended", cpuContended},
 	{"cpu.wakeup_latency", cpuWakeupLatency},
+	{"cpu.steal", cpuSteal},
 	{"threads.churn", threadsChurn},
 	{"syscall.tiny_io", tinyIO},
 	{"io.random_small", ioRandomSmall},

@@ -2,6 +2,7 @@ package compare
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 
@@ -27,6 +28,9 @@ func hostIssues(a, b *model.Run) []Issue {
 	add("host.cpus", "CPU types and frequencies", cpuWords(ha), cpuWords(hb), "the same work takes another CPU time on other cores or clocks: the CPU time per unit of work below shows how much")
 	if ha.CPUsOnline != hb.CPUsOnline {
 		add("host.cpus_online", "CPUs online", fmt.Sprint(ha.CPUsOnline), fmt.Sprint(hb.CPUsOnline), "fewer CPUs leave less room for the workload's threads, its helpers and the kernel's own work")
+	}
+	if sa, sb, ok := stealShares(a, b); ok {
+		add("host.steal", "time stolen by the hypervisor", sa, sb, "a thread on a virtual CPU the host gave to another guest counts as on CPU without running: cpu figures and throughput move with the host's load, not the workload's (analyze's cpu.steal)")
 	}
 	if ha.MemTotalBytes > 0 && hb.MemTotalBytes > 0 && ratio(float64(ha.MemTotalBytes), float64(hb.MemTotalBytes)) > 1+memTolerance {
 		add("host.memory", "memory", units.FormatSize(ha.MemTotalBytes), units.FormatSize(hb.MemTotalBytes), "memory bounds the page cache: a working set that fits on one machine may not on the other")
@@ -213,4 +217,30 @@ func experimentIssues(a, b *model.Run) []Issue {
 			Why: "an experiment that stopped early has fewer baseline runs than asked for, so its noise is less well known"})
 	}
 	return out
+}
+
+// stealTolerance: steal shares of the on-CPU time 5 points apart
+// (cpu.steal's own threshold) are a difference in the host's load.
+const stealTolerance = 0.05
+
+// stealShares words each run's steal, as a share of its workload's on-CPU
+// time, when both measured it and they are stealTolerance or more apart.
+func stealShares(a, b *model.Run) (sa, sb string, ok bool) {
+	measured := func(r *model.Run) bool {
+		_, cpu := r.TimeAccounting.Steal()
+		return r.TimeAccounting != nil && r.TimeAccounting.StealMeasured && cpu > 0
+	}
+	if !measured(a) || !measured(b) {
+		return "", "", false
+	}
+	share := func(r *model.Run) (float64, string) {
+		s, cpu := r.TimeAccounting.Steal()
+		return s / cpu, fmt.Sprintf("%.0f%% of the time on a CPU (%.3fs of %.3fs)", s/cpu*100, s, cpu)
+	}
+	fa, sa := share(a)
+	fb, sb := share(b)
+	if math.Abs(fa-fb) < stealTolerance {
+		return "", "", false
+	}
+	return sa, sb, true
 }

@@ -95,6 +95,18 @@ func setTime(r *model.Run, sec float64, total map[string]float64) {
 	r.TimeAccounting.Threads[0].WallSec = sec
 }
 
+// setSteal gives the run's first thread 1 s on a CPU with frac of it
+// stolen, measured.
+func setSteal(r *model.Run, frac float64) {
+	r.TimeAccounting.StealMeasured = true
+	th := &r.TimeAccounting.Threads[0]
+	if th.Seconds == nil {
+		th.Seconds = map[string]float64{}
+	}
+	th.Seconds[model.CatCPU] = 1
+	th.StealSec, th.UnchargedSec = frac, frac
+}
+
 func ids(is []Issue) []string {
 	var out []string
 	for _, x := range is {

@@ -104,6 +104,11 @@ type TimeAccounting struct {
 	// ActivityNote then says why.
 	ActivityHz   int    `json:"activity_hz,omitempty"`
 	ActivityNote string `json:"activity_note,omitempty"`
+	// StealMeasured says the threads' UnchargedSec and StealSec were
+	// measured (their run queues' clocks read at every switch-in); else
+	// StealNote says why not, and they are 0 without meaning none.
+	StealMeasured bool   `json:"steal_measured,omitempty"`
+	StealNote     string `json:"steal_note,omitempty"`
 	// Matrix is the busy threads' time by activity (what they were doing:
 	// Wait's activities, or ActivityUnsampled) and state (how: the State*
 	// ids), each cell with its part of the critical path (analyze). Its
@@ -212,6 +217,17 @@ type KernelCheck struct {
 	// such arrival is an edge the kernel's clock and perfsleuth's cut
 	// apart, and the tolerance allows for it (KernelSliceSec).
 	Runs int64 `json:"runs,omitempty"`
+	// UnchargedSec is the part of PerfsleuthSec that the kernel did not
+	// charge to the threads (ThreadTime.UnchargedSec: steal, interrupt
+	// time): the kernel's figure leaves it out, so PerfsleuthSec less it
+	// (Charged) is what is set beside KernelSec.
+	UnchargedSec float64 `json:"uncharged_sec,omitempty"`
+}
+
+// Charged is perfsleuth's figure as the kernel counts it: less the time the
+// kernel did not charge to the threads.
+func (c KernelCheck) Charged() float64 {
+	return c.PerfsleuthSec - c.UnchargedSec
 }
 
 // KernelSliceSec is how far apart the kernel's schedstat and perfsleuth
@@ -269,6 +285,15 @@ type ThreadTime struct {
 	// records).
 	CPUByActivity   map[string]float64 `json:"cpu_by_activity,omitempty"`
 	ActivitySamples int64              `json:"activity_samples,omitempty"`
+	// UnchargedSec is the part of the thread's cpu seconds that its CPU's
+	// run queue did not charge to it: time the hypervisor ran something
+	// else on the virtual CPU (steal) and, on kernels built with
+	// IRQ_TIME_ACCOUNTING, interrupts. perfsleuth counts a thread on a CPU
+	// from its switch-in to its switch-out; the kernel's run time
+	// (schedstat, utime + stime) leaves this out. StealSec is the steal in
+	// it. Both are in Seconds["cpu"], not beside it.
+	UnchargedSec float64 `json:"uncharged_sec,omitempty"`
+	StealSec     float64 `json:"steal_sec,omitempty"`
 }
 
 // ActivityUnsampled is CPUByActivity's key for the cpu time of a thread
@@ -427,4 +452,21 @@ type OnCPUStack struct {
 	// KernelNote and UserNote say why a stack is missing or cut short.
 	KernelNote string `json:"kernel_note,omitempty"`
 	UserNote   string `json:"user_note,omitempty"`
+}
+
+// Steal (when StealMeasured; zeros otherwise) is the steal in the on-CPU time of the threads that do the
+// workload's work (not idle, not a poller, not a runtime's housekeeping)
+// and that on-CPU time (ThreadTime.StealSec).
+func (ta *TimeAccounting) Steal() (steal, cpu float64) {
+	if ta == nil || !ta.StealMeasured {
+		return 0, 0
+	}
+	for _, t := range ta.Threads {
+		if t.Idle || t.Poller || t.Role == "runtime" {
+			continue
+		}
+		steal += t.StealSec
+		cpu += t.Seconds[CatCPU]
+	}
+	return steal, cpu
 }

@@ -223,12 +223,18 @@ type storageTaThread struct {
 		Kind uint8
 		Pad  uint8
 	}
-	EdgeNs     [2]uint64
-	EdgeCount  [2]uint64
-	Samples    [14]uint32
-	ExitRunNs  uint64
-	ExitWaitNs uint64
-	ExitRuns   uint64
+	EdgeNs      [2]uint64
+	EdgeCount   [2]uint64
+	Samples     [14]uint32
+	ExitRunNs   uint64
+	ExitWaitNs  uint64
+	ExitRuns    uint64
+	UnchargedNs uint64
+	StealNs     uint64
+	RqUnchIn    uint64
+	RqStealIn   uint64
+	RqIn        uint32
+	Pad2        uint32
 }
 
 // Names of all BPF objects in the ELF.

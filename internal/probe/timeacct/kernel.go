@@ -131,14 +131,15 @@ func parseSchedstat(s string) (run, wait, runs uint64, ok bool) {
 type pair struct {
 	t         model.ThreadTime
 	perf, krn float64
-	runs      int64 // the thread's arrivals on a CPU in the window, by the kernel's count
+	runs      int64   // the thread's arrivals on a CPU in the window, by the kernel's count
+	unch      float64 // of perf, what the kernel did not charge (ThreadTime.UnchargedSec)
 }
 
 // apart is how far apart a pair is, relative to the larger figure, and
 // whether analyze would call it a disagreement.
 func (p pair) apart() (rel float64, fails bool) {
-	d := math.Abs(p.perf - p.krn)
-	m := max(p.perf, p.krn)
+	d := math.Abs(p.perf - p.unch - p.krn)
+	m := max(p.perf-p.unch, p.krn)
 	if m == 0 {
 		return 0, false
 	}
@@ -159,6 +160,7 @@ func judgeThreads(what, source string, pairs []pair) (sum model.KernelCheck, wor
 		sum.PerfsleuthSec += p.perf
 		sum.KernelSec += p.krn
 		sum.Runs += p.runs
+		sum.UnchargedSec += p.unch
 		if max(p.perf, p.krn) < minJudgedThreadSec {
 			continue
 		}
@@ -174,7 +176,7 @@ func judgeThreads(what, source string, pairs []pair) (sum model.KernelCheck, wor
 	return sum, &model.KernelCheck{
 		What:   fmt.Sprintf("%s, worst thread %d (%s)", what, w.t.TID, w.t.Comm),
 		Source: source, Threads: judged, PerfsleuthSec: w.perf, KernelSec: w.krn, Judged: true,
-		TID: w.t.TID, PID: w.t.PID, Comm: w.t.Comm, Runs: w.runs,
+		TID: w.t.TID, PID: w.t.PID, Comm: w.t.Comm, Runs: w.runs, UnchargedSec: w.unch,
 	}
 }
 
@@ -216,10 +218,11 @@ func schedstatChecks(ta *model.TimeAccounting, start, end *kernelSnapshot) ([]mo
 		cpu.Threads++
 		wait.Threads++
 		cpu.PerfsleuthSec += t.Seconds[model.CatCPU]
+		cpu.UnchargedSec += t.UnchargedSec
 		cpu.KernelSec += run
 		wait.PerfsleuthSec += t.Seconds[model.CatCPUWait]
 		wait.KernelSec += rq
-		both = append(both, pair{t: t, perf: t.Seconds[model.CatCPU] + t.Seconds[model.CatCPUWait], krn: run + rq, runs: int64(b.runs - a.runs)})
+		both = append(both, pair{t: t, perf: t.Seconds[model.CatCPU] + t.Seconds[model.CatCPUWait], krn: run + rq, runs: int64(b.runs - a.runs), unch: t.UnchargedSec})
 	}
 	if cpu.Threads == 0 {
 		return nil, []string{"schedstat could not be read for any thread alive at both ends of the window (kernel without CONFIG_SCHED_INFO, or the threads exited): cpu and cpu-wait not compared with the kernel's"}

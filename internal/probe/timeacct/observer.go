@@ -243,6 +243,7 @@ func toModel(r *Result) *model.TimeAccounting {
 		ta.ActivityHz = estimateHz(r.Threads)
 	}
 	ta.PeakThreads = r.PeakThreads
+	ta.StealMeasured, ta.StealNote = stealMeasured(r.RQReads, r.RQMisses)
 	for k, st := range r.Sync {
 		if st.Count == 0 {
 			continue
@@ -287,6 +288,7 @@ func toModel(r *Result) *model.TimeAccounting {
 		th := model.ThreadTime{
 			PID: t.PID, TID: t.TID, Comm: t.Comm, WallSec: float64(t.WallNs) / 1e9,
 			Seconds: secs, UserSec: user, SystemSec: cpu - user, Exited: t.Exited, Folded: t.Folded,
+			UnchargedSec: min(float64(t.UnchargedNs)/1e9, cpu), StealSec: min(float64(t.StealNs)/1e9, cpu),
 		}
 		if r.Sampled {
 			th.CPUByActivity, th.ActivitySamples = cpuByActivity(cpu, t.Samples)
@@ -382,4 +384,23 @@ func waitsOf(r *Result) []model.Wait {
 		out = append(out, w)
 	}
 	return out
+}
+
+// stealMisses: the run queue's clocks may be unreadable at a few
+// switch-ins (a task whose CFS run queue pointer is another CPU's while it
+// migrates); more than 1% of them unread makes the threads' steal a guess.
+const stealMisses = 0.01
+
+// stealMeasured says whether the threads' uncharged and steal time was
+// measured, from how many switch-ins read their run queue's clocks.
+func stealMeasured(reads, misses uint64) (bool, string) {
+	switch {
+	case reads == 0 && misses == 0:
+		return false, "no switch-in of the workload's threads was seen in the window: steal not measured"
+	case reads == 0:
+		return false, "the run queue's clocks cannot be read on this kernel (no CFS group scheduling: sched_entity.cfs_rq): steal and the time the kernel does not charge not measured"
+	case float64(misses) > stealMisses*float64(reads+misses):
+		return false, fmt.Sprintf("the run queue's clocks were read at %d of %d switch-ins: steal not measured", reads, reads+misses)
+	}
+	return true, ""
 }

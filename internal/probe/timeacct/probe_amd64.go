@@ -351,6 +351,8 @@ func (p *Probe) read() (*Result, error) {
 		res.Exits += c.Exits
 		res.Dropped += c.Dropped + c.SysDropped + c.FileDropped + c.EdgeDropped
 		res.StackWalks += c.StackWalks
+		res.RQReads += c.RqReads
+		res.RQMisses += c.RqMisses
 		for i := range NumPrograms {
 			res.Runs[i] += c.Runs[i]
 			res.TrackedRuns[i] += c.Tracked[i]
@@ -488,6 +490,8 @@ func foldedThreads(a *timeacctTaAgg) Thread {
 		Exited:           true,
 		Folded:           int(a.Threads),
 		Samples:          samples(a.Samples),
+		UnchargedNs:      a.UnchargedNs,
+		StealNs:          a.StealNs,
 	}
 }
 
@@ -522,6 +526,8 @@ func closeThread(v *timeacctTaThread, start, end uint64) Thread {
 		ExitRunNs:        v.ExitRunNs,
 		ExitWaitNs:       v.ExitWaitNs,
 		ExitRuns:         v.ExitRuns,
+		UnchargedNs:      v.UnchargedNs,
+		StealNs:          v.StealNs,
 	}
 	last := end
 	if t.Exited {

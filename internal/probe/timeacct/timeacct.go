@@ -203,9 +203,12 @@ type Result struct {
 	// Sampled says the threads' on-CPU samples were taken (at the
 	// scheduler tick: SampleHz, CONFIG_HZ, 0 when the kernel's config
 	// does not say); SampleNote says why not.
-	Sampled    bool
-	SampleHz   int
-	SampleNote string
+	Sampled bool
+	// RQReads and RQMisses count the switch-ins in the window where the
+	// run queue's clocks were read, and could not be (Thread.UnchargedNs).
+	RQReads, RQMisses uint64
+	SampleHz          int
+	SampleNote        string
 }
 
 // NumSyncKinds is the number of kinds of sync calls.
@@ -309,6 +312,11 @@ type Thread struct {
 	// ExitRunNs, ExitWaitNs and ExitRuns are the kernel's schedstat
 	// counters of an exited thread at its exit (0 for a live one).
 	ExitRunNs, ExitWaitNs, ExitRuns uint64
+	// UnchargedNs is the part of its on-CPU time in the window that its
+	// CPU's run queue did not charge to it (steal and, on kernels with
+	// IRQ_TIME_ACCOUNTING, interrupt time: schedstat's run time leaves it
+	// out), StealNs the hypervisor's steal in it.
+	UnchargedNs, StealNs uint64
 }
 
 // userHZ is the unit of utime/stime in /proc/<pid>/stat: USER_HZ is 100 on

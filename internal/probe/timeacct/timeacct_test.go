@@ -6,6 +6,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func needRoot(t *testing.T) {
@@ -145,6 +147,44 @@ func TestCPU(t *testing.T) {
 	if s := frac(th.Ns[CatCPU], work); s < 0.3 {
 		t.Errorf("cpu is %.2f of the work time, want >= 0.30: %s", s, shares(th))
 	}
+	checkUncharged(t, res, th)
+}
+
+// checkUncharged: the run queues' clocks were read at the switch-ins, and
+// what the kernel did not charge the thread is a part of its cpu time, the
+// steal a part of that, and all of it on a kernel that does not take
+// interrupt time off tasks (no IRQ_TIME_ACCOUNTING).
+func checkUncharged(t *testing.T, res *Result, th Thread) {
+	t.Helper()
+	t.Logf("switch-ins read %d, missed %d; thread cpu %d ns, uncharged %d ns, steal %d ns", res.RQReads, res.RQMisses, th.Ns[CatCPU], th.UnchargedNs, th.StealNs)
+	if res.RQReads == 0 || float64(res.RQMisses) > 0.01*float64(res.RQReads+res.RQMisses) {
+		t.Errorf("run queue clocks read at %d switch-ins, missed at %d: want read at 99%%", res.RQReads, res.RQMisses)
+	}
+	if th.StealNs > th.UnchargedNs || th.UnchargedNs > th.Ns[CatCPU] {
+		t.Errorf("steal %d ns, uncharged %d ns, cpu %d ns: want steal <= uncharged <= cpu", th.StealNs, th.UnchargedNs, th.Ns[CatCPU])
+	}
+	if irqTime, known := kernelConfig("CONFIG_IRQ_TIME_ACCOUNTING"); known && !irqTime && th.StealNs != th.UnchargedNs {
+		t.Errorf("uncharged %d ns, steal %d ns: without IRQ_TIME_ACCOUNTING all of it is steal", th.UnchargedNs, th.StealNs)
+	}
+}
+
+// kernelConfig says whether the running kernel's config sets opt to y,
+// when its config can be read (/boot/config-RELEASE).
+func kernelConfig(opt string) (set, known bool) {
+	var u unix.Utsname
+	if unix.Uname(&u) != nil {
+		return false, false
+	}
+	b, err := os.ReadFile("/boot/config-" + unix.ByteSliceToString(u.Release[:]))
+	if err != nil {
+		return false, false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		if l == opt+"=y" {
+			return true, true
+		}
+	}
+	return false, true
 }
 
 func TestSleep(t *testing.T) {

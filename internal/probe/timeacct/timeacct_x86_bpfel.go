@@ -38,6 +38,8 @@ type timeacctTaAgg struct {
 	Pad              uint32
 	Comm             [16]uint8
 	Samples          [14]uint32
+	UnchargedNs      uint64
+	StealNs          uint64
 }
 
 type timeacctTaCounters struct {
@@ -52,6 +54,8 @@ type timeacctTaCounters struct {
 	SysDropped    uint64
 	FileDropped   uint64
 	EdgeDropped   uint64
+	RqReads       uint64
+	RqMisses      uint64
 }
 
 type timeacctTaCpuCtx struct {
@@ -203,6 +207,12 @@ type timeacctTaThread struct {
 	ExitRunNs        uint64
 	ExitWaitNs       uint64
 	ExitRuns         uint64
+	UnchargedNs      uint64
+	StealNs          uint64
+	RqUnchIn         uint64
+	RqStealIn        uint64
+	RqIn             uint32
+	Pad2             uint32
 }
 
 type timeacctWakerName struct {

@@ -314,7 +314,7 @@ func KernelAgreement(ta *model.TimeAccounting) string {
 	for _, c := range checks {
 		apart := ""
 		if c.KernelSec > 0 {
-			apart = fmt.Sprintf(", %.1f%% apart", math.Abs(c.PerfsleuthSec-c.KernelSec)/c.KernelSec*100)
+			apart = fmt.Sprintf(", %.1f%% apart", math.Abs(c.Charged()-c.KernelSec)/c.KernelSec*100)
 		}
 		if c.Judged {
 			apart += ", held to 5%"
@@ -326,9 +326,12 @@ func KernelAgreement(ta *model.TimeAccounting) string {
 		case c.Threads != checks[0].Threads:
 			what += fmt.Sprintf(" (%d threads)", c.Threads)
 		}
-		parts = append(parts, fmt.Sprintf("%s %s here, %s by %s%s", what, Secs(c.PerfsleuthSec), Secs(c.KernelSec), c.Source, apart))
+		parts = append(parts, fmt.Sprintf("%s %s here, %s by %s%s", what, Secs(c.Charged()), Secs(c.KernelSec), c.Source, apart))
 	}
 	line := fmt.Sprintf("against the kernel (%d threads): %s", checks[0].Threads, strings.Join(parts, "; "))
+	if u := checks[0].UnchargedSec; u > 0 {
+		line += fmt.Sprintf("; perfsleuth's cpu is taken here as the kernel charges it, less %s of steal or interrupt time", Secs(u))
+	}
 	if !checks[len(checks)-1].Judged {
 		line += " (the others shown, not judged: docs/figures.md says why)"
 	}
