@@ -34,6 +34,16 @@ func runWith(cpus int, window float64, threads ...model.ThreadTime) *model.Run {
 	return &model.Run{Host: model.Host{CPUsOnline: cpus}, TimeAccounting: ta}
 }
 
+// stealRun is a thread 9 s on a CPU and 1 s asleep, steal seconds of its
+// cpu stolen, measured.
+func stealRun(steal float64) *model.Run {
+	th := thread(1, map[string]float64{"cpu": 9, "sleep": 1})
+	th.StealSec, th.UnchargedSec = steal, steal
+	r := runWith(2, 10, th)
+	r.TimeAccounting.StealMeasured = true
+	return r
+}
+
 func ids(fs []model.Finding) string {
 	var out []string
 	for _, f := range fs {
@@ -95,26 +105,14 @@ func TestVerdictAndFindings(t *testing.T) {
 			findings: "cpu.saturated:warning",
 		},
 		{
-			name: "a busy thread on a host that takes 20% of its CPU time",
-			run: func() *model.Run {
-				th := thread(1, map[string]float64{"cpu": 9, "sleep": 1})
-				th.StealSec, th.UnchargedSec = 1.8, 1.8
-				r := runWith(2, 10, th)
-				r.TimeAccounting.StealMeasured = true
-				return r
-			}(),
+			name:     "a busy thread on a host that takes 20% of its CPU time",
+			run:      stealRun(1.8),
 			primary:  "cpu",
 			findings: "cpu.steal:warning",
 		},
 		{
-			name: "steal under 5% of the time on a CPU is not a finding",
-			run: func() *model.Run {
-				th := thread(1, map[string]float64{"cpu": 9, "sleep": 1})
-				th.StealSec, th.UnchargedSec = 0.4, 0.4
-				r := runWith(2, 10, th)
-				r.TimeAccounting.StealMeasured = true
-				return r
-			}(),
+			name:    "steal under 5% of the time on a CPU is not a finding",
+			run:     stealRun(0.4),
 			primary: "cpu",
 		},
 		{

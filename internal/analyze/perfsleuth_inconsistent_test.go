@@ -546,3 +546,33 @@ func TestKernelAgreementTakesOffUncharged(t *testing.T) {
 		t.Errorf("disagreements %q, want one naming 0.482s charged of 0.532s", got)
 	}
 }
+
+// TestSamplesVsCPUWithSteal: on-CPU samples at 99 Hz against 2 s of cpu
+// (198 expected). 120 samples are too few, unless 0.8 s of the cpu was
+// measured as steal, when the vCPU did not run and its timer fired once
+// on its return; and more samples than the cpu at their rate are never
+// explained by steal.
+func TestSamplesVsCPUWithSteal(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		samples  int64
+		steal    float64
+		measured bool
+		want     int
+	}{
+		{"as many as the cpu", 198, 0, true, 0},
+		{"too few, no steal", 120, 0, true, 1},
+		{"too few, steal measured", 120, 0.8, true, 0},
+		{"too few, steal not measured", 120, 0.8, false, 1},
+		{"too many, whatever the steal", 300, 0.8, true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			th := thread(1, map[string]float64{"cpu": 2})
+			th.StealSec = tc.steal
+			ta := &model.TimeAccounting{OnCPUHz: 99, OnCPUSamples: tc.samples, StealMeasured: tc.measured, Threads: []model.ThreadTime{th}}
+			if got := samplesVsCPU(ta); len(got) != tc.want {
+				t.Errorf("disagreements %q, want %d", got, tc.want)
+			}
+		})
+	}
+}
