@@ -138,11 +138,29 @@ func TestExperimentSyncBound(t *testing.T) {
 	// more than a weak io-pressure's -11% (clean-clone runs here). The
 	// noise was then the largest single run's change; a hiccup of ~150 ms
 	// weighs half as much in runs twice as long.
+	//
+	// cpu-half is not held to "insensitive": the loop is on a CPU or
+	// waiting for one 45% of its time (cpu 433 ms, cpu-wait 219 ms of
+	// 1.44 s in a clean-clone run), and on one CPU it shares that CPU with
+	// jbd2 and the disk's interrupts. Losing it cost 6 of 7 paired rounds
+	// 0-21% there (-10% [-16%, -7%], sensitive), and -14% in an earlier
+	// CI run: an effect at the material threshold, which the product must
+	// measure and name (the AndroBench report's lesson), not a test's
+	// premise. What must hold: the storage costs it more than a CPU, the
+	// verdict says storage, and a cpu-half found to matter is said.
 	run := experiment(t, "--repeat", "7", "--conditions", "cpu-half,io-pressure", "--", scenario(t, "storagesync"), "12000")
 	class(t, run, "io-pressure", "sensitive")
-	class(t, run, "cpu-half", "insensitive")
+	cpuLoss, ioLoss := change(t, run, "cpu-half"), change(t, run, "io-pressure")
+	if -cpuLoss >= -ioLoss {
+		t.Errorf("cpu-half changed a sync loop %+.0f%%, as much as io-pressure's %+.0f%% or more", cpuLoss*100, ioLoss*100)
+	}
 	if run.Verdict.Bottleneck != "io" {
 		t.Errorf("bottleneck %q, want io: %s", run.Verdict.Bottleneck, run.Verdict.Conclusion)
+	}
+	for _, c := range run.Experiments.Conditions {
+		if c.Name == "cpu-half" && c.Class == "sensitive" && !strings.Contains(run.Verdict.Conclusion, "cpu-half") {
+			t.Errorf("cpu-half is sensitive (%+.0f%%) and the conclusion does not say so: %s", c.Change*100, run.Verdict.Conclusion)
+		}
 	}
 }
 
