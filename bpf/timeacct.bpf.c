@@ -762,11 +762,16 @@ static __always_inline void charge_out(struct ta_thread *t, struct task_struct *
 {
 	__u64 u, st;
 
-	if (t->rq_in && rq_clocks(task, &u, &st)) {
-		if (u >= t->rq_unch_in)
-			t->uncharged_ns += u - t->rq_unch_in;
+	if (t->rq_in && rq_clocks(task, &u, &st) && u >= t->rq_unch_in) {
+		u -= t->rq_unch_in;
+		t->uncharged_ns += u;
+		/* The steal taken off the task clock is at most what the
+		 * clock advanced: update_rq_clock_task clamps it to that and
+		 * still moves prev_steal_time_rq to the hypervisor's whole
+		 * count (14.60 ms of "steal" for 14.50 ms uncharged in a test
+		 * here). */
 		if (st >= t->rq_steal_in)
-			t->steal_ns += st - t->rq_steal_in;
+			t->steal_ns += st - t->rq_steal_in < u ? st - t->rq_steal_in : u;
 	}
 	t->rq_in = 0;
 }

@@ -152,8 +152,10 @@ func TestCPU(t *testing.T) {
 
 // checkUncharged: the run queues' clocks were read at the switch-ins, and
 // what the kernel did not charge the thread is a part of its cpu time, the
-// steal a part of that, and all of it on a kernel that does not take
-// interrupt time off tasks (no IRQ_TIME_ACCOUNTING).
+// steal a part of that (the probe caps each run's steal at its uncharged
+// time, as the kernel does), and all of it on a kernel that does not take
+// interrupt time off tasks (no IRQ_TIME_ACCOUNTING): two clocks of the run
+// queue against its steal count.
 func checkUncharged(t *testing.T, res *Result, th Thread) {
 	t.Helper()
 	t.Logf("switch-ins read %d, missed %d; thread cpu %d ns, uncharged %d ns, steal %d ns", res.RQReads, res.RQMisses, th.Ns[CatCPU], th.UnchargedNs, th.StealNs)
