@@ -436,7 +436,7 @@ static __always_inline void stale(__u64 key, struct st_rq *r, __u64 now)
 {
 	struct st_dev_stats *s;
 
-	if (!(r->flags & ST_RQ_PRE)) {
+	if (!(r->flags & (ST_RQ_PRE | ST_RQ_SWEPT))) {
 		s = dev_stats(r->dev, r->op);
 		if (s)
 			__sync_fetch_and_add(&s->missed, 1);
@@ -572,6 +572,37 @@ static __always_inline void check_recent(struct st_disk *d, __u64 key, __u64 now
 		}
 	}
 	d->recent[d->recent_next++ % ST_RECENT] = key;
+}
+
+/* sweep, run once over the requests' map as the probe stops (before its
+ * programs stop counting), finds every request whose completion it missed
+ * that check_recent could not: one no later request of its disk followed
+ * closely enough (at depth 16, one of the last requests of a run: fio's
+ * 97,603 reads against 97,571 seen + 29 found missed in one run). The test
+ * is check_recent's: an entry in the driver whose request the kernel has
+ * freed. It is counted missed and taken out of the driver's counts, and
+ * marked so that the struct's next start does not count it again (entries
+ * are not deleted while the map is walked). */
+SEC("iter/bpf_map_elem")
+int sweep(struct bpf_iter__bpf_map_elem *ctx)
+{
+	__u64 *key = ctx->key;
+	struct st_rq *r = ctx->value;
+	struct request *rq;
+	struct st_dev_stats *s;
+
+	if (!key || !r || !(r->flags & ST_RQ_IN_DRIVER) || (r->flags & (ST_RQ_PRE | ST_RQ_SWEPT)))
+		return 0;
+	rq = (struct request *)*key;
+	if (BPF_CORE_READ(rq, state) != MQ_RQ_IDLE || BPF_CORE_READ(rq, mq_hctx))
+		return 0;
+	s = dev_stats(r->dev, r->op);
+	if (s)
+		__sync_fetch_and_add(&s->missed, 1);
+	r->issue_ns = 0;
+	leave_driver(r, bpf_ktime_get_ns());
+	r->flags |= ST_RQ_SWEPT;
+	return 0;
 }
 
 static __always_inline void rq_issue(struct request *rq, __u64 now, struct st_counters *c)

@@ -86,6 +86,7 @@ struct st_disk {
 #define ST_RQ_OWN_IN_DRIVER 8 /* and in st_disk.own_issued */
 #define ST_RQ_PREFLUSH 16
 #define ST_RQ_FUA 32
+#define ST_RQ_SWEPT 64      /* found completed unseen by sweep: counted missed already */
 
 /* A request in flight, keyed by its address. */
 struct st_rq {

@@ -271,6 +271,7 @@ const (
 	storageProgFilemapFault       = "filemap_fault"
 	storageProgFilemapGetPages    = "filemap_get_pages"
 	storageProgIoUringComplete    = "io_uring_complete"
+	storageProgSweep              = "sweep"
 	storageProgSyncRa             = "sync_ra"
 	storageProgSysEnter           = "sys_enter"
 	storageProgSysExit            = "sys_exit"
@@ -340,6 +341,7 @@ type storageProgramSpecs struct {
 	FilemapFault       *ebpf.ProgramSpec `ebpf:"filemap_fault"`
 	FilemapGetPages    *ebpf.ProgramSpec `ebpf:"filemap_get_pages"`
 	IoUringComplete    *ebpf.ProgramSpec `ebpf:"io_uring_complete"`
+	Sweep              *ebpf.ProgramSpec `ebpf:"sweep"`
 	SyncRa             *ebpf.ProgramSpec `ebpf:"sync_ra"`
 	SysEnter           *ebpf.ProgramSpec `ebpf:"sys_enter"`
 	SysExit            *ebpf.ProgramSpec `ebpf:"sys_exit"`
@@ -468,6 +470,7 @@ type storagePrograms struct {
 	FilemapFault       *ebpf.Program `ebpf:"filemap_fault"`
 	FilemapGetPages    *ebpf.Program `ebpf:"filemap_get_pages"`
 	IoUringComplete    *ebpf.Program `ebpf:"io_uring_complete"`
+	Sweep              *ebpf.Program `ebpf:"sweep"`
 	SyncRa             *ebpf.Program `ebpf:"sync_ra"`
 	SysEnter           *ebpf.Program `ebpf:"sys_enter"`
 	SysExit            *ebpf.Program `ebpf:"sys_exit"`
@@ -490,6 +493,7 @@ func (p *storagePrograms) Close() error {
 		p.FilemapFault,
 		p.FilemapGetPages,
 		p.IoUringComplete,
+		p.Sweep,
 		p.SyncRa,
 		p.SysEnter,
 		p.SysExit,
