@@ -329,7 +329,7 @@ func KernelAgreement(ta *model.TimeAccounting) string {
 		parts = append(parts, fmt.Sprintf("%s %s here, %s by %s%s", what, Secs(c.Charged()), Secs(c.KernelSec), c.Source, apart))
 	}
 	line := fmt.Sprintf("against the kernel (%d threads): %s", checks[0].Threads, strings.Join(parts, "; "))
-	if u := checks[0].UnchargedSec; u > 0 {
+	if u := checks[0].UnchargedSec; u >= 0.0005 { // what rounds to 0ms is not said
 		line += fmt.Sprintf("; perfsleuth's cpu is taken here as the kernel charges it, less %s of steal or interrupt time", Secs(u))
 	}
 	if !checks[len(checks)-1].Judged {
