@@ -83,6 +83,11 @@ type TimeAccounting struct {
 	// Dropped counts events the probe could not record (full maps); the
 	// accounting is exact only when it is 0.
 	Dropped int64 `json:"dropped"`
+	// MissedRuns counts, per program, the runs the kernel skipped because
+	// the program was already running on that CPU (recursion misses): a
+	// missed sched_switch leaves a thread in its last state until its next
+	// event, so the accounting is exact only when it is empty.
+	MissedRuns map[string]int64 `json:"missed_runs,omitempty"`
 	// Kernel holds the accounting against the kernel's own figures for
 	// the same threads and window (schedstat, delay accounting); nil when
 	// they could not be read.

@@ -243,6 +243,7 @@ func toModel(r *Result) *model.TimeAccounting {
 		ta.ActivityHz = estimateHz(r.Threads)
 	}
 	ta.PeakThreads = r.PeakThreads
+	ta.MissedRuns = r.MissedRuns
 	ta.StealMeasured, ta.StealNote = stealMeasured(r.RQReads, r.RQMisses)
 	for k, st := range r.Sync {
 		if st.Count == 0 {

@@ -364,6 +364,7 @@ func (p *Probe) read() (*Result, error) {
 		res.CostNote = "the probe's cost was not calibrated"
 	}
 
+	res.MissedRuns = p.missedRuns()
 	var tid uint32
 	var v timeacctTaThread
 	var entries []timeacctTaThread
@@ -626,3 +627,31 @@ func tickHz() int {
 // of bpf/timeacct.h): a probe loaded with the shared map in place of its
 // own must have been generated from the same header.
 func ThreadEntrySize() uint32 { return uint32(unsafe.Sizeof(timeacctTaThread{})) }
+
+// missedRuns reads each program's recursion misses: runs the kernel skipped
+// because the program was already running on that CPU. A missed
+// sched_switch leaves a thread in its last state until its next event.
+func (p *Probe) missedRuns() map[string]int64 {
+	var m map[string]int64
+	seen := map[*ebpf.Program]bool{}
+	for _, prog := range append(p.objs.programs(), p.ctxProgs...) {
+		if prog == nil || seen[prog] {
+			continue
+		}
+		seen[prog] = true
+		s, err := prog.Stats()
+		if err != nil || s.RecursionMisses == 0 {
+			continue
+		}
+		if m == nil {
+			m = map[string]int64{}
+		}
+		info, _ := prog.Info()
+		name := "?"
+		if info != nil {
+			name = info.Name
+		}
+		m[name] += int64(s.RecursionMisses)
+	}
+	return m
+}

@@ -207,6 +207,9 @@ type Result struct {
 	// RQReads and RQMisses count the switch-ins in the window where the
 	// run queue's clocks were read, and could not be (Thread.UnchargedNs).
 	RQReads, RQMisses uint64
+	// MissedRuns counts, per program, the runs the kernel skipped (its
+	// recursion misses); nil when none.
+	MissedRuns map[string]int64
 	SampleHz          int
 	SampleNote        string
 }
