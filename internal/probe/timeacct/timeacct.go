@@ -210,8 +210,8 @@ type Result struct {
 	// MissedRuns counts, per program, the runs the kernel skipped (its
 	// recursion misses); nil when none.
 	MissedRuns map[string]int64
-	SampleHz          int
-	SampleNote        string
+	SampleHz   int
+	SampleNote string
 }
 
 // NumSyncKinds is the number of kinds of sync calls.
