@@ -3,6 +3,7 @@ package probe
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -207,4 +208,24 @@ func (c *CPUClock) Close() {
 		unix.Close(fd)
 	}
 	c.fds = nil
+}
+
+// RunIter runs a BPF iterator program once, to its end (a seed of entries,
+// a sweep of a map): it attaches it with opts, reads what it writes and
+// detaches it.
+func RunIter(opts link.IterOptions) error {
+	it, err := link.AttachIter(opts)
+	if err != nil {
+		return fmt.Errorf("attach: %w", err)
+	}
+	defer it.Close()
+	rd, err := it.Open()
+	if err != nil {
+		return fmt.Errorf("open: %w", err)
+	}
+	defer rd.Close()
+	if _, err := io.Copy(io.Discard, rd); err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	return nil
 }

@@ -725,18 +725,8 @@ func (p *Probe) sweep() error {
 	if prog == nil {
 		return errors.New("storage: the completions missed at the end were not looked for (no sweep program)")
 	}
-	it, err := link.AttachIter(link.IterOptions{Program: prog, Map: p.objs.Rqs})
-	if err != nil {
-		return fmt.Errorf("storage: the completions missed at the end were not looked for (attach sweep: %v): a disk's depth and missed count may be off by them", err)
-	}
-	defer it.Close()
-	rd, err := it.Open()
-	if err != nil {
-		return fmt.Errorf("storage: the completions missed at the end were not looked for (open sweep: %v)", err)
-	}
-	defer rd.Close()
-	if _, err := io.Copy(io.Discard, rd); err != nil {
-		return fmt.Errorf("storage: the completions missed at the end were not looked for (run sweep: %v)", err)
+	if err := probe.RunIter(link.IterOptions{Program: prog, Map: p.objs.Rqs}); err != nil {
+		return fmt.Errorf("storage: the completions missed at the end were not looked for (sweep: %v): a disk's depth and missed count may be off by them", err)
 	}
 	return nil
 }

@@ -274,18 +274,8 @@ func (p *Probe) loadRanges() error {
 // seed runs the iter/task program once to create entries for the threads
 // that exist now.
 func (p *Probe) seed() error {
-	it, err := link.AttachIter(link.IterOptions{Program: p.objs.Seed})
-	if err != nil {
-		return fmt.Errorf("attach seed: %w", err)
-	}
-	defer it.Close()
-	rd, err := it.Open()
-	if err != nil {
-		return fmt.Errorf("open seed: %w", err)
-	}
-	defer rd.Close()
-	if _, err := io.Copy(io.Discard, rd); err != nil {
-		return fmt.Errorf("run seed: %w", err)
+	if err := probe.RunIter(link.IterOptions{Program: p.objs.Seed}); err != nil {
+		return fmt.Errorf("seed: %w", err)
 	}
 	return nil
 }
