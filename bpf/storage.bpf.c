@@ -426,13 +426,14 @@ static __always_inline void forget(__u64 key, struct st_rq *r, __u64 now)
 	bpf_map_delete_elem(&rqs, &key);
 }
 
-/* stale forgets an entry whose request completed without the probe seeing
- * it (check_recent finds them at the next issues; a struct request started
- * again finds its own): block_rq_complete did not reach the program for it
- * (a classic tracepoint program of bpftrace's, counting the same events,
- * missed a few of 87,000 too). It is counted as missed, so that measured +
- * unseen + missed is what diskstats counts. */
-static __always_inline void stale(__u64 key, struct st_rq *r, __u64 now)
+/* missed takes out of the driver a request that completed without the
+ * probe seeing it (check_recent finds them at the next issues, sweep at the
+ * end; a struct request started again finds its own): block_rq_complete
+ * did not reach the program for it (a classic tracepoint program of
+ * bpftrace's, counting the same events, missed a few of 87,000 too). It is
+ * counted as missed, once, so that measured + unseen + missed is what
+ * diskstats counts. */
+static __always_inline void missed(struct st_rq *r, __u64 now)
 {
 	struct st_dev_stats *s;
 
@@ -442,7 +443,26 @@ static __always_inline void stale(__u64 key, struct st_rq *r, __u64 now)
 			__sync_fetch_and_add(&s->missed, 1);
 	}
 	r->issue_ns = 0; /* it left the driver unseen, at no known time */
-	forget(key, r, now);
+	leave_driver(r, now);
+}
+
+/* stale forgets an entry whose request completed unseen (missed). */
+static __always_inline void stale(__u64 key, struct st_rq *r, __u64 now)
+{
+	missed(r, now);
+	bpf_map_delete_elem(&rqs, &key);
+}
+
+/* kernel_freed says whether the kernel has freed rq: idle, with no
+ * hardware context (__blk_mq_free_request clears it after
+ * block_rq_complete has run). Read before the request's entry: the
+ * completion deletes the entry before the kernel frees the request, so an
+ * entry still in the driver after this says true was never seen
+ * completing. A request issued and not yet marked in flight still has its
+ * hardware context, so it is never taken for one. */
+static __always_inline bool kernel_freed(struct request *rq)
+{
+	return BPF_CORE_READ(rq, state) == MQ_RQ_IDLE && !BPF_CORE_READ(rq, mq_hctx);
 }
 
 /* new_rq makes a request's entry. */
@@ -544,16 +564,11 @@ static __always_inline struct st_rq *issued_entry(struct request *rq, __u64 now,
 
 /* check_recent finds, among the disk's last issued requests, one whose
  * completion the probe missed: freed by the kernel (idle, with no hardware
- * context: __blk_mq_free_request clears it after block_rq_complete has
- * run) while its entry still has it in the driver. Such a completion is
- * rare (8 of 30,000 reads at depth 1 here; bpftrace's own tracepoint
- * program, counting issues and completions, missed 11 of 87,000 in the same
- * run, 9 of them in one 0.35 ms stretch), but each held the disk's depth
- * one too high until the request was reused. The kernel's state is read
- * before the entry, as the completion deletes the entry before the kernel
- * frees the request: an idle request whose entry is still there was never
- * seen completing. A request issued and not yet marked in flight still has
- * its hardware context, so it is never taken for one. */
+ * context: kernel_freed) while its entry still has it in the driver. Such
+ * a completion is rare (8 of 30,000 reads at depth 1 here; bpftrace's own
+ * tracepoint program, counting issues and completions, missed 11 of 87,000
+ * in the same run, 9 of them in one 0.35 ms stretch), but each held the
+ * disk's depth one too high until the request was reused. */
 static __always_inline void check_recent(struct st_disk *d, __u64 key, __u64 now)
 {
 	for (int i = 0; i < ST_RECENT; i++) {
@@ -563,7 +578,7 @@ static __always_inline void check_recent(struct st_disk *d, __u64 key, __u64 now
 
 		if (!prev || prev == key)
 			continue;
-		if (BPF_CORE_READ(old, state) != MQ_RQ_IDLE || BPF_CORE_READ(old, mq_hctx))
+		if (!kernel_freed(old))
 			continue;
 		r = bpf_map_lookup_elem(&rqs, &prev);
 		if (r && (r->flags & ST_RQ_IN_DRIVER)) {
@@ -579,28 +594,21 @@ static __always_inline void check_recent(struct st_disk *d, __u64 key, __u64 now
  * that check_recent could not: one no later request of its disk followed
  * closely enough (at depth 16, one of the last requests of a run: fio's
  * 97,603 reads against 97,571 seen + 29 found missed in one run). The test
- * is check_recent's: an entry in the driver whose request the kernel has
- * freed. It is counted missed and taken out of the driver's counts, and
- * marked so that the struct's next start does not count it again (entries
- * are not deleted while the map is walked). */
+ * is check_recent's, the kernel's state read first: an entry in the driver
+ * whose request the kernel has freed. It is counted missed and taken out
+ * of the driver's counts, and marked so that the struct's next start does
+ * not count it again (entries are not deleted while the map is walked). */
 SEC("iter/bpf_map_elem")
 int sweep(struct bpf_iter__bpf_map_elem *ctx)
 {
 	__u64 *key = ctx->key;
 	struct st_rq *r = ctx->value;
-	struct request *rq;
-	struct st_dev_stats *s;
 
-	if (!key || !r || !(r->flags & ST_RQ_IN_DRIVER) || (r->flags & (ST_RQ_PRE | ST_RQ_SWEPT)))
+	if (!key || !r || !kernel_freed((struct request *)*key))
 		return 0;
-	rq = (struct request *)*key;
-	if (BPF_CORE_READ(rq, state) != MQ_RQ_IDLE || BPF_CORE_READ(rq, mq_hctx))
+	if (!(r->flags & ST_RQ_IN_DRIVER) || (r->flags & (ST_RQ_PRE | ST_RQ_SWEPT)))
 		return 0;
-	s = dev_stats(r->dev, r->op);
-	if (s)
-		__sync_fetch_and_add(&s->missed, 1);
-	r->issue_ns = 0;
-	leave_driver(r, bpf_ktime_get_ns());
+	missed(r, bpf_ktime_get_ns());
 	r->flags |= ST_RQ_SWEPT;
 	return 0;
 }

@@ -729,10 +729,9 @@ static __always_inline __u32 classify(void *ctx, struct task_struct *task, __u32
  * in it. false when they cannot be read here. */
 static __always_inline bool rq_clocks(struct task_struct *task, __u64 *unch, __u64 *steal)
 {
+	struct cfs_rq *cfs;
 	struct rq *rq;
 	__u64 clock, clock_task;
-
-	struct cfs_rq *cfs;
 
 	/* Direct loads through the tracepoint's BTF pointers (checked
 	 * loads, no helper call): this runs at every switch of a tracked
