@@ -226,20 +226,17 @@ const stealTolerance = 0.05
 // stealShares words each run's steal, as a share of its workload's on-CPU
 // time, when both measured it and they are stealTolerance or more apart.
 func stealShares(a, b *model.Run) (sa, sb string, ok bool) {
-	measured := func(r *model.Run) bool {
-		_, cpu := r.TimeAccounting.Steal()
-		return r.TimeAccounting != nil && r.TimeAccounting.StealMeasured && cpu > 0
-	}
-	if !measured(a) || !measured(b) {
-		return "", "", false
-	}
-	share := func(r *model.Run) (float64, string) {
+	// Steal is zero for a record that did not measure it: no share then.
+	share := func(r *model.Run) (float64, string, bool) {
 		s, cpu := r.TimeAccounting.Steal()
-		return s / cpu, fmt.Sprintf("%.0f%% of the time on a CPU (%.3fs of %.3fs)", s/cpu*100, s, cpu)
+		if cpu <= 0 {
+			return 0, "", false
+		}
+		return s / cpu, fmt.Sprintf("%.0f%% of the time on a CPU (%.3fs of %.3fs)", s/cpu*100, s, cpu), true
 	}
-	fa, sa := share(a)
-	fb, sb := share(b)
-	if math.Abs(fa-fb) < stealTolerance {
+	fa, sa, oka := share(a)
+	fb, sb, okb := share(b)
+	if !oka || !okb || math.Abs(fa-fb) < stealTolerance {
 		return "", "", false
 	}
 	return sa, sb, true

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"os"
 	"slices"
 	"strings"
@@ -228,4 +229,26 @@ func RunIter(opts link.IterOptions) error {
 		return fmt.Errorf("run: %w", err)
 	}
 	return nil
+}
+
+// MissedRuns reads the recursion misses of progs, summed by name: runs the
+// kernel skipped because the program was already running on that CPU (an
+// interrupt's tracepoint firing inside it). They are counted whether or not
+// BPF statistics are on. Nil when there are none.
+func MissedRuns(progs iter.Seq2[string, *ebpf.Program]) map[string]int64 {
+	var m map[string]int64
+	for name, prog := range progs {
+		if prog == nil {
+			continue
+		}
+		s, err := prog.Stats()
+		if err != nil || s.RecursionMisses == 0 {
+			continue
+		}
+		if m == nil {
+			m = map[string]int64{}
+		}
+		m[name] += int64(s.RecursionMisses)
+	}
+	return m
 }

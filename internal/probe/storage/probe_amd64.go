@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"regexp"
 	"slices"
@@ -317,7 +318,7 @@ func (p *Probe) read(window time.Duration, end map[string]blockdevice.Diskstats)
 		st.Notes = append(st.Notes, note)
 	}
 	st.Dropped = model.StorageDropped{Requests: int64(c.RqDropped), FileOps: int64(c.FileDropped), SQLiteEvents: int64(c.EvDropped),
-		MissedRuns: p.missedRuns(), ThreadFiles: int64(c.TfDropped)}
+		MissedRuns: probe.MissedRuns(maps.All(p.coll.Programs)), ThreadFiles: int64(c.TfDropped)}
 	missed, drift, driftNote, err := p.leftovers()
 	if err != nil {
 		errs = append(errs, err)
@@ -360,25 +361,6 @@ func (p *Probe) read(window time.Duration, end map[string]blockdevice.Diskstats)
 		}
 	}
 	return st, errors.Join(errs...)
-}
-
-// missedRuns reads each program's recursion misses: runs the kernel
-// skipped because the program was already running on that CPU (an
-// interrupt's tracepoint firing inside it). They are counted whether or not
-// BPF statistics are on.
-func (p *Probe) missedRuns() map[string]int64 {
-	var m map[string]int64
-	for name, prog := range p.coll.Programs {
-		s, err := prog.Stats()
-		if err != nil || s.RecursionMisses == 0 {
-			continue
-		}
-		if m == nil {
-			m = map[string]int64{}
-		}
-		m[name] = int64(s.RecursionMisses)
-	}
-	return m
 }
 
 // cost estimates the CPU time the programs took: every run at its group's

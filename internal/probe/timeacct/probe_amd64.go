@@ -618,30 +618,21 @@ func tickHz() int {
 // own must have been generated from the same header.
 func ThreadEntrySize() uint32 { return uint32(unsafe.Sizeof(timeacctTaThread{})) }
 
-// missedRuns reads each program's recursion misses: runs the kernel skipped
-// because the program was already running on that CPU. A missed
-// sched_switch leaves a thread in its last state until its next event.
+// missedRuns reads each program's recursion misses (probe.MissedRuns),
+// named as the programs' costs are (ProgramNames; the CPU-context markers
+// together): a missed sched_switch leaves a thread in its last state until
+// its next event.
 func (p *Probe) missedRuns() map[string]int64 {
-	var m map[string]int64
-	seen := map[*ebpf.Program]bool{}
-	for _, prog := range append(p.objs.programs(), p.ctxProgs...) {
-		if prog == nil || seen[prog] {
-			continue
+	return probe.MissedRuns(func(yield func(string, *ebpf.Program) bool) {
+		for i, prog := range p.progs {
+			if !yield(ProgramNames[i], prog) {
+				return
+			}
 		}
-		seen[prog] = true
-		s, err := prog.Stats()
-		if err != nil || s.RecursionMisses == 0 {
-			continue
+		for _, prog := range p.ctxProgs {
+			if !yield(ProgramNames[ProgCtx], prog) {
+				return
+			}
 		}
-		if m == nil {
-			m = map[string]int64{}
-		}
-		info, _ := prog.Info()
-		name := "?"
-		if info != nil {
-			name = info.Name
-		}
-		m[name] += int64(s.RecursionMisses)
-	}
-	return m
+	})
 }

@@ -203,15 +203,15 @@ type Result struct {
 	// Sampled says the threads' on-CPU samples were taken (at the
 	// scheduler tick: SampleHz, CONFIG_HZ, 0 when the kernel's config
 	// does not say); SampleNote says why not.
-	Sampled bool
+	Sampled    bool
+	SampleHz   int
+	SampleNote string
 	// RQReads and RQMisses count the switch-ins in the window where the
 	// run queue's clocks were read, and could not be (Thread.UnchargedNs).
 	RQReads, RQMisses uint64
 	// MissedRuns counts, per program, the runs the kernel skipped (its
 	// recursion misses); nil when none.
 	MissedRuns map[string]int64
-	SampleHz   int
-	SampleNote string
 }
 
 // NumSyncKinds is the number of kinds of sync calls.
