@@ -283,3 +283,21 @@ func TestStorageOfProc(t *testing.T) {
 		t.Errorf("/proc: fs %q device %q disks %v, want proc and no device", s.FSType, s.Device, s.Disks)
 	}
 }
+
+// TestKernelConfig: where the kernel's configuration can be read, it holds
+// the options the probes read: a tick rate of one of the values Kconfig
+// offers, and CONFIG_BPF set.
+func TestKernelConfig(t *testing.T) {
+	cfg, ok := KernelConfig()
+	if !ok {
+		t.Skip("no /proc/config.gz or /boot/config-RELEASE here")
+	}
+	if cfg["CONFIG_BPF"] != "y" {
+		t.Errorf("CONFIG_BPF %q, want y", cfg["CONFIG_BPF"])
+	}
+	switch hz := KernelHZ(); hz {
+	case 100, 250, 300, 1000:
+	default:
+		t.Errorf("KernelHZ %d (CONFIG_HZ %q), want 100, 250, 300 or 1000", hz, cfg["CONFIG_HZ"])
+	}
+}

@@ -3,15 +3,11 @@
 package storage
 
 import (
-	"compress/gzip"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 	"unsafe"
@@ -21,7 +17,6 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"github.com/prometheus/procfs/blockdevice"
-	"golang.org/x/sys/unix"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/probe"
@@ -626,37 +621,12 @@ func (p *Probe) readCache() (*model.PageCache, error) {
 	pc := &model.PageCache{Lookups: int64(s.Lookups), ReadAdded: int64(s.ReadAdded), HitRatio: hitRatio(int64(s.Lookups), int64(s.ReadAdded)),
 		OtherAdded: int64(s.OtherAdded), FaultLookups: int64(s.FaultLookups), ReadaheadSync: int64(s.RaSync), ReadaheadAsync: int64(s.RaAsync),
 		Dirtied: int64(s.Dirtied), Throttled: int64(s.Throttled)}
-	if hz := kernelHZ(); hz > 0 {
+	if hz := sysinfo.KernelHZ(); hz > 0 {
 		pc.ThrottledSec = float64(s.PauseJiffies) / float64(hz)
 	} else if s.PauseJiffies > 0 {
 		pc.ThrottledSec = -1
 	}
 	return pc, nil
-}
-
-var hzRe = regexp.MustCompile(`(?m)^CONFIG_HZ=(\d+)$`)
-
-// kernelHZ reads CONFIG_HZ from the kernel's config (/proc/config.gz or
-// /boot/config-RELEASE); 0 when neither is there.
-func kernelHZ() int {
-	var text []byte
-	if f, err := os.Open("/proc/config.gz"); err == nil {
-		defer f.Close()
-		if z, err := gzip.NewReader(f); err == nil {
-			text, _ = io.ReadAll(z)
-		}
-	}
-	if text == nil {
-		var u unix.Utsname
-		if unix.Uname(&u) == nil {
-			text, _ = os.ReadFile("/boot/config-" + unix.ByteSliceToString(u.Release[:]))
-		}
-	}
-	if m := hzRe.FindSubmatch(text); m != nil {
-		hz, _ := strconv.Atoi(string(m[1]))
-		return hz
-	}
-	return 0
 }
 
 func (p *Probe) readFiles() ([]model.FileIO, error) {

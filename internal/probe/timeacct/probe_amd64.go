@@ -3,12 +3,9 @@
 package timeacct
 
 import (
-	"bufio"
 	"cmp"
-	"compress/gzip"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"os"
 	"slices"
@@ -22,6 +19,7 @@ import (
 
 	"github.com/perfsleuth/perfsleuth/internal/probe"
 	"github.com/perfsleuth/perfsleuth/internal/proctree"
+	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
 )
 
 // objects are the probe's maps, variables and always-attached programs; the
@@ -307,7 +305,7 @@ func (p *Probe) read() (*Result, error) {
 	res := &Result{StartNs: p.startNs, EndNs: end, SyncNote: p.syncNote, Syscalls: p.cfg.Syscalls, Stacks: p.cfg.Stacks, CtxNote: p.ctxNote,
 		SampleNote: p.sampleNote}
 	if res.Sampled = p.sampleNote == ""; res.Sampled {
-		res.SampleHz = tickHz()
+		res.SampleHz = sysinfo.KernelHZ()
 	}
 
 	for k := range NumSyncKinds {
@@ -576,39 +574,6 @@ func (p *Probe) SharedMaps() (tracked, threads *ebpf.Map) {
 func b2i(b bool) int {
 	if b {
 		return 1
-	}
-	return 0
-}
-
-// tickHz is the kernel's tick rate (CONFIG_HZ), the activity samples'
-// rate on a busy CPU, from the kernel's config (/proc/config.gz, or
-// /boot/config-RELEASE); 0 when neither says.
-func tickHz() int {
-	var rd io.Reader
-	if f, err := os.Open("/proc/config.gz"); err == nil {
-		defer f.Close()
-		if z, err := gzip.NewReader(f); err == nil {
-			rd = z
-		}
-	}
-	if rd == nil {
-		var u unix.Utsname
-		if err := unix.Uname(&u); err != nil {
-			return 0
-		}
-		f, err := os.Open("/boot/config-" + unix.ByteSliceToString(u.Release[:]))
-		if err != nil {
-			return 0
-		}
-		defer f.Close()
-		rd = f
-	}
-	sc := bufio.NewScanner(rd)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "CONFIG_HZ="); ok {
-			hz, _ := strconv.Atoi(v)
-			return hz
-		}
 	}
 	return 0
 }

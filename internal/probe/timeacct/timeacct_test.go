@@ -1,15 +1,13 @@
 package timeacct
 
 import (
-	"compress/gzip"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"strings"
 	"testing"
 
-	"golang.org/x/sys/unix"
+	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
 )
 
 func needRoot(t *testing.T) {
@@ -160,7 +158,8 @@ func TestCPU(t *testing.T) {
 // queue against its steal count.
 func checkUncharged(t *testing.T, res *Result, th Thread) {
 	t.Helper()
-	irqTime, known := kernelConfig("CONFIG_IRQ_TIME_ACCOUNTING")
+	cfg, known := sysinfo.KernelConfig()
+	irqTime := cfg["CONFIG_IRQ_TIME_ACCOUNTING"] == "y"
 	t.Logf("switch-ins read %d, missed %d; thread cpu %d ns, uncharged %d ns, steal %d ns; IRQ_TIME_ACCOUNTING %v (config read: %v)", res.RQReads, res.RQMisses, th.Ns[CatCPU], th.UnchargedNs, th.StealNs, irqTime, known)
 	if res.RQReads == 0 || float64(res.RQMisses) > 0.01*float64(res.RQReads+res.RQMisses) {
 		t.Errorf("run queue clocks read at %d switch-ins, missed at %d: want read at 99%%", res.RQReads, res.RQMisses)
@@ -171,34 +170,6 @@ func checkUncharged(t *testing.T, res *Result, th Thread) {
 	if known && !irqTime && th.StealNs != th.UnchargedNs {
 		t.Errorf("uncharged %d ns, steal %d ns: without IRQ_TIME_ACCOUNTING all of it is steal", th.UnchargedNs, th.StealNs)
 	}
-}
-
-// kernelConfig says whether the running kernel's config sets opt to y,
-// when its config can be read (/proc/config.gz, else /boot/config-RELEASE).
-func kernelConfig(opt string) (set, known bool) {
-	var b []byte
-	if f, err := os.Open("/proc/config.gz"); err == nil {
-		defer f.Close()
-		if z, err := gzip.NewReader(f); err == nil {
-			b, _ = io.ReadAll(z)
-		}
-	}
-	if len(b) == 0 {
-		var u unix.Utsname
-		if unix.Uname(&u) != nil {
-			return false, false
-		}
-		var err error
-		if b, err = os.ReadFile("/boot/config-" + unix.ByteSliceToString(u.Release[:])); err != nil {
-			return false, false
-		}
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if l == opt+"=y" {
-			return true, true
-		}
-	}
-	return false, true
 }
 
 func TestSleep(t *testing.T) {
