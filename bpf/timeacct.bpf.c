@@ -722,27 +722,40 @@ static __always_inline __u32 classify(void *ctx, struct task_struct *task, __u32
 	return TA_CAT_OTHER;
 }
 
-/* rq_clocks reads, from the run queue task is on (through its CFS run
- * queue's back pointer, CONFIG_FAIR_GROUP_SCHED) when that is this CPU's,
- * how much of the run queue's clock its task clock has not had (the
- * steal and interrupt time taken off what tasks are charged) and the steal
- * in it. false when they cannot be read here. */
-static __always_inline bool rq_clocks(struct task_struct *task, __u64 *unch, __u64 *steal)
+/* this_rq_of is this CPU's run queue, read through the CFS run queue of
+ * task a, else of b (the idle task has none), or NULL. */
+static __always_inline struct rq *this_rq_of(struct task_struct *a, struct task_struct *b)
 {
+	int cpu = (int)bpf_get_smp_processor_id();
 	struct cfs_rq *cfs;
 	struct rq *rq;
+
+	if (!bpf_core_field_exists(a->se.cfs_rq))
+		return NULL;
+	cfs = a->se.cfs_rq;
+	if (cfs) {
+		rq = cfs->rq;
+		if (rq && rq->cpu == cpu)
+			return rq;
+	}
+	cfs = b->se.cfs_rq;
+	if (cfs) {
+		rq = cfs->rq;
+		if (rq && rq->cpu == cpu)
+			return rq;
+	}
+	return NULL;
+}
+
+/* rq_clocks reads from rq, this CPU's run queue (this_rq_of), how much of
+ * its clock its task clock has not had (the steal and interrupt time taken
+ * off what tasks are charged) and the steal in it. false when they cannot
+ * be read here. */
+static __always_inline bool rq_clocks(struct rq *rq, __u64 *unch, __u64 *steal)
+{
 	__u64 clock, clock_task;
 
-	/* Direct loads through the tracepoint's BTF pointers (checked
-	 * loads, no helper call): this runs at every switch of a tracked
-	 * thread. */
-	if (!bpf_core_field_exists(task->se.cfs_rq))
-		return false;
-	cfs = task->se.cfs_rq;
-	if (!cfs)
-		return false;
-	rq = cfs->rq;
-	if (!rq || rq->cpu != (int)bpf_get_smp_processor_id())
+	if (!rq)
 		return false;
 	clock = rq->clock;
 	clock_task = rq->clock_task;
@@ -757,11 +770,11 @@ static __always_inline bool rq_clocks(struct task_struct *task, __u64 *unch, __u
 
 /* charge_out adds to t what its run queue did not charge it since its
  * switch-in (rq_clocks), at its switch-out or exit. */
-static __always_inline void charge_out(struct ta_thread *t, struct task_struct *task)
+static __always_inline void charge_out(struct ta_thread *t, struct rq *rq)
 {
 	__u64 u, st;
 
-	if (t->rq_in && rq_clocks(task, &u, &st) && u >= t->rq_unch_in) {
+	if (t->rq_in && rq_clocks(rq, &u, &st) && u >= t->rq_unch_in) {
 		u -= t->rq_unch_in;
 		t->uncharged_ns += u;
 		/* The steal taken off the task clock is at most what the
@@ -775,6 +788,74 @@ static __always_inline void charge_out(struct ta_thread *t, struct task_struct *
 	t->rq_in = 0;
 }
 
+/* cpu_ctx_get is this CPU's context markers. */
+static __always_inline struct ta_cpu_ctx *cpu_ctx_get(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&cpu_ctx, &zero);
+}
+
+/* count_unseen counts the switches this CPU's run queue (rq) made since
+ * the last run of handle_switch here that it did not run for: the
+ * tracepoint does not fire for every switch on every kernel (on the
+ * Firecracker guests this was made on, a switch away from a thread of its
+ * init process, the sandbox's agent, fires none; ftrace sees none either). */
+static __always_inline void count_unseen(struct rq *rq, struct ta_counters *c)
+{
+	struct ta_cpu_ctx *m = cpu_ctx_get();
+	__u64 n;
+
+	if (!m || !rq)
+		return;
+	n = rq->nr_switches;
+	if (m->nr_switches && n > m->nr_switches + 1 && c)
+		c->unseen_switches += n - m->nr_switches - 1;
+	m->nr_switches = n;
+}
+
+/* unseen_run is how long task, switched out now, has been on this CPU,
+ * from the kernel's own record of its arrival (sched_info.last_arrival,
+ * on the run queue's clock, which the scheduler updated for this switch):
+ * for a thread whose switch-in was not seen. 0 when it cannot be read. */
+static __always_inline __u64 unseen_run(struct rq *rq, struct task_struct *task)
+{
+	__u64 clock, arrival;
+
+	if (!rq || !bpf_core_field_exists(task->sched_info.last_arrival))
+		return 0;
+	clock = rq->clock;
+	arrival = task->sched_info.last_arrival;
+	return arrival && clock > arrival ? clock - arrival : 0;
+}
+
+/* unseen_wait is how long task, switched in now, has waited on the run
+ * queue, from the kernel's record of its queueing (sched_info.last_queued,
+ * cleared at its arrival, which comes after this tracepoint): for a thread
+ * whose switch-out was not seen. 0 when it cannot be read. */
+static __always_inline __u64 unseen_wait(struct rq *rq, struct task_struct *task)
+{
+	__u64 clock, queued;
+
+	if (!rq || !bpf_core_field_exists(task->sched_info.last_queued))
+		return 0;
+	clock = rq->clock;
+	queued = task->sched_info.last_queued;
+	return queued && clock > queued ? clock - queued : 0;
+}
+
+/* split_at closes t's open interval at now - d (d capped at the interval),
+ * in its current state, and puts it in state from there. */
+static __always_inline void split_at(struct ta_thread *t, __u64 now, __u64 d, __u32 state)
+{
+	if (t->last_ns && now > t->last_ns) {
+		if (d > now - t->last_ns)
+			d = now - t->last_ns;
+		close_interval(t, now - d);
+	}
+	t->state = state;
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
@@ -784,10 +865,13 @@ int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_
 	__u64 now;
 
 	struct ta_counters *c;
+	struct rq *rq;
 
 	if (stopped)
 		return 0;
 	c = count_run(TA_PROG_SWITCH);
+	rq = this_rq_of(prev, next);
+	count_unseen(rq, c);
 	/* Every switch on the machine runs this: filter before reading the
 	 * clock, so untracked switches pay the two lookups only. */
 	prev_tracked = is_tracked(prev->tgid);
@@ -799,8 +883,21 @@ int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_
 	if (prev_tracked) {
 		t = get_or_create(prev, TA_STATE_RUNNING, now);
 		if (t && !t->exited) {
+			if (t->state != TA_STATE_RUNNING) {
+				/* Its switch-in was not seen: it has run since
+				 * the kernel's arrival time, and was in the
+				 * state it is in before that. */
+				__u64 ran = unseen_run(rq, prev);
+
+				if (c) {
+					c->unseen_ins++;
+					if (ran)
+						c->unseen_ins_timed++;
+				}
+				split_at(t, now, ran, TA_STATE_RUNNING);
+			}
 			close_interval(t, now);
-			charge_out(t, prev);
+			charge_out(t, rq);
 			t->switches++;
 			t->utime_ns = prev->utime;
 			t->stime_ns = prev->stime;
@@ -828,6 +925,20 @@ int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_
 	if (next_tracked) {
 		t = get_or_create(next, TA_STATE_RUNNABLE, now);
 		if (t && !t->exited) {
+			if (t->state == TA_STATE_RUNNING) {
+				/* Its switch-out was not seen: it has waited
+				 * since the kernel queued it (when it was
+				 * preempted or woken); before that it is left
+				 * on the CPU, what it did there unknown. */
+				__u64 waited = unseen_wait(rq, next);
+
+				if (c) {
+					c->unseen_outs++;
+					if (waited)
+						c->unseen_outs_timed++;
+				}
+				split_at(t, now, waited, TA_STATE_RUNNABLE);
+			}
 			/* A blocked thread switched in without a wakeup seen keeps
 			 * its blocked category up to now. */
 			close_interval(t, now);
@@ -837,7 +948,7 @@ int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_
 			 * fraction of one run). */
 			t->rq_in = 0;
 			if (now >= window_ns) {
-				t->rq_in = rq_clocks(next, &t->rq_unch_in, &t->rq_steal_in);
+				t->rq_in = rq_clocks(rq, &t->rq_unch_in, &t->rq_steal_in);
 				if (c) {
 					if (t->rq_in)
 						c->rq_reads++;
@@ -893,14 +1004,6 @@ static __always_inline void fold_exited(struct ta_thread *t, __u64 now)
 		a->last_ns = now;
 	if (bpf_map_delete_elem(&threads, &tid) == 0)
 		__sync_fetch_and_add(&entries, -1);
-}
-
-/* cpu_ctx_get is this CPU's context markers. */
-static __always_inline struct ta_cpu_ctx *cpu_ctx_get(void)
-{
-	__u32 zero = 0;
-
-	return bpf_map_lookup_elem(&cpu_ctx, &zero);
 }
 
 /* name_waker keeps the name of a waker outside the workload. */
@@ -1250,7 +1353,7 @@ int BPF_PROG(handle_exit, struct task_struct *p)
 	if (!t || t->exited)
 		return 0;
 	close_interval(t, now);
-	charge_out(t, p);
+	charge_out(t, this_rq_of(p, p));
 	/* A thread folded into its process's aggregate has its last edge
 	 * kept there too (tid 0), so that thread churn fills the map with
 	 * one key per kind of wait, not one per thread. */

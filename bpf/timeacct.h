@@ -84,6 +84,7 @@ struct ta_cpu_ctx {
 	__u64 blk_hard_gen; /* hard_gen of the last block completion in a hardirq */
 	__u64 blk_soft_gen; /* soft_gen of the last block completion in a softirq */
 	__u64 blk_task_ts;  /* time of the last block completion in task context (polled IO) */
+	__u64 nr_switches;  /* the run queue's switch count at the last run of handle_switch here */
 };
 
 /* Thread states. */
@@ -219,6 +220,11 @@ struct ta_counters {
 	__u64 edge_dropped;          /* waits not in the edges map: full */
 	__u64 rq_reads;              /* switch-ins whose run queue clocks were read (rq_clocks) */
 	__u64 rq_misses;             /* switch-ins in the window where they could not be */
+	__u64 unseen_switches;       /* switches a CPU's run queue made with no run of handle_switch */
+	__u64 unseen_ins;            /* tracked threads switched out whose switch-in was not seen */
+	__u64 unseen_ins_timed;      /* of those, the run's start read from the kernel (sched_info) */
+	__u64 unseen_outs;           /* tracked threads switched in whose switch-out was not seen */
+	__u64 unseen_outs_timed;     /* of those, the run-queue wait's start read from the kernel */
 };
 
 /* Sync calls, timed by the filesystem's fsync tracepoints (ext4:

@@ -100,6 +100,9 @@ func accountingSection(run *model.Run) *section {
 	if a.Dropped != "" {
 		s.warn(a.Dropped)
 	}
+	if a.Unseen != "" {
+		s.p(a.Unseen)
+	}
 	syncSection(s, ta)
 	syscallSection(s, ta)
 	return s

@@ -126,6 +126,10 @@ func TestPagesInABrowser(t *testing.T) {
 		chromedp.ProxyServer("http://127.0.0.1:9"),
 		chromedp.Flag("host-resolver-rules", "MAP * ~NOTFOUND"),
 		chromedp.Flag("allow-file-access-from-files", false),
+		// Chromium leaves its singleton socket's directory
+		// (org.chromium.Chromium.XXXXXX) in $TMPDIR: one per run, 47
+		// of them in /tmp after a day's test runs.
+		chromedp.Env("TMPDIR="+t.TempDir()),
 	)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(deadline, opts...)
 	defer cancelAlloc()

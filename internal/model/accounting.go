@@ -88,6 +88,11 @@ type TimeAccounting struct {
 	// missed sched_switch leaves a thread in its last state until its next
 	// event, so the accounting is exact only when it is empty.
 	MissedRuns map[string]int64 `json:"missed_runs,omitempty"`
+	// Unseen counts the context switches the kernel made with no
+	// sched_switch event, and those of the workload's threads, which the
+	// probe timed from the kernel's own record of the thread's arrival or
+	// queueing instead; nil when none.
+	Unseen *UnseenSwitches `json:"unseen_switches,omitempty"`
 	// Kernel holds the accounting against the kernel's own figures for
 	// the same threads and window (schedstat, delay accounting); nil when
 	// they could not be read.
@@ -474,4 +479,27 @@ func (ta *TimeAccounting) Steal() (steal, cpu float64) {
 		cpu += t.Seconds[CatCPU]
 	}
 	return steal, cpu
+}
+
+// UnseenSwitches are context switches the sched_switch tracepoint did not
+// fire for (some kernels leave out some switches: on the Firecracker guests
+// perfsleuth was made on, every switch away from a thread of the guest's
+// init process). The probe finds them by the run queue's own count of its
+// switches (rq->nr_switches) and, for a thread of the workload, times the
+// run or the wait it did not see begin from the kernel's per-task
+// schedstat record (sched_info.last_arrival, last_queued).
+type UnseenSwitches struct {
+	// Switches is every switch on the machine in the window with no
+	// event; most are other processes'.
+	Switches int64 `json:"switches"`
+	// Ins are runs of the workload's threads whose switch-in had no event;
+	// InsTimed of those, the start read from the kernel (the others are
+	// counted in the state the thread was in before).
+	Ins      int64 `json:"ins,omitempty"`
+	InsTimed int64 `json:"ins_timed,omitempty"`
+	// Outs are switch-ins of the workload's threads whose switch-out had
+	// no event; OutsTimed of those, the run-queue wait read from the
+	// kernel (what the thread did between is counted on the CPU).
+	Outs      int64 `json:"outs,omitempty"`
+	OutsTimed int64 `json:"outs_timed,omitempty"`
 }

@@ -49,6 +49,9 @@ func (d *doc) accounting(run *model.Run) {
 		if a.Dropped != "" {
 			d.wrapped("  "+d.paint(ansiRed, "!")+" ", "    ", a.Dropped)
 		}
+		if a.Unseen != "" {
+			d.wrapped("  - ", "    ", a.Unseen)
+		}
 	}
 	if v := run.Verdict; v != nil {
 		d.blank()

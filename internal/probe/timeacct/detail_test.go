@@ -3,7 +3,10 @@
 package timeacct
 
 import (
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/cilium/ebpf"
@@ -189,5 +192,62 @@ func TestCalibratedEstimate(t *testing.T) {
 	t.Logf("estimated %.2f ms, measured %.2f ms (%s)", est/1e6, measured/1e6, res.CostNote)
 	if est < measured*0.7 || est > measured*2.5 {
 		t.Errorf("estimate %.2f ms, BPF statistics %.2f ms", est/1e6, measured/1e6)
+	}
+}
+
+// contextSwitches is the machine's context switches so far (/proc/stat's
+// ctxt: the sum of every run queue's nr_switches, which the probe's
+// count_unseen reads).
+func contextSwitches(t *testing.T) uint64 {
+	t.Helper()
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "ctxt "); ok {
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return n
+		}
+	}
+	t.Fatal("no ctxt line in /proc/stat")
+	return 0
+}
+
+// The switches the program ran for and those it found unseen (a run
+// queue's count of its switches moved by more than one between two runs)
+// are the kernel's own count, between the probe's attach and detach: not
+// more, and on a ping-pong (tens of thousands of switches) not fewer than
+// 95% (the rest fall between reading /proc/stat and attaching, and between
+// stopping and reading it again). Regression: a switch away from a thread
+// of this guest's init process fires no sched_switch (ftrace sees none
+// either); a thread of the workload switched in by one read as waiting
+// for a CPU the whole run that followed (0.35 s of cpu-wait in 0.47 s, the
+// kernel's schedstat 0.002 s).
+func TestUnseenSwitchesCounted(t *testing.T) {
+	needRoot(t)
+	c := startChild(t, "pingpong")
+	before := contextSwitches(t)
+	p, err := Start(Config{Roots: []int{c.cmd.Process.Pid}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.run(t)
+	res, err := p.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kernel := contextSwitches(t) - before
+	seen := res.Runs[ProgSwitch] + res.Unseen.Switches
+	t.Logf("kernel %d switches; the program ran for %d and found %d unseen (of the workload's: %d switch-ins, %d timed; %d switch-outs, %d timed)",
+		kernel, res.Runs[ProgSwitch], res.Unseen.Switches, res.Unseen.Ins, res.Unseen.InsTimed, res.Unseen.Outs, res.Unseen.OutsTimed)
+	if seen > kernel || float64(seen) < 0.95*float64(kernel) {
+		t.Errorf("runs + unseen = %d switches, the kernel made %d: want at most that and at least 95%% of it", seen, kernel)
+	}
+	if res.Unseen.InsTimed > res.Unseen.Ins || res.Unseen.OutsTimed > res.Unseen.Outs {
+		t.Errorf("more unseen switches timed than found: %+v", res.Unseen)
 	}
 }

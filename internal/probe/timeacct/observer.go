@@ -244,6 +244,10 @@ func toModel(r *Result) *model.TimeAccounting {
 	}
 	ta.PeakThreads = r.PeakThreads
 	ta.MissedRuns = r.MissedRuns
+	if u := r.Unseen; u != (Unseen{}) {
+		ta.Unseen = &model.UnseenSwitches{Switches: int64(u.Switches), Ins: int64(u.Ins), InsTimed: int64(u.InsTimed),
+			Outs: int64(u.Outs), OutsTimed: int64(u.OutsTimed)}
+	}
 	ta.StealMeasured, ta.StealNote = stealMeasured(r.RQReads, r.RQMisses)
 	for k, st := range r.Sync {
 		if st.Count == 0 {

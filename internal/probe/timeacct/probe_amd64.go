@@ -341,6 +341,11 @@ func (p *Probe) read() (*Result, error) {
 		res.StackWalks += c.StackWalks
 		res.RQReads += c.RqReads
 		res.RQMisses += c.RqMisses
+		res.Unseen.Switches += c.UnseenSwitches
+		res.Unseen.Ins += c.UnseenIns
+		res.Unseen.InsTimed += c.UnseenInsTimed
+		res.Unseen.Outs += c.UnseenOuts
+		res.Unseen.OutsTimed += c.UnseenOutsTimed
 		for i := range NumPrograms {
 			res.Runs[i] += c.Runs[i]
 			res.TrackedRuns[i] += c.Tracked[i]

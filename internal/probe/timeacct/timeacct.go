@@ -209,9 +209,21 @@ type Result struct {
 	// RQReads and RQMisses count the switch-ins in the window where the
 	// run queue's clocks were read, and could not be (Thread.UnchargedNs).
 	RQReads, RQMisses uint64
+	// Unseen counts the context switches the tracepoint did not fire
+	// for, and what was made of them.
+	Unseen Unseen
 	// MissedRuns counts, per program, the runs the kernel skipped (its
 	// recursion misses); nil when none.
 	MissedRuns map[string]int64
+}
+
+// Unseen counts context switches the sched_switch tracepoint did not fire
+// for (model.UnseenSwitches): Switches on every CPU; Ins, the workload's
+// runs whose switch-in had none (InsTimed of them, timed from the kernel's
+// arrival time); Outs, its switch-ins whose switch-out had none (OutsTimed,
+// the wait timed from the kernel's queueing time).
+type Unseen struct {
+	Switches, Ins, InsTimed, Outs, OutsTimed uint64
 }
 
 // NumSyncKinds is the number of kinds of sync calls.

@@ -43,19 +43,24 @@ type timeacctTaAgg struct {
 }
 
 type timeacctTaCounters struct {
-	_             structs.HostLayout
-	ProcessForks  uint64
-	ThreadCreates uint64
-	Exits         uint64
-	Dropped       uint64
-	Runs          [12]uint64
-	Tracked       [12]uint64
-	StackWalks    uint64
-	SysDropped    uint64
-	FileDropped   uint64
-	EdgeDropped   uint64
-	RqReads       uint64
-	RqMisses      uint64
+	_               structs.HostLayout
+	ProcessForks    uint64
+	ThreadCreates   uint64
+	Exits           uint64
+	Dropped         uint64
+	Runs            [12]uint64
+	Tracked         [12]uint64
+	StackWalks      uint64
+	SysDropped      uint64
+	FileDropped     uint64
+	EdgeDropped     uint64
+	RqReads         uint64
+	RqMisses        uint64
+	UnseenSwitches  uint64
+	UnseenIns       uint64
+	UnseenInsTimed  uint64
+	UnseenOuts      uint64
+	UnseenOutsTimed uint64
 }
 
 type timeacctTaCpuCtx struct {
@@ -69,6 +74,7 @@ type timeacctTaCpuCtx struct {
 	BlkHardGen uint64
 	BlkSoftGen uint64
 	BlkTaskTs  uint64
+	NrSwitches uint64
 }
 
 type timeacctTaEdge struct {

@@ -27,6 +27,9 @@ type Accounting struct {
 	CPUUser  float64
 	// Dropped warns that events were lost; "" when none was.
 	Dropped string
+	// Unseen says how many of the workload's switches had no event and
+	// how they were timed; "" when none.
+	Unseen string
 }
 
 // Cat is one category's time and its share of a whole.
@@ -68,7 +71,23 @@ func AccountingOf(ta *model.TimeAccounting) Accounting {
 	if ta.Dropped > 0 {
 		a.Dropped = fmt.Sprintf("%d events were dropped: the accounting is incomplete", ta.Dropped)
 	}
+	a.Unseen = UnseenSwitches(ta.Unseen)
 	return a
+}
+
+// UnseenSwitches says how many of the workload's context switches the
+// kernel made with no sched_switch event, and how they were timed; "" when
+// none.
+func UnseenSwitches(u *model.UnseenSwitches) string {
+	if u == nil || u.Ins+u.Outs == 0 {
+		return ""
+	}
+	n := u.Ins + u.Outs
+	s := fmt.Sprintf("%d of the workload's context switches had no sched_switch event (%d on the whole machine): ", n, u.Switches)
+	if untimed := n - u.InsTimed - u.OutsTimed; untimed > 0 {
+		return s + fmt.Sprintf("%d timed from the kernel's schedstat record of the thread's arrival or queueing, %d not (their run or wait is counted in the state the thread was in before)", n-untimed, untimed)
+	}
+	return s + "each timed from the kernel's schedstat record of the thread's arrival or queueing"
 }
 
 // ThreadRow is one busy thread (or exited threads folded into one): its

@@ -2,6 +2,7 @@ package rows
 
 import (
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
@@ -63,5 +64,24 @@ func TestMatrixOf(t *testing.T) {
 	}
 	if m := MatrixOf(&model.TimeAccounting{}); len(m.Rows) != 0 {
 		t.Errorf("a matrix from a record without one: %+v", m)
+	}
+}
+
+// The unseen switches line speaks only of the workload's, and says how
+// many were timed and how many not.
+func TestUnseenSwitchesLine(t *testing.T) {
+	if s := UnseenSwitches(nil); s != "" {
+		t.Errorf("none: %q", s)
+	}
+	if s := UnseenSwitches(&model.UnseenSwitches{Switches: 40}); s != "" {
+		t.Errorf("only other processes' unseen: %q, want nothing", s)
+	}
+	all := UnseenSwitches(&model.UnseenSwitches{Switches: 41, Ins: 2, InsTimed: 2, Outs: 1, OutsTimed: 1})
+	if !strings.Contains(all, "3 of the workload's context switches") || !strings.Contains(all, "41 on the whole machine") || !strings.Contains(all, "each timed") {
+		t.Errorf("all timed: %q", all)
+	}
+	part := UnseenSwitches(&model.UnseenSwitches{Switches: 5, Ins: 3, InsTimed: 1})
+	if !strings.Contains(part, "1 timed") || !strings.Contains(part, "2 not") {
+		t.Errorf("one of three timed: %q", part)
 	}
 }
