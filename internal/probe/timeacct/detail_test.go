@@ -3,13 +3,11 @@
 package timeacct
 
 import (
-	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/cilium/ebpf"
+	"github.com/prometheus/procfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -200,21 +198,15 @@ func TestCalibratedEstimate(t *testing.T) {
 // count_unseen reads).
 func contextSwitches(t *testing.T) uint64 {
 	t.Helper()
-	b, err := os.ReadFile("/proc/stat")
+	fs, err := procfs.NewDefaultFS()
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "ctxt "); ok {
-			n, err := strconv.ParseUint(v, 10, 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
+	st, err := fs.Stat()
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("no ctxt line in /proc/stat")
-	return 0
+	return st.ContextSwitches
 }
 
 // The switches the program ran for and those it found unseen (a run
