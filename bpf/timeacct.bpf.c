@@ -807,11 +807,12 @@ static __always_inline struct ta_cpu_ctx *cpu_ctx_get(void)
  * tracepoint does not fire for every switch on every kernel (on the
  * Firecracker guests this was made on, a switch away from a thread of its
  * init process, the sandbox's agent, fires none; ftrace sees none either). */
-static __always_inline void count_unseen(struct ta_cpu_ctx *m, struct rq *rq, struct ta_counters *c)
+static __always_inline void count_unseen(struct rq *rq, struct ta_counters *c)
 {
+	struct ta_cpu_ctx *m = cpu_ctx_get();
 	__u64 n;
 
-	if (!rq)
+	if (!m || !rq)
 		return;
 	n = rq->nr_switches;
 	if (m->nr_switches && n > m->nr_switches + 1 && c)
@@ -824,11 +825,12 @@ static __always_inline void count_unseen(struct ta_cpu_ctx *m, struct rq *rq, st
  * each reading is the clocks' offset plus a little), over the last one
  * or two epochs of TA_CLK_EPOCH switches: an offset that drifts is
  * followed within two epochs. */
-static __always_inline void track_clock(struct ta_cpu_ctx *m, struct rq *rq, __u64 now)
+static __always_inline void track_clock(struct rq *rq, __u64 now)
 {
+	struct ta_cpu_ctx *m = cpu_ctx_get();
 	__u64 clock, off;
 
-	if (!rq)
+	if (!m || !rq)
 		return;
 	clock = rq->clock;
 	if (!clock || clock > now)
@@ -841,15 +843,6 @@ static __always_inline void track_clock(struct ta_cpu_ctx *m, struct rq *rq, __u
 		m->clk_off_cur = 0;
 		m->clk_n = 0;
 	}
-}
-
-/* clk_offset is the least of a CPU's two epochs' ktime - rq->clock
- * (track_clock), 0 when none was seen. */
-static __always_inline __u64 clk_offset(struct ta_cpu_ctx *m)
-{
-	if (m->clk_off_prev && (!m->clk_off_cur || m->clk_off_prev < m->clk_off_cur))
-		return m->clk_off_prev;
-	return m->clk_off_cur;
 }
 
 /* queued_at is when the kernel queued task p, woken now, on its run queue
@@ -874,27 +867,40 @@ static __always_inline __u64 queued_at(struct task_struct *p, __u64 now)
 	m = bpf_map_lookup_percpu_elem(&cpu_ctx, &zero, cpu);
 	if (!m)
 		return 0;
-	off = clk_offset(m);
+	off = m->clk_off_prev && (!m->clk_off_cur || m->clk_off_prev < m->clk_off_cur) ? m->clk_off_prev : m->clk_off_cur;
 	if (!off || q + off > now)
 		return 0;
 	return q + off;
 }
 
-/* clock_since is how long ago stamp, a time on rq's clock, was: rq is
- * this CPU's run queue, whose clock the scheduler updated for this switch.
- * 0 when it cannot be told. The stamps are the kernel's per-task records,
- * for a thread whose switch was not seen: its arrival
- * (sched_info.last_arrival), for a run whose switch-in was not seen; its
- * queueing (sched_info.last_queued, cleared at its arrival, which comes
- * after this tracepoint), for a wait whose switch-out was not seen. */
-static __always_inline __u64 clock_since(struct rq *rq, __u64 stamp)
+/* unseen_run is how long task, switched out now, has been on this CPU,
+ * from the kernel's own record of its arrival (sched_info.last_arrival,
+ * on the run queue's clock, which the scheduler updated for this switch):
+ * for a thread whose switch-in was not seen. 0 when it cannot be read. */
+static __always_inline __u64 unseen_run(struct rq *rq, struct task_struct *task)
 {
-	__u64 clock;
+	__u64 clock, arrival;
 
-	if (!rq || !stamp)
+	if (!rq || !bpf_core_field_exists(task->sched_info.last_arrival))
 		return 0;
 	clock = rq->clock;
-	return clock > stamp ? clock - stamp : 0;
+	arrival = task->sched_info.last_arrival;
+	return arrival && clock > arrival ? clock - arrival : 0;
+}
+
+/* unseen_wait is how long task, switched in now, has waited on the run
+ * queue, from the kernel's record of its queueing (sched_info.last_queued,
+ * cleared at its arrival, which comes after this tracepoint): for a thread
+ * whose switch-out was not seen. 0 when it cannot be read. */
+static __always_inline __u64 unseen_wait(struct rq *rq, struct task_struct *task)
+{
+	__u64 clock, queued;
+
+	if (!rq || !bpf_core_field_exists(task->sched_info.last_queued))
+		return 0;
+	clock = rq->clock;
+	queued = task->sched_info.last_queued;
+	return queued && clock > queued ? clock - queued : 0;
 }
 
 /* split_at closes t's open interval at now - d (d capped at the interval),
@@ -914,37 +920,36 @@ int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_
 	     unsigned int prev_state)
 {
 	bool prev_tracked, next_tracked;
-	struct ta_cpu_ctx *m;
-	struct ta_counters *c;
 	struct ta_thread *t;
-	struct rq *rq;
 	__u64 now;
+
+	struct ta_counters *c;
+	struct rq *rq;
 
 	if (stopped)
 		return 0;
 	c = count_run(TA_PROG_SWITCH);
-	/* Every switch on the machine runs this: its run queue's switch
-	 * count and clock, and the clock, are read for all (count_unseen,
-	 * track_clock); the rest only for a tracked thread's. */
 	rq = this_rq_of(prev, next);
-	m = cpu_ctx_get();
-	now = bpf_ktime_get_ns();
-	if (m) {
-		count_unseen(m, rq, c);
-		track_clock(m, rq, now);
-	}
+	count_unseen(rq, c);
+	track_clock(rq, bpf_ktime_get_ns());
+	/* Every switch on the machine runs this: filter before reading the
+	 * clock, so untracked switches pay the two lookups only. */
 	prev_tracked = is_tracked(prev->tgid);
 	next_tracked = is_tracked(next->tgid);
 	if (!prev_tracked && !next_tracked)
 		return 0;
 	count_tracked(c, TA_PROG_SWITCH);
+	now = bpf_ktime_get_ns();
 	/* The switch happens, for the kernel's schedstat, at the run queue
 	 * clock __schedule read at its start: in ktime, by this CPU's
 	 * offset (track_clock). */
-	if (m && rq) {
-		__u64 off = clk_offset(m);
+	{
+		struct ta_cpu_ctx *m = cpu_ctx_get();
+		__u64 off = 0;
 
-		if (off && rq->clock + off <= now)
+		if (m)
+			off = m->clk_off_prev && (!m->clk_off_cur || m->clk_off_prev < m->clk_off_cur) ? m->clk_off_prev : m->clk_off_cur;
+		if (rq && off && rq->clock + off <= now)
 			now = rq->clock + off;
 	}
 	if (prev_tracked) {
@@ -954,8 +959,7 @@ int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_
 				/* Its switch-in was not seen: it has run since
 				 * the kernel's arrival time, and was in the
 				 * state it is in before that. */
-				__u64 ran = bpf_core_field_exists(prev->sched_info.last_arrival)
-						    ? clock_since(rq, prev->sched_info.last_arrival) : 0;
+				__u64 ran = unseen_run(rq, prev);
 
 				if (c) {
 					c->unseen_ins++;
@@ -998,8 +1002,7 @@ int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_
 				 * since the kernel queued it (when it was
 				 * preempted or woken); before that it is left
 				 * on the CPU, what it did there unknown. */
-				__u64 waited = bpf_core_field_exists(next->sched_info.last_queued)
-						       ? clock_since(rq, next->sched_info.last_queued) : 0;
+				__u64 waited = unseen_wait(rq, next);
 
 				if (c) {
 					c->unseen_outs++;
