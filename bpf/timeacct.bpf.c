@@ -550,13 +550,7 @@ static __always_inline void close_interval_by(struct ta_thread *t, __u64 now, __
 		if (t->state != TA_STATE_RUNNING)
 			edge_add(t, t->act, cat, t->state == TA_STATE_BLOCKED ? kind : TA_WAKER_NONE, id, d);
 	}
-	/* A time on the scheduler's clock (handle_switch, queued_at) can
-	 * fall before the last one an event took at its tracepoint: the
-	 * interval is then empty, and the last time stays, so that nothing
-	 * is counted twice. Regression: exited threads' categories added up
-	 * to 0.699 s of 0.698 s of wall time. */
-	if (now > t->last_ns)
-		t->last_ns = now;
+	t->last_ns = now;
 }
 
 static __always_inline void close_interval(struct ta_thread *t, __u64 now)
