@@ -814,59 +814,6 @@ static __always_inline void count_unseen(struct rq *rq, struct ta_counters *c)
 	m->nr_switches = n;
 }
 
-/* track_clock keeps the least ktime - rq->clock at this CPU's switches
- * (__schedule updated the run queue's clock at the switch's start, so
- * each reading is the clocks' offset plus a little), over the last one
- * or two epochs of TA_CLK_EPOCH switches: an offset that drifts is
- * followed within two epochs. */
-static __always_inline void track_clock(struct rq *rq, __u64 now)
-{
-	struct ta_cpu_ctx *m = cpu_ctx_get();
-	__u64 clock, off;
-
-	if (!m || !rq)
-		return;
-	clock = rq->clock;
-	if (!clock || clock > now)
-		return;
-	off = now - clock;
-	if (!m->clk_off_cur || off < m->clk_off_cur)
-		m->clk_off_cur = off;
-	if (++m->clk_n >= TA_CLK_EPOCH) {
-		m->clk_off_prev = m->clk_off_cur;
-		m->clk_off_cur = 0;
-		m->clk_n = 0;
-	}
-}
-
-/* queued_at is when the kernel queued task p, woken now, on its run queue
- * (sched_info.last_queued, on that run queue's clock), in ktime: the
- * scheduler's own end of its sleep, which schedstat's run-queue wait
- * starts from. sched_wakeup comes after the enqueue and the preemption
- * check, which on a busy CPU sends a reschedule IPI first: 8.9 us from
- * sched_waking to sched_wakeup on average beside two CPU burners here,
- * 2.6 us when the wakee's CPU was the waker's. 0 when it cannot be told. */
-static __always_inline __u64 queued_at(struct task_struct *p, __u64 now)
-{
-	__u32 zero = 0, cpu;
-	struct ta_cpu_ctx *m;
-	__u64 q, off;
-
-	if (!bpf_core_field_exists(p->sched_info.last_queued) || !bpf_core_field_exists(p->thread_info.cpu))
-		return 0;
-	q = p->sched_info.last_queued;
-	cpu = p->thread_info.cpu;
-	if (!q)
-		return 0;
-	m = bpf_map_lookup_percpu_elem(&cpu_ctx, &zero, cpu);
-	if (!m)
-		return 0;
-	off = m->clk_off_prev && (!m->clk_off_cur || m->clk_off_prev < m->clk_off_cur) ? m->clk_off_prev : m->clk_off_cur;
-	if (!off || q + off > now)
-		return 0;
-	return q + off;
-}
-
 /* unseen_run is how long task, switched out now, has been on this CPU,
  * from the kernel's own record of its arrival (sched_info.last_arrival,
  * on the run queue's clock, which the scheduler updated for this switch):
@@ -925,7 +872,6 @@ int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_
 	c = count_run(TA_PROG_SWITCH);
 	rq = this_rq_of(prev, next);
 	count_unseen(rq, c);
-	track_clock(rq, bpf_ktime_get_ns());
 	/* Every switch on the machine runs this: filter before reading the
 	 * clock, so untracked switches pay the two lookups only. */
 	prev_tracked = is_tracked(prev->tgid);
@@ -934,18 +880,6 @@ int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_
 		return 0;
 	count_tracked(c, TA_PROG_SWITCH);
 	now = bpf_ktime_get_ns();
-	/* The switch happens, for the kernel's schedstat, at the run queue
-	 * clock __schedule read at its start: in ktime, by this CPU's
-	 * offset (track_clock). */
-	{
-		struct ta_cpu_ctx *m = cpu_ctx_get();
-		__u64 off = 0;
-
-		if (m)
-			off = m->clk_off_prev && (!m->clk_off_cur || m->clk_off_prev < m->clk_off_cur) ? m->clk_off_prev : m->clk_off_cur;
-		if (rq && off && rq->clock + off <= now)
-			now = rq->clock + off;
-	}
 	if (prev_tracked) {
 		t = get_or_create(prev, TA_STATE_RUNNING, now);
 		if (t && !t->exited) {
@@ -1179,17 +1113,6 @@ static __always_inline void wakeup(struct task_struct *p, bool new_task)
 		return;
 	}
 	if (t->state == TA_STATE_BLOCKED) {
-		__u64 q = queued_at(p, now);
-
-		/* The sleep ends where the kernel queued the thread, when
-		 * that is known and inside the interval. */
-		if (q > t->last_ns && q <= now) {
-			if (c) {
-				c->wakeups_queued++;
-				c->wakeups_queued_ns += now - q;
-			}
-			now = q;
-		}
 		/* What woke it, as sched_waking saw it in the waker's context. */
 		close_interval_by(t, now, t->wkind, t->wid);
 		t->wkind = TA_WAKER_NONE;

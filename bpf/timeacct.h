@@ -74,8 +74,6 @@ struct ta_edge {
  * softirq, timer), for sched_waking to tell what woke a thread. The
  * generations tell whether a block completion happened inside the
  * current interrupt. */
-#define TA_CLK_EPOCH 1024
-
 struct ta_cpu_ctx {
 	__u32 hardirq;     /* irq + 1 while in a hardware interrupt's handler, else 0 */
 	__u32 softirq;     /* vector + 1 while in a softirq, else 0 */
@@ -87,11 +85,6 @@ struct ta_cpu_ctx {
 	__u64 blk_soft_gen; /* soft_gen of the last block completion in a softirq */
 	__u64 blk_task_ts;  /* time of the last block completion in task context (polled IO) */
 	__u64 nr_switches;  /* the run queue's switch count at the last run of handle_switch here */
-	/* ktime - rq->clock at this CPU's switches (the run queue's clock was
-	 * updated at the switch's start): its least in this epoch of
-	 * TA_CLK_EPOCH switches and in the last, 0 when not seen. */
-	__u64 clk_off_cur, clk_off_prev;
-	__u32 clk_n, _pad;
 };
 
 /* Thread states. */
@@ -232,8 +225,6 @@ struct ta_counters {
 	__u64 unseen_ins_timed;      /* of those, the run's start read from the kernel (sched_info) */
 	__u64 unseen_outs;           /* tracked threads switched in whose switch-out was not seen */
 	__u64 unseen_outs_timed;     /* of those, the run-queue wait's start read from the kernel */
-	__u64 wakeups_queued;        /* wake-ups whose sleep ended at the kernel's enqueue (last_queued) */
-	__u64 wakeups_queued_ns;     /* the time from those enqueues to sched_wakeup */
 };
 
 /* Sync calls, timed by the filesystem's fsync tracepoints (ext4:

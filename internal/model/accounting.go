@@ -93,14 +93,6 @@ type TimeAccounting struct {
 	// probe timed from the kernel's own record of the thread's arrival or
 	// queueing instead; nil when none.
 	Unseen *UnseenSwitches `json:"unseen_switches,omitempty"`
-	// QueuedWakeups are the wake-ups whose sleep ended where the kernel
-	// queued the thread on a run queue (sched_info.last_queued, converted
-	// from the run queue's clock), as schedstat's run-queue wait starts
-	// there, rather than at the sched_wakeup event that follows; the time
-	// between, QueuedWakeupsSec, is cpu-wait. 0 where the kernel's clock
-	// could not be converted.
-	QueuedWakeups    int64   `json:"wakeups_queued,omitempty"`
-	QueuedWakeupsSec float64 `json:"wakeups_queued_sec,omitempty"`
 	// Kernel holds the accounting against the kernel's own figures for
 	// the same threads and window (schedstat, delay accounting); nil when
 	// they could not be read.

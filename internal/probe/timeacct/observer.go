@@ -244,7 +244,6 @@ func toModel(r *Result) *model.TimeAccounting {
 	}
 	ta.PeakThreads = r.PeakThreads
 	ta.MissedRuns = r.MissedRuns
-	ta.QueuedWakeups, ta.QueuedWakeupsSec = int64(r.QueuedWakeups), float64(r.QueuedWakeupsNs)/1e9
 	if u := r.Unseen; u != (Unseen{}) {
 		ta.Unseen = &model.UnseenSwitches{Switches: int64(u.Switches), Ins: int64(u.Ins), InsTimed: int64(u.InsTimed),
 			Outs: int64(u.Outs), OutsTimed: int64(u.OutsTimed)}

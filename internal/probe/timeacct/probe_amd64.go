@@ -346,8 +346,6 @@ func (p *Probe) read() (*Result, error) {
 		res.Unseen.InsTimed += c.UnseenInsTimed
 		res.Unseen.Outs += c.UnseenOuts
 		res.Unseen.OutsTimed += c.UnseenOutsTimed
-		res.QueuedWakeups += c.WakeupsQueued
-		res.QueuedWakeupsNs += c.WakeupsQueuedNs
 		for i := range NumPrograms {
 			res.Runs[i] += c.Runs[i]
 			res.TrackedRuns[i] += c.Tracked[i]

@@ -212,11 +212,6 @@ type Result struct {
 	// Unseen counts the context switches the tracepoint did not fire
 	// for, and what was made of them.
 	Unseen Unseen
-	// QueuedWakeups are the wake-ups whose sleep ended where the kernel
-	// queued the thread (sched_info.last_queued) rather than at
-	// sched_wakeup, which comes after the enqueue; QueuedWakeupsNs is
-	// the time between, cpu-wait rather than sleep.
-	QueuedWakeups, QueuedWakeupsNs uint64
 	// MissedRuns counts, per program, the runs the kernel skipped (its
 	// recursion misses); nil when none.
 	MissedRuns map[string]int64

@@ -61,8 +61,6 @@ type timeacctTaCounters struct {
 	UnseenInsTimed  uint64
 	UnseenOuts      uint64
 	UnseenOutsTimed uint64
-	WakeupsQueued   uint64
-	WakeupsQueuedNs uint64
 }
 
 type timeacctTaCpuCtx struct {
@@ -77,10 +75,6 @@ type timeacctTaCpuCtx struct {
 	BlkSoftGen uint64
 	BlkTaskTs  uint64
 	NrSwitches uint64
-	ClkOffCur  uint64
-	ClkOffPrev uint64
-	ClkN       uint32
-	Pad        uint32
 }
 
 type timeacctTaEdge struct {
