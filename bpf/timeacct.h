@@ -204,7 +204,8 @@ struct ta_ranges {
 #define TA_PROG_CTX 9 /* the CPU-context markers: irq, softirq, hrtimer entry/exit, block completion */
 #define TA_PROG_WAKING 10
 #define TA_PROG_SAMPLE 11 /* the on-CPU activity samples, at the scheduler tick (in hrtimer_expire_entry) */
-#define TA_NUM_PROGS 12
+#define TA_PROG_ENQUEUE 12 /* a run queue's task count changed (sched_update_nr_running_tp) */
+#define TA_NUM_PROGS 13
 
 /* Counters of the probe as a whole. */
 struct ta_counters {
@@ -225,6 +226,17 @@ struct ta_counters {
 	__u64 unseen_ins_timed;      /* of those, the run's start read from the kernel (sched_info) */
 	__u64 unseen_outs;           /* tracked threads switched in whose switch-out was not seen */
 	__u64 unseen_outs_timed;     /* of those, the run-queue wait's start read from the kernel */
+	__u64 wakeups_queued;        /* wake-ups whose sleep was ended at the kernel's enqueue, before sched_wakeup */
+	__u64 wakeups_queued_ns;     /* the time between, cpu-wait rather than the blocked category */
+};
+
+/* Per CPU, indexed by the CPU of the run queue (not the CPU that changed
+ * it, which may be another): its last enqueue, timed by
+ * sched_update_nr_running_tp. A cache line each, as every CPU writes them. */
+struct ta_enq {
+	__u64 ns;    /* ktime of the enqueue */
+	__u64 clock; /* the run queue's clock then (a task's sched_info.last_queued is set from it) */
+	__u64 _pad[6];
 };
 
 /* Sync calls, timed by the filesystem's fsync tracepoints (ext4:

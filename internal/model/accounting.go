@@ -93,6 +93,17 @@ type TimeAccounting struct {
 	// probe timed from the kernel's own record of the thread's arrival or
 	// queueing instead; nil when none.
 	Unseen *UnseenSwitches `json:"unseen_switches,omitempty"`
+	// QueuedWakeups are the wake-ups whose sleep ended where the kernel
+	// queued the thread on a run queue (the enqueue's time, from
+	// sched_update_nr_running_tp, identified by sched_info.last_queued),
+	// as schedstat's run-queue wait starts there, rather than at the
+	// sched_wakeup event that follows. The time between, QueuedWakeupsSec,
+	// is cpu-wait rather than the blocked category.
+	QueuedWakeups    int64   `json:"wakeups_queued,omitempty"`
+	QueuedWakeupsSec float64 `json:"wakeups_queued_sec,omitempty"`
+	// QueuedWakeupsNote says why no wake-up is timed so, when none is
+	// (the kernel lacks the enqueue's tracepoint).
+	QueuedWakeupsNote string `json:"wakeups_queued_note,omitempty"`
 	// Kernel holds the accounting against the kernel's own figures for
 	// the same threads and window (schedstat, delay accounting); nil when
 	// they could not be read.

@@ -167,6 +167,8 @@ func runScenario(name string) error {
 		}
 	case "pingpong":
 		return pingPong()
+	case "crosspingpong":
+		return crossPingPong()
 	default:
 		return fmt.Errorf("unknown scenario %q", name)
 	}
@@ -351,6 +353,63 @@ func pingPong() error {
 	fmt.Printf("roundtrips/s %.0f\n", n/el.Seconds())
 	return nil
 }
+
+// crossPingPong is a pipe ping-pong between two threads pinned to the
+// first two CPUs, so that every wake-up is sent to the other CPU; the tids
+// are announced. At the end it prints "done" and stays alive until its
+// stdin closes.
+func crossPingPong() error {
+	var a, b [2]int
+	if err := unix.Pipe(a[:]); err != nil {
+		return err
+	}
+	if err := unix.Pipe(b[:]); err != nil {
+		return err
+	}
+	pin := func(cpu int) error {
+		var set unix.CPUSet
+		set.Set(cpu)
+		return unix.SchedSetaffinity(0, &set)
+	}
+	if err := pin(0); err != nil {
+		return err
+	}
+	peer := make(chan int)
+	done := make(chan error)
+	go func() {
+		runtime.LockOSThread()
+		if err := pin(1); err != nil {
+			done <- err
+			return
+		}
+		peer <- unix.Gettid()
+		buf := make([]byte, 1)
+		for range crossRoundTrips {
+			unix.Read(a[0], buf)
+			unix.Write(b[1], buf)
+		}
+		done <- nil
+	}()
+	announce(unix.Gettid(), <-peer)
+	if err := waitGo(); err != nil {
+		return err
+	}
+	buf := make([]byte, 1)
+	for range crossRoundTrips {
+		unix.Write(a[1], buf)
+		unix.Read(b[0], buf)
+	}
+	if err := <-done; err != nil {
+		return err
+	}
+	// Alive until stdin closes, for the kernel's figures to be read.
+	fmt.Println("done")
+	io.Copy(io.Discard, os.Stdin)
+	return nil
+}
+
+// crossRoundTrips: about half a second beside two CPU burners here.
+const crossRoundTrips = 5000
 
 // child is a started scenario process.
 type child struct {

@@ -198,6 +198,8 @@ func (o *observer) Check() sysinfo.Check {
 		c.Status, c.Detail = sysinfo.StatusDegraded, "the eBPF probe attaches but reading it failed: "+err.Error()
 	case res.SyncNote != "":
 		c.Status, c.Detail = sysinfo.StatusDegraded, "eBPF time accounting works; sync calls are not timed: "+res.SyncNote
+	case res.QueuedNote != "":
+		c.Status, c.Detail = sysinfo.StatusDegraded, "eBPF time accounting works; "+res.QueuedNote+" (a few microseconds of each run-queue wait on a busy machine read as the sleep before it)"
 	default:
 		c.Status, c.Detail = sysinfo.StatusOK, "the eBPF probe loads and attaches: observe accounts every thread's time by cause"
 	}
@@ -244,6 +246,7 @@ func toModel(r *Result) *model.TimeAccounting {
 	}
 	ta.PeakThreads = r.PeakThreads
 	ta.MissedRuns = r.MissedRuns
+	ta.QueuedWakeups, ta.QueuedWakeupsSec, ta.QueuedWakeupsNote = int64(r.QueuedWakeups), float64(r.QueuedWakeupsNs)/1e9, r.QueuedNote
 	if u := r.Unseen; u != (Unseen{}) {
 		ta.Unseen = &model.UnseenSwitches{Switches: int64(u.Switches), Ins: int64(u.Ins), InsTimed: int64(u.InsTimed),
 			Outs: int64(u.Outs), OutsTimed: int64(u.OutsTimed)}

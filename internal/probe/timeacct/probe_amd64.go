@@ -54,6 +54,9 @@ type Probe struct {
 	progs    [NumPrograms]*ebpf.Program
 	ctxProgs []*ebpf.Program
 	ctxNote  string
+	// enqueueNote says why a woken thread's sleep ends at sched_wakeup
+	// rather than at its enqueue (handle_enqueue), when it does.
+	enqueueNote string
 	// sampleNote says why the threads' cpu time is not split by activity
 	// (ProgSample, at the scheduler tick), when it is not.
 	sampleNote string
@@ -112,6 +115,15 @@ func start(cfg Config) (_ *Probe, err error) {
 		delete(spec.Programs, "ext4_sync_exit")
 		p.syncNote = "sync calls are not timed: " + missing + "; their time is still in storage-sync"
 	}
+	if missing := probe.MissingTracepoints([]string{"sched_update_nr_running_tp"}, ""); missing != "" {
+		delete(spec.Programs, "handle_enqueue")
+		p.enqueueNote = "a woken thread's sleep ends at sched_wakeup, after its enqueue: " + missing
+	}
+	ncpu, err := ebpf.PossibleCPU()
+	if err != nil {
+		return nil, fmt.Errorf("timeacct: %w", err)
+	}
+	spec.Maps["rq_enq"].MaxEntries = uint32(ncpu)
 	ctxNames := slices.Sorted(maps.Values(ctxHooks))
 	if missing := probe.MissingTracepoints(ctxNames, ""); missing != "" {
 		for prog := range ctxHooks {
@@ -142,7 +154,7 @@ func start(cfg Config) (_ *Probe, err error) {
 	p.loaded = true
 	o := &p.objs
 	p.progs = [NumPrograms]*ebpf.Program{o.HandleSwitch, o.HandleWakeup, o.HandleWakeupNew, o.HandleFork, o.HandleExit,
-		coll.Programs["ext4_sync_enter"], coll.Programs["ext4_sync_exit"], coll.Programs["sys_enter"], coll.Programs["sys_exit"], nil, o.HandleWaking, nil}
+		coll.Programs["ext4_sync_enter"], coll.Programs["ext4_sync_exit"], coll.Programs["sys_enter"], coll.Programs["sys_exit"], nil, o.HandleWaking, nil, coll.Programs["handle_enqueue"]}
 
 	if err := p.loadRanges(); err != nil {
 		return nil, err
@@ -175,7 +187,8 @@ func start(cfg Config) (_ *Probe, err error) {
 		p.ctxProgs = append(p.ctxProgs, prog)
 	}
 	// Fork first, so no process created while the others attach escapes.
-	for _, i := range []int{ProgFork, ProgExit, ProgWakeupNew, ProgWakeup, ProgWaking, ProgSwitch, ProgSyncEnter, ProgSyncExit, ProgSysEnter, ProgSysExit} {
+	// The enqueues before the wake-ups that read them.
+	for _, i := range []int{ProgFork, ProgExit, ProgWakeupNew, ProgEnqueue, ProgWakeup, ProgWaking, ProgSwitch, ProgSyncEnter, ProgSyncExit, ProgSysEnter, ProgSysExit} {
 		if p.progs[i] == nil {
 			continue
 		}
@@ -303,7 +316,7 @@ func (p *Probe) read() (*Result, error) {
 	}
 	p.links = nil
 	res := &Result{StartNs: p.startNs, EndNs: end, SyncNote: p.syncNote, Syscalls: p.cfg.Syscalls, Stacks: p.cfg.Stacks, CtxNote: p.ctxNote,
-		SampleNote: p.sampleNote}
+		SampleNote: p.sampleNote, QueuedNote: p.enqueueNote}
 	if res.Sampled = p.sampleNote == ""; res.Sampled {
 		res.SampleHz = sysinfo.KernelHZ()
 	}
@@ -346,6 +359,8 @@ func (p *Probe) read() (*Result, error) {
 		res.Unseen.InsTimed += c.UnseenInsTimed
 		res.Unseen.Outs += c.UnseenOuts
 		res.Unseen.OutsTimed += c.UnseenOutsTimed
+		res.QueuedWakeups += c.WakeupsQueued
+		res.QueuedWakeupsNs += c.WakeupsQueuedNs
 		for i := range NumPrograms {
 			res.Runs[i] += c.Runs[i]
 			res.TrackedRuns[i] += c.Tracked[i]

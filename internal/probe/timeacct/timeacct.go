@@ -73,11 +73,14 @@ const (
 	// tick (in hrtimer_expire_entry, one of ProgCtx's programs: its runs
 	// are counted apart, and costed with ProgCtx's).
 	ProgSample
+	// ProgEnqueue times each enqueue on a run queue
+	// (sched_update_nr_running_tp), where a woken thread's sleep ends.
+	ProgEnqueue
 	NumPrograms
 )
 
 // ProgramNames names the programs, indexed by Prog*.
-var ProgramNames = [NumPrograms]string{"sched_switch", "sched_wakeup", "sched_wakeup_new", "sched_process_fork", "sched_process_exit", "ext4_sync_file_enter", "ext4_sync_file_exit", "sys_enter", "sys_exit", "cpu_context", "sched_waking", "activity_sample"}
+var ProgramNames = [NumPrograms]string{"sched_switch", "sched_wakeup", "sched_wakeup_new", "sched_process_fork", "sched_process_exit", "ext4_sync_file_enter", "ext4_sync_file_exit", "sys_enter", "sys_exit", "cpu_context", "sched_waking", "activity_sample", "sched_update_nr_running_tp"}
 
 // ctxHooks are the CPU-context markers' tracepoints (ProgCtx), by program.
 var ctxHooks = map[string]string{
@@ -212,6 +215,13 @@ type Result struct {
 	// Unseen counts the context switches the tracepoint did not fire
 	// for, and what was made of them.
 	Unseen Unseen
+	// QueuedWakeups are the wake-ups whose sleep ended where the kernel
+	// queued the thread (sched_info.last_queued) rather than at
+	// sched_wakeup, which comes after the enqueue; QueuedWakeupsNs is
+	// the time between, cpu-wait rather than sleep. QueuedNote says why
+	// wake-ups are not timed so, when they are not.
+	QueuedWakeups, QueuedWakeupsNs uint64
+	QueuedNote                     string
 	// MissedRuns counts, per program, the runs the kernel skipped (its
 	// recursion misses); nil when none.
 	MissedRuns map[string]int64

@@ -48,8 +48,8 @@ type timeacctTaCounters struct {
 	ThreadCreates   uint64
 	Exits           uint64
 	Dropped         uint64
-	Runs            [12]uint64
-	Tracked         [12]uint64
+	Runs            [13]uint64
+	Tracked         [13]uint64
 	StackWalks      uint64
 	SysDropped      uint64
 	FileDropped     uint64
@@ -61,6 +61,8 @@ type timeacctTaCounters struct {
 	UnseenInsTimed  uint64
 	UnseenOuts      uint64
 	UnseenOutsTimed uint64
+	WakeupsQueued   uint64
+	WakeupsQueuedNs uint64
 }
 
 type timeacctTaCpuCtx struct {
@@ -93,6 +95,13 @@ type timeacctTaEdgeKey struct {
 	Cat  uint8
 	Kind uint8
 	Pad  uint8
+}
+
+type timeacctTaEnq struct {
+	_     structs.HostLayout
+	Ns    uint64
+	Clock uint64
+	Pad   [6]uint64
 }
 
 type timeacctTaFile struct {
@@ -239,6 +248,7 @@ const (
 	timeacctMapFiles             = "files"
 	timeacctMapOffcpu            = "offcpu"
 	timeacctMapRanges            = "ranges"
+	timeacctMapRqEnq             = "rq_enq"
 	timeacctMapStackScratch      = "stack_scratch"
 	timeacctMapStacks            = "stacks"
 	timeacctMapSyncStart         = "sync_start"
@@ -257,6 +267,7 @@ const (
 	timeacctProgCtxSoftirqExit   = "ctx_softirq_exit"
 	timeacctProgExt4SyncEnter    = "ext4_sync_enter"
 	timeacctProgExt4SyncExit     = "ext4_sync_exit"
+	timeacctProgHandleEnqueue    = "handle_enqueue"
 	timeacctProgHandleExit       = "handle_exit"
 	timeacctProgHandleFork       = "handle_fork"
 	timeacctProgHandleSwitch     = "handle_switch"
@@ -331,6 +342,7 @@ type timeacctProgramSpecs struct {
 	CtxSoftirqExit   *ebpf.ProgramSpec `ebpf:"ctx_softirq_exit"`
 	Ext4SyncEnter    *ebpf.ProgramSpec `ebpf:"ext4_sync_enter"`
 	Ext4SyncExit     *ebpf.ProgramSpec `ebpf:"ext4_sync_exit"`
+	HandleEnqueue    *ebpf.ProgramSpec `ebpf:"handle_enqueue"`
 	HandleExit       *ebpf.ProgramSpec `ebpf:"handle_exit"`
 	HandleFork       *ebpf.ProgramSpec `ebpf:"handle_fork"`
 	HandleSwitch     *ebpf.ProgramSpec `ebpf:"handle_switch"`
@@ -353,6 +365,7 @@ type timeacctMapSpecs struct {
 	Files        *ebpf.MapSpec `ebpf:"files"`
 	Offcpu       *ebpf.MapSpec `ebpf:"offcpu"`
 	Ranges       *ebpf.MapSpec `ebpf:"ranges"`
+	RqEnq        *ebpf.MapSpec `ebpf:"rq_enq"`
 	StackScratch *ebpf.MapSpec `ebpf:"stack_scratch"`
 	Stacks       *ebpf.MapSpec `ebpf:"stacks"`
 	SyncStart    *ebpf.MapSpec `ebpf:"sync_start"`
@@ -409,6 +422,7 @@ type timeacctMaps struct {
 	Files        *ebpf.Map `ebpf:"files"`
 	Offcpu       *ebpf.Map `ebpf:"offcpu"`
 	Ranges       *ebpf.Map `ebpf:"ranges"`
+	RqEnq        *ebpf.Map `ebpf:"rq_enq"`
 	StackScratch *ebpf.Map `ebpf:"stack_scratch"`
 	Stacks       *ebpf.Map `ebpf:"stacks"`
 	SyncStart    *ebpf.Map `ebpf:"sync_start"`
@@ -429,6 +443,7 @@ func (m *timeacctMaps) Close() error {
 		m.Files,
 		m.Offcpu,
 		m.Ranges,
+		m.RqEnq,
 		m.StackScratch,
 		m.Stacks,
 		m.SyncStart,
@@ -472,6 +487,7 @@ type timeacctPrograms struct {
 	CtxSoftirqExit   *ebpf.Program `ebpf:"ctx_softirq_exit"`
 	Ext4SyncEnter    *ebpf.Program `ebpf:"ext4_sync_enter"`
 	Ext4SyncExit     *ebpf.Program `ebpf:"ext4_sync_exit"`
+	HandleEnqueue    *ebpf.Program `ebpf:"handle_enqueue"`
 	HandleExit       *ebpf.Program `ebpf:"handle_exit"`
 	HandleFork       *ebpf.Program `ebpf:"handle_fork"`
 	HandleSwitch     *ebpf.Program `ebpf:"handle_switch"`
@@ -494,6 +510,7 @@ func (p *timeacctPrograms) Close() error {
 		p.CtxSoftirqExit,
 		p.Ext4SyncEnter,
 		p.Ext4SyncExit,
+		p.HandleEnqueue,
 		p.HandleExit,
 		p.HandleFork,
 		p.HandleSwitch,
