@@ -186,36 +186,3 @@ func AddCost(run *model.Run, sec float64, runs int64, progs ...model.ProgramCost
 	ta.Programs = append(ta.Programs, progs...)
 }
 
-// Calibrations keeps a probe's calibrated costs per setting: they depend on
-// the host, not on the workload, and calibrating takes up to half a second,
-// so each setting is measured once per process.
-type Calibrations[K comparable, C any] struct {
-	mu   sync.Mutex
-	done map[K]calibration[C]
-}
-
-type calibration[C any] struct {
-	costs C
-	note  string
-}
-
-// Get returns the costs for key, measured by measure the first time, and
-// measure's error in words ("" when it had none). Calls for the same key
-// wait for the first to finish.
-func (c *Calibrations[K, C]) Get(key K, measure func() (C, error)) (C, string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if got, ok := c.done[key]; ok {
-		return got.costs, got.note
-	}
-	if c.done == nil {
-		c.done = map[K]calibration[C]{}
-	}
-	costs, err := measure()
-	got := calibration[C]{costs: costs}
-	if err != nil {
-		got.note = err.Error()
-	}
-	c.done[key] = got
-	return got.costs, got.note
-}

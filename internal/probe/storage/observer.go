@@ -104,10 +104,11 @@ func (o *observer) Check() sysinfo.Check {
 }
 
 // calibrations are the probe's costs per Files setting.
-var calibrations probe.Calibrations[bool, *Costs]
+var calibrations = probe.Calibrations[bool, *Costs]{Name: "storage", Object: programObject}
 
 // calibrated returns the probe's costs for files, measured once per
-// process, or nil and why they could not be (the probe's estimate then
+// process (or read from the cache of an earlier one, probe.Calibrations),
+// or nil and why they could not be (the probe's estimate then
 // says so).
 func calibrated(files bool) (*Costs, string) {
 	return calibrations.Get(files, func() (*Costs, error) { return Calibrate(files, ".") })

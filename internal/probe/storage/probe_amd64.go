@@ -682,3 +682,6 @@ func (p *Probe) sweep() error {
 	}
 	return nil
 }
+
+// programObject is the probe's BPF object: a calibration is for its programs.
+var programObject = _StorageBytes

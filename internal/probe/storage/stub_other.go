@@ -28,3 +28,6 @@ func (p *Probe) Stop() (*model.StorageIO, error) {
 func Calibrate(files bool, dir string) (*Costs, error) {
 	return nil, errors.New("storage: not supported on this architecture yet")
 }
+
+// programObject: no object on this architecture.
+var programObject []byte

@@ -161,10 +161,11 @@ func cpuByActivity(cpu float64, samples [len(Activities)]uint64) (map[string]flo
 }
 
 // calibrations are the probe's costs per setting (Syscalls, Stacks).
-var calibrations probe.Calibrations[[2]bool, *Costs]
+var calibrations = probe.Calibrations[[2]bool, *Costs]{Name: "timeacct", Object: programObject}
 
 // calibrated returns the probe's costs for cfg's settings, measured once
-// per process, or nil and why. The sync programs are calibrated on an
+// per process (or read from the cache of an earlier one, probe.Calibrations),
+// or nil and why. The sync programs are calibrated on an
 // unnamed temporary file in the current directory, perfsleuth's working
 // directory.
 func calibrated(cfg Config) (*Costs, string) {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"github.com/cilium/ebpf"
@@ -260,14 +261,34 @@ func (p *Probe) track(pid int) error {
 // tick's function (0 if not found). Without readable addresses the probe
 // still works: D-state sleeps are then classified by syscall only, and
 // the cpu time is not split by activity.
+// They are read once per process (~100 ms each time: the kernel formats
+// the whole file on every read), as a run starts the probe three times
+// (two calibration phases, then the run) and diagnose once per run.
 func (p *Probe) readKallsyms() (tick uint64, err error) {
-	f, err := os.Open("/proc/kallsyms")
-	if err != nil {
-		return 0, nil
+	kallsyms.mu.Lock()
+	defer kallsyms.mu.Unlock()
+	if !kallsyms.read {
+		f, err := os.Open("/proc/kallsyms")
+		if err != nil {
+			return 0, nil
+		}
+		defer f.Close()
+		kallsyms.ranges, kallsyms.tick, err = parseKallsyms(f)
+		if err != nil {
+			return 0, err
+		}
+		kallsyms.read = true
 	}
-	defer f.Close()
-	p.ranges, tick, err = parseKallsyms(f)
-	return tick, err
+	p.ranges = kallsyms.ranges
+	return kallsyms.tick, nil
+}
+
+// kallsyms is what readKallsyms found, kept for the process.
+var kallsyms struct {
+	mu     sync.Mutex
+	read   bool
+	ranges []symRange
+	tick   uint64
 }
 
 // loadRanges fills the ranges map from what readKallsyms found.
@@ -621,3 +642,6 @@ func (p *Probe) missedRuns() map[string]int64 {
 		}
 	})
 }
+
+// programObject is the probe's BPF object: a calibration is for its programs.
+var programObject = _TimeacctBytes

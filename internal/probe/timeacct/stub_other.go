@@ -22,3 +22,6 @@ func (p *Probe) Stop() (*Result, error) {
 func Calibrate(cfg Config, dir string) (*Costs, error) {
 	return nil, errors.New("timeacct: not supported on this architecture yet")
 }
+
+// programObject: no object on this architecture.
+var programObject []byte
