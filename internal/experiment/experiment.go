@@ -116,11 +116,7 @@ func Run(ctx context.Context, spec Spec, hooks Hooks) (*model.Run, error) {
 		return nil, err
 	}
 	defer sd.remove()
-	cwd, err := os.Getwd()
-	if err != nil {
-		return nil, err
-	}
-	e := &env{exe: exe, cpus: cpus, ioShare: spec.IOShare, ioPeak: spec.IOPeak, stateDir: cwd, workDir: sd.dir, store: sd.store}
+	e := &env{exe: exe, cpus: cpus, ioShare: spec.IOShare, ioPeak: spec.IOPeak, stateDir: peakStateDir(), workDir: sd.dir, store: sd.store}
 	if spec.IOPeak > 0 {
 		e.peakDoc = "given with --io-peak"
 	}

@@ -17,9 +17,9 @@ import (
 // enough to do once per device without asking.
 const peakSeconds = 3
 
-// peakFile remembers each device's measured peak write rate, in the
-// directory perfsleuth works in (it writes nowhere else).
-const peakFile = ".perfsleuth/device-peaks.json"
+// peakFile remembers each device's measured peak write rate, in
+// perfsleuth's directory of the user's cache directory (peakStateDir).
+const peakFile = "device-peaks.json"
 
 // peakRecord is one device's remembered peak.
 type peakRecord struct {
@@ -43,10 +43,25 @@ func deviceKey(st *model.Storage) string {
 	return strings.Join(parts, "+")
 }
 
+// peakStateDir is where device peaks are remembered: perfsleuth's
+// directory in the user's cache directory ($XDG_CACHE_HOME or ~/.cache),
+// "" when there is none (the peak is then measured each time).
+func peakStateDir() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(dir, "perfsleuth")
+}
+
 // devicePeak returns the peak write rate of the device under dir: the
-// remembered one, or one measured now (and remembered in stateDir).
+// remembered one, or one measured now (and remembered in stateDir, unless
+// it is "").
 func devicePeak(ctx context.Context, exe, dir, stateDir string, st *model.Storage) (rate float64, note string, err error) {
 	key := deviceKey(st)
+	if stateDir == "" {
+		key = ""
+	}
 	path := filepath.Join(stateDir, peakFile)
 	known := map[string]peakRecord{}
 	if b, err := os.ReadFile(path); err == nil {
@@ -74,7 +89,7 @@ func devicePeak(ctx context.Context, exe, dir, stateDir string, st *model.Storag
 	if key != "" {
 		known[key] = peakRecord{BytesPerSec: res.BytesPerSec, MeasuredAt: time.Now(), Dir: dir}
 		b, _ := json.MarshalIndent(known, "", "  ")
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err == nil {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err == nil {
 			if err := os.WriteFile(path, append(b, '\n'), 0o644); err == nil {
 				note += ", remembered in " + path
 			}
