@@ -348,6 +348,7 @@ func (x *experimenter) plan(perRun, spent time.Duration) (int, []int, error) {
 // measure is kept apart.
 func (x *experimenter) once(ctx context.Context, ci, seq int) (*model.Run, error) {
 	c := x.conds[ci]
+	settled := x.side.settle(ctx)
 	before, stop, err := c.apply(ctx, x.env)
 	defer stop()
 	if err != nil {
@@ -356,7 +357,7 @@ func (x *experimenter) once(ctx context.Context, ci, seq int) (*model.Run, error
 		}
 		return nil, fmt.Errorf("%s: %w", c.name, err)
 	}
-	res, settled, err := x.side.once(ctx, before, x.hooks, c.unobserved)
+	res, err := x.side.once(ctx, before, x.hooks, c.unobserved)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

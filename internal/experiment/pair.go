@@ -56,7 +56,8 @@ func Pair(ctx context.Context, ps PairSpec, hooks Hooks) (a, b *model.Run, err e
 		if hooks.Status != nil {
 			hooks.Status(Status{Condition: names[i] + " warm-up", Repeat: 1, Repeats: 1})
 		}
-		res, _, err := s.once(ctx, nil, hooks, false)
+		s.settle(ctx)
+		res, err := s.once(ctx, nil, hooks, false)
 		switch {
 		case ctx.Err() != nil || (res != nil && res.run.Interrupted):
 			return nil, nil, target.ErrInterrupted
@@ -87,7 +88,8 @@ rounds:
 				hooks.Status(Status{Condition: names[i], Repeat: r + 1, Repeats: ps.Repeat, Seq: len(order) + 1, Runs: 2 * ps.Repeat,
 					Left: perRound * time.Duration(ps.Repeat-r)})
 			}
-			res, settled, err := sides[i].once(ctx, nil, hooks, false)
+			settled := sides[i].settle(ctx)
+			res, err := sides[i].once(ctx, nil, hooks, false)
 			if ctx.Err() != nil || (res != nil && res.run.Interrupted) {
 				incomplete = true
 				break rounds
