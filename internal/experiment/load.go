@@ -286,9 +286,17 @@ func (w *writer) run(ctx context.Context, n int64, due func(k int64) time.Time) 
 	}
 }
 
-// fill writes the whole span once, unpaced.
+// fill writes the whole span once, unpaced, and ends with an fsync: the blocks' allocation (their extents
+// turned from unwritten to written) is committed to the journal then, not
+// in the first sync the workload makes under the load.
 func (w *writer) fill(ctx context.Context) error {
-	return w.run(ctx, writerSpan/writerBlock, nil)
+	if err := w.run(ctx, writerSpan/writerBlock, nil); err != nil {
+		return err
+	}
+	if err := w.f.Sync(); err != nil {
+		return fmt.Errorf("sync the written file: %w", err)
+	}
+	return nil
 }
 
 // peak writes as fast as the device takes it for d (after one unmeasured

@@ -185,4 +185,3 @@ func AddCost(run *model.Run, sec float64, runs int64, progs ...model.ProgramCost
 	ta.ProbeRuns += runs
 	ta.Programs = append(ta.Programs, progs...)
 }
-
