@@ -86,7 +86,7 @@ struct st_disk {
 #define ST_RQ_OWN_IN_DRIVER 8 /* and in st_disk.own_issued */
 #define ST_RQ_PREFLUSH 16
 #define ST_RQ_FUA 32
-#define ST_RQ_SWEPT 64      /* found completed unseen by sweep: counted missed already */
+#define ST_RQ_SWEPT 64      /* found completed unseen (missed, by sweep or another way): counted missed already */
 
 /* A request in flight, keyed by its address. */
 struct st_rq {
@@ -96,12 +96,13 @@ struct st_rq {
 	__u64 service_ns;
 	__u64 bytes;      /* completed so far */
 	__u64 kick_ns;    /* a flush command's start_time_ns: a reused one differs */
+	__u64 flags;      /* ST_RQ_*; 64 bits for the atomic and/or (leave_driver) */
 	__u32 dev;
 	__u32 op;         /* ST_OP_*, decided at its start, before the flush machinery strips REQ_PREFLUSH */
 	__u32 owner;      /* ST_OWNER_* */
-	__u32 flags;      /* ST_RQ_* */
 	__u32 depth;      /* at its first issue */
 	__u32 own_depth;
+	__u32 _pad;
 };
 
 /* Page cache, per-CPU counters for the workload. */

@@ -173,12 +173,13 @@ type storageStRq struct {
 	ServiceNs uint64
 	Bytes     uint64
 	KickNs    uint64
+	Flags     uint64
 	Dev       uint32
 	Op        uint32
 	Owner     uint32
-	Flags     uint32
 	Depth     uint32
 	OwnDepth  uint32
+	Pad       uint32
 }
 
 type storageStThreadFileKey struct {
