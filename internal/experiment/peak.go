@@ -58,13 +58,14 @@ func peakStateDir() string {
 // remembered one, or one measured now (and remembered in stateDir, unless
 // it is "").
 func devicePeak(ctx context.Context, exe, dir, stateDir string, st *model.Storage) (rate float64, note string, err error) {
-	key := deviceKey(st)
+	key, path := deviceKey(st), ""
 	if stateDir == "" {
-		key = ""
+		key = "" // nowhere to remember it: neither read nor written
+	} else {
+		path = filepath.Join(stateDir, peakFile)
 	}
-	path := filepath.Join(stateDir, peakFile)
 	known := map[string]peakRecord{}
-	if b, err := os.ReadFile(path); err == nil {
+	if b, err := os.ReadFile(path); path != "" && err == nil {
 		json.Unmarshal(b, &known) // a damaged file is measured again and rewritten
 	}
 	if r, ok := known[key]; ok && key != "" && r.BytesPerSec > 0 {
