@@ -304,17 +304,22 @@ func inodeLockScenario() error {
 	return <-errB
 }
 
+// twoPipes opens the two pipes of a ping-pong: a carries the ping, b the pong.
+func twoPipes() (a, b [2]int, err error) {
+	if err = unix.Pipe(a[:]); err == nil {
+		err = unix.Pipe(b[:])
+	}
+	return a, b, err
+}
+
 // pingPongRoundTrips is the n of the pingpong scenario.
 const pingPongRoundTrips = 50000
 
 // pingPong bounces a byte between two threads through two pipes and prints
 // the round trips per second. The main thread is locked by TestMain.
 func pingPong() error {
-	var a, b [2]int
-	if err := unix.Pipe(a[:]); err != nil {
-		return err
-	}
-	if err := unix.Pipe(b[:]); err != nil {
+	a, b, err := twoPipes()
+	if err != nil {
 		return err
 	}
 	const n = pingPongRoundTrips
@@ -359,11 +364,8 @@ func pingPong() error {
 // are announced. At the end it prints "done" and stays alive until its
 // stdin closes.
 func crossPingPong() error {
-	var a, b [2]int
-	if err := unix.Pipe(a[:]); err != nil {
-		return err
-	}
-	if err := unix.Pipe(b[:]); err != nil {
+	a, b, err := twoPipes()
+	if err != nil {
 		return err
 	}
 	pin := func(cpu int) error {
