@@ -1188,8 +1188,9 @@ static __always_inline void wakeup(struct task_struct *p, bool new_task)
 	}
 }
 
-/* The blocked interval ends at sched_wakeup, when the thread is queued to
- * run, as the kernel's own run-queue accounting (schedstat's run_delay)
+/* The blocked interval ends where the thread was queued to run (queued_at,
+ * from handle_enqueue's time of the enqueue; at this event when that is not
+ * known), as the kernel's own run-queue accounting (schedstat's run_delay)
  * starts there: sched_waking comes earlier, before a wake-up sent to an
  * idle CPU is queued there (17% more cpu-wait than schedstat, in a test
  * here). What woke it is told at sched_waking, which runs in the waker's
