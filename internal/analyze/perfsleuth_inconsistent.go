@@ -273,8 +273,10 @@ func kernelAgreementOf(ta *model.TimeAccounting) []string {
 		// (model.KernelSliceSec); records without the kernel's count of
 		// runs are held to 5% alone.
 		// Time the kernel did not charge (steal) is taken off
-		// perfsleuth's side first (model.ThreadTime.UnchargedSec).
-		d := math.Abs(c.Charged() - c.KernelSec)
+		// perfsleuth's side first (model.ThreadTime.UnchargedSec), and
+		// the kernel's figure is known to within what its counters moved
+		// while the window opened and closed (model.KernelCheck.Apart).
+		d := c.Apart()
 		if d <= kernelAgreementMinSec || d <= kernelAgreement*max(c.KernelSec, c.Charged()) || d <= model.KernelSliceSec*float64(c.Runs) {
 			continue
 		}
@@ -286,8 +288,12 @@ func kernelAgreementOf(ta *model.TimeAccounting) []string {
 		if c.UnchargedSec > 0 {
 			unch = fmt.Sprintf(" (%.3fs less %.3fs the kernel did not charge: steal, interrupts)", c.PerfsleuthSec, c.UnchargedSec)
 		}
-		out = append(out, fmt.Sprintf("%s: perfsleuth %.3fs%s, the kernel's %s %.3fs, over %d threads (%.0f%% apart%s)",
-			c.What, c.Charged(), unch, c.Source, c.KernelSec, c.Threads, d/max(c.KernelSec, c.Charged())*100, runs))
+		edges := ""
+		if lo, hi := c.KernelRange(); hi-lo >= 0.0005 {
+			edges = fmt.Sprintf(" (%.3f-%.3fs with what its counters moved while the window opened and closed)", lo, hi)
+		}
+		out = append(out, fmt.Sprintf("%s: perfsleuth %.3fs%s, the kernel's %s %.3fs%s, over %d threads (%.0f%% apart%s)",
+			c.What, c.Charged(), unch, c.Source, c.KernelSec, edges, c.Threads, d/max(c.KernelSec, c.Charged())*100, runs))
 	}
 	return out
 }

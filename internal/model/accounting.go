@@ -243,12 +243,41 @@ type KernelCheck struct {
 	// time): the kernel's figure leaves it out, so PerfsleuthSec less it
 	// (Charged) is what is set beside KernelSec.
 	UnchargedSec float64 `json:"uncharged_sec,omitempty"`
+	// OpenEdgeSec and CloseEdgeSec are how much the kernel's counters of
+	// the threads moved while the window opened and while it closed: each
+	// is read just before and just after the probe's edge, so the kernel's
+	// figure for the window itself lies between KernelSec less OpenEdgeSec
+	// and KernelSec plus CloseEdgeSec (KernelRange). A thread busy at an
+	// edge (perfsleuth's own, when the workload is its built-in benchmark:
+	// it makes the reads) moves them; a sleeping one does not. 0 in older
+	// records.
+	OpenEdgeSec  float64 `json:"open_edge_sec,omitempty"`
+	CloseEdgeSec float64 `json:"close_edge_sec,omitempty"`
 }
 
 // Charged is perfsleuth's figure as the kernel counts it: less the time the
 // kernel did not charge to the threads.
 func (c KernelCheck) Charged() float64 {
 	return c.PerfsleuthSec - c.UnchargedSec
+}
+
+// KernelRange is where the kernel's figure for the window lies, from its
+// readings on both sides of each edge (OpenEdgeSec, CloseEdgeSec).
+func (c KernelCheck) KernelRange() (lo, hi float64) {
+	return c.KernelSec - c.OpenEdgeSec, c.KernelSec + c.CloseEdgeSec
+}
+
+// Apart is how far perfsleuth's charged figure lies outside KernelRange:
+// 0 within it.
+func (c KernelCheck) Apart() float64 {
+	lo, hi := c.KernelRange()
+	switch v := c.Charged(); {
+	case v < lo:
+		return lo - v
+	case v > hi:
+		return v - hi
+	}
+	return 0
 }
 
 // KernelSliceSec is how far apart the kernel's schedstat and perfsleuth

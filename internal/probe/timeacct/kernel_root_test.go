@@ -61,8 +61,11 @@ func TestKernelAgreementDirectReads(t *testing.T) {
 	if err := p.Open(); err != nil {
 		t.Fatalf("open: %v", err)
 	}
+	w.opened()
 	c.work(t)
 	w.finish()
+	p.CloseWindow()
+	w.closed()
 	res, err := p.Stop()
 	if err != nil {
 		t.Fatalf("stop: %v", err)

@@ -1,11 +1,16 @@
 package timeacct
 
 import (
+	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/perfsleuth/perfsleuth/internal/delayacct"
 	"github.com/perfsleuth/perfsleuth/internal/model"
@@ -61,7 +66,7 @@ func hasNote(k *model.KernelAgreement, part string) bool {
 
 // fails applies analyze's rule (perfsleuth_inconsistent.go) to a check.
 func fails(c model.KernelCheck) bool {
-	_, f := pair{perf: c.PerfsleuthSec, krn: c.KernelSec, runs: c.Runs, unch: c.UnchargedSec}.apart()
+	_, f := pair{perf: c.PerfsleuthSec, krn: c.KernelSec, runs: c.Runs, unch: c.UnchargedSec, open: c.OpenEdgeSec, close: c.CloseEdgeSec}.apart()
 	return c.Judged && f
 }
 
@@ -157,6 +162,95 @@ func TestKernelUnchargedTakenOff(t *testing.T) {
 				t.Errorf("%+v (charged %.3f s): failed %v, want %v", w, w.Charged(), fails(w), tc.wantFailed)
 			}
 		})
+	}
+}
+
+// TestKernelEdges: the kernel's counters are read before and after each
+// edge of the window. A thread busy at the close (perfsleuth's own Go
+// runtime thread in a suite run beside two CPU burners: 0.015 s here
+// against schedstat's 0.005 s, 23 runs) moves them in between, and its
+// figure may lie anywhere in that range; outside it, it still fails. The
+// open edge bounds it from below, the close edge from above. Here a
+// thread 15 ms over.
+func TestKernelEdges(t *testing.T) {
+	for _, tc := range []struct {
+		name                 string
+		startAfter, endAfter float64 // ms read right after each edge; <0 not read
+		wantOpen, wantClose  float64 // s
+		wantFailed           bool
+	}{
+		{"not read again", -1, -1, 0, 0, true},
+		{"busy at the close", -1, 16, 0, 0.011, false},
+		{"busy at the close, too little", -1, 9, 0, 0.004, true},
+		{"busy at the open: bounds from below only", 12, -1, 0.012, 0, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ta := &model.TimeAccounting{Threads: []model.ThreadTime{
+				thr(1, "perfsleuth", 1, map[string]float64{model.CatCPU: 0.018, model.CatCPUWait: 0.002}),
+			}}
+			a, b := kread(1, 0, 0, -1, 0), kread(1, 4, 1, -1, 0)
+			b.runs = 23
+			start, end := snap(delayacct.StateOff, a), snap(delayacct.StateOff, b)
+			if tc.startAfter >= 0 {
+				start.after = map[int]kernelReading{1: kread(1, tc.startAfter, 0, -1, 0)}
+			}
+			if tc.endAfter >= 0 {
+				end.after = map[int]kernelReading{1: kread(1, tc.endAfter, 0, -1, 0)}
+			}
+			w := check(t, kernelAgreement(ta, start, end), "cpu + cpu-wait, worst thread")
+			if math.Abs(w.OpenEdgeSec-tc.wantOpen) > 1e-9 || math.Abs(w.CloseEdgeSec-tc.wantClose) > 1e-9 {
+				t.Errorf("edges %.4f/%.4f s, want %.4f/%.4f", w.OpenEdgeSec, w.CloseEdgeSec, tc.wantOpen, tc.wantClose)
+			}
+			if fails(w) != tc.wantFailed {
+				t.Errorf("%+v: failed %v, want %v", w, fails(w), tc.wantFailed)
+			}
+		})
+	}
+}
+
+// TestEdgeReadings: at an edge, a thread spinning on a CPU is read again
+// until its counters move, and a sleeping one is not read again (its
+// counters do not lag). Reads this process's own /proc: no root.
+func TestEdgeReadings(t *testing.T) {
+	spinner, sleeper := make(chan int), make(chan int)
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		runtime.LockOSThread()
+		spinner <- unix.Gettid()
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+		}
+	}()
+	go func() {
+		runtime.LockOSThread()
+		sleeper <- unix.Gettid()
+		<-stop
+	}()
+	spin, sleep := <-spinner, <-sleeper
+	time.Sleep(20 * time.Millisecond) // the sleeper asleep, the spinner running
+	k := readKernel([]int{os.Getpid()}, nil, nil)
+	if r := k.threads[spin]; !r.runnable {
+		t.Skipf("the spinning thread %d was not runnable at the read (%+v): nothing to test", spin, r)
+	}
+	if k.threads[sleep].runnable {
+		t.Fatalf("the sleeping thread %d read as runnable", sleep)
+	}
+	after := edgeReadings(k)
+	a, ok := after[spin]
+	if !ok {
+		t.Fatalf("the spinning thread %d was not read again: %+v", spin, after)
+	}
+	before := k.threads[spin]
+	if a.runNs+a.waitNs <= before.runNs+before.waitNs {
+		t.Errorf("the spinning thread's counters did not move: %+v, then %+v", before, a)
+	}
+	if _, ok := after[sleep]; ok {
+		t.Errorf("the sleeping thread %d was read again", sleep)
 	}
 }
 

@@ -7,8 +7,11 @@ import (
 
 // kernelWatch reads the kernel's accounting of the workload when the
 // probe's window opens (begin) and when it closes (finish), for
-// kernelAgreement. Its cost is a few file reads and one netlink round trip
-// per thread at each end (docs/probes.md).
+// kernelAgreement, and the schedstat of the threads runnable then again
+// right after each edge (opened, closed), until it moves: what moved in
+// between is the kernel's uncertainty there. Its cost is a few file reads
+// and one netlink round trip per thread at each end, and up to 50 ms at
+// an edge where a thread was runnable (docs/probes.md).
 type kernelWatch struct {
 	roots      []int
 	ts         *delayacct.Client
@@ -32,6 +35,22 @@ func (w *kernelWatch) begin(roots []int) {
 	w.start.delayState, w.start.psiNote = state, note
 	if err != nil {
 		w.start.delayErr = err
+	}
+}
+
+// opened reads again, right after the window opened, the threads that
+// were runnable at the start's read (edgeReadings).
+func (w *kernelWatch) opened() {
+	if w.start != nil {
+		w.start.after = edgeReadings(w.start)
+	}
+}
+
+// closed reads again, right after the window closed, the threads that were
+// runnable at the end's read.
+func (w *kernelWatch) closed() {
+	if w.end != nil && w.end.after == nil {
+		w.end.after = edgeReadings(w.end)
 	}
 }
 
@@ -64,6 +83,7 @@ func (w *kernelWatch) agreement(ta *model.TimeAccounting, threads []Thread) *mod
 		}
 		r.runNs, r.waitNs, r.runs = t.ExitRunNs, t.ExitWaitNs, t.ExitRuns
 		w.end.threads[t.TID] = r
+		delete(w.end.after, t.TID) // the exit's reading is exact
 	}
 	return kernelAgreement(ta, w.start, w.end)
 }

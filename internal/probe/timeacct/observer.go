@@ -79,6 +79,7 @@ func (o *observer) Open() {
 	if err := o.p.Open(); err != nil {
 		o.err = err
 	}
+	o.kernel.opened()
 }
 
 func (o *observer) Stop() error {
@@ -86,6 +87,8 @@ func (o *observer) Stop() error {
 		return nil
 	}
 	o.kernel.finish()
+	o.p.CloseWindow()
+	o.kernel.closed()
 	o.res, o.err = o.p.Stop()
 	o.p = nil
 	return o.err

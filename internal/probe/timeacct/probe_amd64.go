@@ -43,11 +43,15 @@ func (o *objects) programs() []*ebpf.Program {
 
 // Probe is an attached timeacct probe. Stop it to read the result.
 type Probe struct {
-	cfg      Config
-	coll     *ebpf.Collection // what objects did not take: .bss, optional programs
-	objs     objects
-	links    []link.Link
-	startNs  uint64
+	cfg     Config
+	coll    *ebpf.Collection // what objects did not take: .bss, optional programs
+	objs    objects
+	links   []link.Link
+	startNs uint64
+	// endNs is when the window closed (CloseWindow), 0 while it is open;
+	// closeErr why setting the flag failed.
+	endNs    uint64
+	closeErr error
 	loaded   bool
 	syncNote string
 	// progs maps TA_PROG_* to the program, for calibration; ctxProgs are
@@ -323,15 +327,27 @@ func (p *Probe) Stop() (*Result, error) {
 	return res, err
 }
 
+// CloseWindow ends the window: the programs stop counting as soon as the
+// flag is set. Stop ends it too when it is still open; calling this first
+// lets the caller read the kernel's counters right after the edge.
+func (p *Probe) CloseWindow() {
+	if p == nil || !p.loaded || p.endNs != 0 {
+		return
+	}
+	p.closeErr = p.objs.Stopped.Set(uint32(1))
+	p.endNs = probe.MonotonicNs()
+}
+
 // read ends the window and reads every map; the probe stays loaded.
 func (p *Probe) read() (*Result, error) {
 	var errs []error
-	// The programs stop counting as soon as the flag is set; detaching
-	// them takes a few hundred ms, which is not part of the window.
-	if err := p.objs.Stopped.Set(uint32(1)); err != nil {
-		errs = append(errs, fmt.Errorf("variable stopped: %w", err))
+	// Detaching the programs takes a few hundred ms, which is not part of
+	// the window.
+	p.CloseWindow()
+	if p.closeErr != nil {
+		errs = append(errs, fmt.Errorf("variable stopped: %w", p.closeErr))
 	}
-	end := probe.MonotonicNs()
+	end := p.endNs
 	if err := probe.CloseLinks(p.links); err != nil {
 		errs = append(errs, fmt.Errorf("detach: %w", err))
 	}

@@ -18,6 +18,9 @@ func (p *Probe) Stop() (*Result, error) {
 	return nil, errors.New("timeacct: not supported on this architecture yet")
 }
 
+// CloseWindow does nothing.
+func (p *Probe) CloseWindow() {}
+
 // Calibrate fails: the probe has only been built for amd64.
 func Calibrate(cfg Config, dir string) (*Costs, error) {
 	return nil, errors.New("timeacct: not supported on this architecture yet")
