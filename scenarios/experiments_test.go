@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/quiet"
 )
 
 // expDir is one working directory for all experiment tests, so that the
@@ -102,7 +103,7 @@ func change(t *testing.T, run *model.Run, cond string) float64 {
 func TestExperimentCPUBound(t *testing.T) {
 	// Beside two CPU burners io-pressure cost the program as much as
 	// cpu-contention (-40%, -39%): its writer needs a CPU too.
-	needQuiet(t)
+	quiet.Need(t)
 	run := experiment(t, "--conditions", "cpu-contention,io-pressure", "--", scenario(t, "cpu"), "600")
 	class(t, run, "cpu-contention", "sensitive")
 	// IO pressure costs a VM CPU too (the host's virtio backend, steal): on
@@ -122,7 +123,7 @@ func TestExperimentCPUBound(t *testing.T) {
 func TestExperimentCPUHalf(t *testing.T) {
 	// Beside two CPU burners, two busy threads on two CPUs lose little
 	// more on one (+1%, insensitive): they had the CPUs half anyway.
-	needQuiet(t)
+	quiet.Need(t)
 	cpus := runtimeCPUs(t)
 	run := experiment(t, "--conditions", "cpu-half", "--", scenario(t, "cpu"), "300", fmt.Sprint(cpus))
 	class(t, run, "cpu-half", "sensitive")
@@ -198,7 +199,7 @@ func TestExperimentSQLite(t *testing.T) {
 	// Beside two CPU burners WAL+NORMAL ran 24% faster on one CPU than
 	// on two (it shared each with a burner) and lost 24% to io-pressure
 	// (its writer's CPU).
-	needQuiet(t)
+	quiet.Need(t)
 	wal := experiment(t, "--conditions", "cpu-half,cpu-contention,io-pressure", "sqlite", "--journal", "wal", "--sync", "normal", "--rows", "10000")
 	if wal.Verdict.Bottleneck != "cpu" {
 		t.Errorf("WAL+NORMAL: bottleneck %q, want cpu: %s", wal.Verdict.Bottleneck, wal.Verdict.Conclusion)

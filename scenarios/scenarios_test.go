@@ -15,6 +15,7 @@ import (
 
 	"github.com/perfsleuth/perfsleuth/internal/analyze"
 	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/quiet"
 )
 
 var bin string // where perfsleuth and the scenarios are built
@@ -76,8 +77,15 @@ func diagnose(t *testing.T, args ...string) *model.Run {
 		if ta.Kernel == nil || len(ta.Kernel.Checks) == 0 || !ta.Kernel.Checks[0].Judged || ta.Kernel.Checks[0].Threads == 0 {
 			t.Errorf("no judged agreement with schedstat in the record: %+v", ta.Kernel)
 		} else {
-			c := ta.Kernel.Checks[0]
-			t.Logf("%s: %.3f s here, %.3f s by %s over %d threads", c.What, c.PerfsleuthSec, c.KernelSec, c.Source, c.Threads)
+			// Every check, with the kernel's uncertainty at the window's
+			// edges: what a failing self-check needs to be told apart
+			// (the split, the thread, the edges), as the record is gone
+			// with the test's directory.
+			for _, c := range ta.Kernel.Checks {
+				lo, hi := c.KernelRange()
+				t.Logf("%s: %.4f s here (%.4f s not charged), %.4f s by %s (%.4f-%.4f s with the edges) over %d threads, %d runs",
+					c.What, c.PerfsleuthSec, c.UnchargedSec, c.KernelSec, c.Source, lo, hi, c.Threads, c.Runs)
+			}
 		}
 	}
 	return run
@@ -144,14 +152,19 @@ func TestScenarioVerdicts(t *testing.T) {
 		// The critical path (issue 16): threads that wait for the one
 		// doing the work no longer outvote it.
 		{name: "pipeline3", primary: model.CatStorageSync, says: "critical path", check: lastStageCarriesThePath},
-		{name: "clientserver", primary: model.CatCPU, says: "critical path"},
+		// Beside two CPU burners the pair's critical path was about half
+		// waiting for a CPU (a wake-up's time from the enqueue on is
+		// cpu-wait, as schedstat counts it: 0.200 s against schedstat's
+		// 0.201 s in the run that failed): cpu-wait 51%, cpu 49%, and the
+		// verdict said both are on the path. Right there, not this case.
+		{name: "clientserver", primary: model.CatCPU, says: "critical path", quiet: true},
 		{name: "syncwait", primary: model.CatStorageSync, says: "critical path", check: waitersWokenBySyncer},
 		{name: "timer2ms", primary: model.CatSleep, says: "timer-bound", check: timerCallsNamed},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			if c.quiet {
-				needQuiet(t)
+				quiet.Need(t)
 			}
 			run := diagnose(t, "--", scenario(t, c.name))
 			if !c.procOnly {
@@ -202,7 +215,7 @@ func TestSQLiteVerdicts(t *testing.T) {
 	// Beside two CPU burners DELETE+FULL waited longer for a CPU than
 	// on its syncs (0.723 s against 0.490 s): a right verdict there, not
 	// the one this test is about.
-	needQuiet(t)
+	quiet.Need(t)
 	// DELETE + FULL syncs the journal, the database and the directory on
 	// every commit: sync-bound. WAL + OFF never syncs: CPU-bound.
 	sync := diagnose(t, "sqlite", "--journal", "delete", "--sync", "full", "--rows", "300")

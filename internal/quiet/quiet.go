@@ -1,4 +1,7 @@
-package scenarios
+// Package quiet tells a test whether the machine is quiet enough for an
+// assertion about timings, and skips it with what was measured when not
+// (issue 14). It is used by tests only.
+package quiet
 
 import (
 	"bytes"
@@ -11,13 +14,13 @@ import (
 	"time"
 )
 
-// needQuiet skips the test when another process competes for the CPUs
-// right now, saying what was measured: for the few tests whose assertion is
-// a timing (a diagnose class, a comparison's significance) and that a busy
-// neighbour can flip whatever the product does. It is called by no test
-// yet: a test calls it first thing once it has been measured to fail under
-// load (issue 14: the README's command with a two-thread CPU burner at nice
-// 0 beside it), and the README names the tests that do.
+// Need skips the test when another process competes for the CPUs right
+// now, saying what was measured: for the few tests whose assertion is a
+// timing (a diagnose class, a comparison's significance, a tick's samples)
+// and that a busy neighbour can flip whatever the product does. A test
+// calls it first thing once it has been measured to fail under load
+// (issue 14: the README's command with a two-thread CPU burner at nice 0
+// beside it), and the README names the tests that do.
 //
 // It samples for loadWindow:
 //   - the runnable tasks (/proc/stat procs_running, every loadEvery),
@@ -30,7 +33,7 @@ import (
 //
 // Either beyond its threshold skips the test. A machine without PSI
 // (CONFIG_PSI off, or psi=0) is judged on the runnable tasks alone.
-func needQuiet(t *testing.T) {
+func Need(t testing.TB) {
 	t.Helper()
 	l, err := measureLoad(loadWindow)
 	if err != nil {
@@ -42,7 +45,7 @@ func needQuiet(t *testing.T) {
 	}
 }
 
-// loadWindow is how long needQuiet samples: long enough for a neighbour
+// loadWindow is how long Need samples: long enough for a neighbour
 // that runs in bursts (a build's compiler processes) to show, short enough
 // to add little to a test of tens of seconds. loadEvery is the sampling
 // period of the runnable tasks: 20 samples in the window.
