@@ -12,7 +12,6 @@ import (
 	"unsafe"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
@@ -29,6 +28,9 @@ func NewCollection(what string, spec *ebpf.CollectionSpec, opts ebpf.CollectionO
 	// Fails without CAP_SYS_RESOURCE and is not needed since 5.11 (memcg
 	// accounting of BPF memory), so the error is ignored.
 	_ = rlimit.RemoveMemlock()
+	if opts.Cache == nil {
+		opts.Cache = sysinfo.KernelBTF()
+	}
 	coll, err := ebpf.NewCollectionWithOptions(spec, opts)
 	if err != nil {
 		var ve *ebpf.VerifierError
@@ -57,7 +59,7 @@ func CloseLinks(links []link.Link) error {
 // lacks ("" if none): tp_btf programs load only against a tracepoint the
 // kernel has. why ends the sentence when some are missing.
 func MissingTracepoints(names []string, why string) string {
-	spec, err := btf.LoadKernelSpec()
+	spec, err := sysinfo.KernelSpec()
 	if err != nil {
 		return "no kernel BTF (" + err.Error() + ")"
 	}

@@ -16,6 +16,20 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// kernelBTF holds the kernel's BTF, decoded once per process and shared by
+// every check and every collection load (probe.NewCollection): without it
+// each load decodes /sys/kernel/btf/vmlinux again (seven times in one
+// observe here).
+var kernelBTF = btf.NewCache()
+
+// KernelBTF is the process's cache of the kernel's BTF, for
+// ebpf.CollectionOptions.Cache.
+func KernelBTF() *btf.Cache { return kernelBTF }
+
+// KernelSpec is the kernel's BTF, decoded once per process; not to be
+// changed by the caller.
+func KernelSpec() (*btf.Spec, error) { return kernelBTF.Kernel() }
+
 // Places the kernel may expose tracefs; debugfs mounts it on demand under
 // tracing/.
 var tracefsDirs = []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"}
@@ -79,7 +93,7 @@ func checkBTF() (*btf.Spec, Check) {
 		c.Fix = "use a kernel built with CONFIG_DEBUG_INFO_BTF=y (most distribution kernels since 2020)"
 		return nil, c
 	}
-	spec, err := btf.LoadKernelSpec()
+	spec, err := KernelSpec()
 	if err != nil {
 		c.Status = StatusDegraded
 		c.Detail = fmt.Sprintf("/sys/kernel/btf/vmlinux exists (%d bytes) but does not parse: %v", fi.Size(), err)
@@ -381,7 +395,7 @@ func HasBTFTracepoint(spec *btf.Spec, name string) bool {
 // /proc/PID/task/TID/stat field 42) is wrong in some runs: 1,396 s of
 // delay in a 0.28 s run here. Read once; false when the BTF cannot be read.
 var DelayedDequeue = sync.OnceValue(func() bool {
-	spec, err := btf.LoadKernelSpec()
+	spec, err := KernelSpec()
 	if err != nil {
 		return false
 	}

@@ -117,7 +117,7 @@ func Start(cfg Config, tracked, threads *ebpf.Map) (_ *Probe, err error) {
 	if err := spec.Variables["want_files"].Set(cfg.Files); err != nil {
 		return nil, fmt.Errorf("storage: %w", err)
 	}
-	kernel, kerr := btf.LoadKernelSpec()
+	kernel, kerr := sysinfo.KernelSpec()
 	// Requests start at block_io_start, or at block_rq_insert on kernels
 	// without it (before 6.5).
 	haveIOStart := kerr == nil && sysinfo.HasBTFTracepoint(kernel, "block_io_start")
