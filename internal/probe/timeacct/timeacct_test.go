@@ -200,8 +200,16 @@ func TestStorageSync(t *testing.T) {
 	// the 50% the plan named, and the classifier itself is checked on the
 	// time the thread slept during the work (its sleep category is the wait
 	// for the start byte): nearly all of it must be storage-sync.
-	if s := frac(th.Ns[CatStorageSync], work); s < 0.2 {
-		t.Errorf("storage-sync is %.2f of the work time, want >= 0.20: %s", s, shares(th))
+	//
+	// The share is of the work time less the thread's wait for a CPU: how
+	// long a busy neighbour keeps the CPU is the machine's, not the
+	// thread's. Beside two CPU burners the loop waited for a CPU 70% of
+	// its time (cpu 12%, storage-sync 18% of the work time; 61% of the time
+	// it was not waiting for a CPU), and the share of the whole work time
+	// failed there.
+	own := work - min(th.Ns[CatCPUWait], work)
+	if s := frac(th.Ns[CatStorageSync], own); s < 0.2 {
+		t.Errorf("storage-sync is %.2f of the work time less the wait for a CPU, want >= 0.20: %s", s, shares(th))
 	}
 	off := th.WallNs - th.Ns[CatCPU] - th.Ns[CatCPUWait] - th.Ns[CatSleep]
 	if s := frac(th.Ns[CatStorageSync], off); s < 0.9 {
