@@ -1141,6 +1141,43 @@ static __always_inline __u64 queued_at(struct task_struct *p, struct ta_thread *
 	return ns;
 }
 
+/* TA_STALE_MIN_NS: a last_queued older than the wake-up's enqueue by less
+ * is the two clocks' jitter (the run queue's clock is updated at events,
+ * ktime is read now). */
+#define TA_STALE_MIN_NS 50000
+
+/* stale_wait is how much of p's sleep, which ends at end (ktime; now is
+ * this wake-up's), the kernel will count as run-queue wait: schedstat adds
+ * the run queue's clock at p's arrival less sched_info.last_queued, which
+ * the enqueue sets only when it is 0. A last_queued set while p slept and
+ * not cleared (seen on Linux 6.18 under load: a thread's run_delay 0.31 s
+ * above the wait timed here, its run time agreeing) starts that wait
+ * before the wake-up. The run queue's clock now less last_queued is the
+ * kernel's wait so far; the wait here so far is now - end. 0 when they
+ * agree within TA_STALE_MIN_NS, or when the fields cannot be read. */
+static __always_inline __u64 stale_wait(struct task_struct *p, __u64 now, __u64 end)
+{
+	struct cfs_rq *cfs;
+	struct rq *rq;
+	__u64 queued, clock, kernel, here;
+
+	if (!bpf_core_field_exists(p->sched_info.last_queued) || !bpf_core_field_exists(p->se.cfs_rq))
+		return 0;
+	queued = p->sched_info.last_queued;
+	cfs = p->se.cfs_rq;
+	if (!queued || !cfs)
+		return 0;
+	rq = cfs->rq;
+	if (!rq)
+		return 0;
+	clock = rq->clock;
+	if (clock <= queued)
+		return 0;
+	kernel = clock - queued;
+	here = now > end ? now - end : 0;
+	return kernel > here + TA_STALE_MIN_NS ? kernel - here : 0;
+}
+
 static __always_inline void wakeup(struct task_struct *p, bool new_task)
 {
 	__u32 prog = new_task ? TA_PROG_WAKEUP_NEW : TA_PROG_WAKEUP;
@@ -1178,6 +1215,12 @@ static __always_inline void wakeup(struct task_struct *p, bool new_task)
 	}
 	if (t->state == TA_STATE_BLOCKED) {
 		__u64 end = queued_at(p, t, now, c);
+		__u64 stale = stale_wait(p, now, end);
+
+		if (stale) {
+			t->stale_wakeups++;
+			t->stale_ns += stale;
+		}
 
 		/* What woke it, as sched_waking saw it in the waker's context. */
 		close_interval_by(t, end, t->wkind, t->wid);

@@ -157,6 +157,12 @@ struct ta_thread {
 	__u64 rq_steal_in;
 	__u32 rq_in;
 	__u32 _pad2;
+	/* Wake-ups at which the kernel's record of the thread's queueing
+	 * (sched_info.last_queued) was older than the wake-up's enqueue, and
+	 * by how much: schedstat will count that part of its sleep as
+	 * run-queue wait (stale_wait). */
+	__u64 stale_wakeups;
+	__u64 stale_ns;
 };
 
 /* The exited threads of one process, folded together at exit so that a

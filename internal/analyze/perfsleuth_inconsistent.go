@@ -277,7 +277,8 @@ func kernelAgreementOf(ta *model.TimeAccounting) []string {
 		// the kernel's figure is known to within what its counters moved
 		// while the window opened and closed (model.KernelCheck.Apart).
 		d := c.Apart()
-		if d <= kernelAgreementMinSec || d <= kernelAgreement*max(c.KernelSec, c.Charged()) || d <= model.KernelSliceSec*float64(c.Runs) {
+		k := c.KernelSec - c.KernelStaleSec
+		if d <= kernelAgreementMinSec || d <= kernelAgreement*max(k, c.Charged()) || d <= model.KernelSliceSec*float64(c.Runs) {
 			continue
 		}
 		runs := ""
@@ -289,11 +290,14 @@ func kernelAgreementOf(ta *model.TimeAccounting) []string {
 			unch = fmt.Sprintf(" (%.3fs less %.3fs the kernel did not charge: steal, interrupts)", c.PerfsleuthSec, c.UnchargedSec)
 		}
 		edges := ""
+		if c.KernelStaleSec > 0 {
+			edges = fmt.Sprintf(" (of it %.3fs the threads' sleep, counted as run-queue wait from a stale record of their queueing)", c.KernelStaleSec)
+		}
 		if lo, hi := c.KernelRange(); hi-lo >= 0.0005 {
-			edges = fmt.Sprintf(" (%.3f-%.3fs with what its counters moved while the window opened and closed)", lo, hi)
+			edges += fmt.Sprintf(" (%.3f-%.3fs with what its counters moved while the window opened and closed)", lo, hi)
 		}
 		out = append(out, fmt.Sprintf("%s: perfsleuth %.3fs%s, the kernel's %s %.3fs%s, over %d threads (%.0f%% apart%s)",
-			c.What, c.Charged(), unch, c.Source, c.KernelSec, edges, c.Threads, d/max(c.KernelSec, c.Charged())*100, runs))
+			c.What, c.Charged(), unch, c.Source, c.KernelSec, edges, c.Threads, d/max(k, c.Charged())*100, runs))
 	}
 	return out
 }

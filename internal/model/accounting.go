@@ -253,6 +253,10 @@ type KernelCheck struct {
 	// records.
 	OpenEdgeSec  float64 `json:"open_edge_sec,omitempty"`
 	CloseEdgeSec float64 `json:"close_edge_sec,omitempty"`
+	// KernelStaleSec is the part of KernelSec that is the threads' sleep
+	// counted as run-queue wait from a stale record of their queueing
+	// (ThreadTime.KernelStaleSec): taken off KernelSec in KernelRange.
+	KernelStaleSec float64 `json:"kernel_stale_sec,omitempty"`
 }
 
 // Charged is perfsleuth's figure as the kernel counts it: less the time the
@@ -262,9 +266,11 @@ func (c KernelCheck) Charged() float64 {
 }
 
 // KernelRange is where the kernel's figure for the window lies, from its
-// readings on both sides of each edge (OpenEdgeSec, CloseEdgeSec).
+// readings on both sides of each edge (OpenEdgeSec, CloseEdgeSec), less
+// the sleep it counted as run-queue wait (KernelStaleSec).
 func (c KernelCheck) KernelRange() (lo, hi float64) {
-	return c.KernelSec - c.OpenEdgeSec, c.KernelSec + c.CloseEdgeSec
+	k := c.KernelSec - c.KernelStaleSec
+	return k - c.OpenEdgeSec, k + c.CloseEdgeSec
 }
 
 // Apart is how far perfsleuth's charged figure lies outside KernelRange:
@@ -344,6 +350,15 @@ type ThreadTime struct {
 	// it. Both are in Seconds["cpu"], not beside it.
 	UnchargedSec float64 `json:"uncharged_sec,omitempty"`
 	StealSec     float64 `json:"steal_sec,omitempty"`
+	// KernelStaleSec is how much of the thread's sleeps the kernel's
+	// schedstat counts as run-queue wait, over KernelStaleWakeups
+	// wake-ups: at each, the kernel's record of its queueing
+	// (sched_info.last_queued, from which run_delay is counted) was older
+	// than the wake-up, set while it slept and not cleared. Measured at
+	// the wake-up (probes.md, "The kernel's stale queueing"); taken off
+	// the kernel's figure before the two are compared.
+	KernelStaleSec     float64 `json:"kernel_stale_sec,omitempty"`
+	KernelStaleWakeups int64   `json:"kernel_stale_wakeups,omitempty"`
 }
 
 // ActivityUnsampled is CPUByActivity's key for the cpu time of a thread

@@ -224,18 +224,20 @@ type storageTaThread struct {
 		Kind uint8
 		Pad  uint8
 	}
-	EdgeNs      [2]uint64
-	EdgeCount   [2]uint64
-	Samples     [14]uint32
-	ExitRunNs   uint64
-	ExitWaitNs  uint64
-	ExitRuns    uint64
-	UnchargedNs uint64
-	StealNs     uint64
-	RqUnchIn    uint64
-	RqStealIn   uint64
-	RqIn        uint32
-	Pad2        uint32
+	EdgeNs       [2]uint64
+	EdgeCount    [2]uint64
+	Samples      [14]uint32
+	ExitRunNs    uint64
+	ExitWaitNs   uint64
+	ExitRuns     uint64
+	UnchargedNs  uint64
+	StealNs      uint64
+	RqUnchIn     uint64
+	RqStealIn    uint64
+	RqIn         uint32
+	Pad2         uint32
+	StaleWakeups uint64
+	StaleNs      uint64
 }
 
 // Names of all BPF objects in the ELF.

@@ -221,12 +221,15 @@ type pair struct {
 	// open, close: what the thread's kernel counters moved while the
 	// window opened and closed (model.KernelCheck.OpenEdgeSec).
 	open, close float64
+	// stale: of krn, the thread's sleep the kernel counted as run-queue
+	// wait (model.ThreadTime.KernelStaleSec).
+	stale float64
 }
 
 // check is the pair as a judged check.
 func (p pair) check() model.KernelCheck {
 	return model.KernelCheck{PerfsleuthSec: p.perf, KernelSec: p.krn, Runs: p.runs, UnchargedSec: p.unch,
-		OpenEdgeSec: p.open, CloseEdgeSec: p.close, Judged: true}
+		OpenEdgeSec: p.open, CloseEdgeSec: p.close, KernelStaleSec: p.stale, Judged: true}
 }
 
 // apart is how far apart a pair is, relative to the larger figure, and
@@ -234,7 +237,7 @@ func (p pair) check() model.KernelCheck {
 func (p pair) apart() (rel float64, fails bool) {
 	c := p.check()
 	d := c.Apart()
-	m := max(c.Charged(), p.krn)
+	m := max(c.Charged(), p.krn-p.stale)
 	if m == 0 {
 		return 0, false
 	}
@@ -258,6 +261,7 @@ func judgeThreads(what, source string, pairs []pair) (sum model.KernelCheck, wor
 		sum.UnchargedSec += p.unch
 		sum.OpenEdgeSec += p.open
 		sum.CloseEdgeSec += p.close
+		sum.KernelStaleSec += p.stale
 		if max(p.perf, p.krn) < minJudgedThreadSec {
 			continue
 		}
@@ -274,7 +278,7 @@ func judgeThreads(what, source string, pairs []pair) (sum model.KernelCheck, wor
 		What:   fmt.Sprintf("%s, worst thread %d (%s)", what, w.t.TID, w.t.Comm),
 		Source: source, Threads: judged, PerfsleuthSec: w.perf, KernelSec: w.krn, Judged: true,
 		TID: w.t.TID, PID: w.t.PID, Comm: w.t.Comm, Runs: w.runs, UnchargedSec: w.unch,
-		OpenEdgeSec: w.open, CloseEdgeSec: w.close,
+		OpenEdgeSec: w.open, CloseEdgeSec: w.close, KernelStaleSec: w.stale,
 	}
 }
 
@@ -321,7 +325,7 @@ func schedstatChecks(ta *model.TimeAccounting, start, end *kernelSnapshot) ([]mo
 		wait.PerfsleuthSec += t.Seconds[model.CatCPUWait]
 		wait.KernelSec += rq
 		both = append(both, pair{t: t, perf: t.Seconds[model.CatCPU] + t.Seconds[model.CatCPUWait], krn: run + rq, runs: int64(b.runs - a.runs), unch: t.UnchargedSec,
-			open: edgeSec(start, t, a), close: edgeSec(end, t, b)})
+			open: edgeSec(start, t, a), close: edgeSec(end, t, b), stale: t.KernelStaleSec})
 	}
 	if cpu.Threads == 0 {
 		return nil, []string{"schedstat could not be read for any thread alive at both ends of the window (kernel without CONFIG_SCHED_INFO, or the threads exited): cpu and cpu-wait not compared with the kernel's"}

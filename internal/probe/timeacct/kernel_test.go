@@ -66,7 +66,7 @@ func hasNote(k *model.KernelAgreement, part string) bool {
 
 // fails applies analyze's rule (perfsleuth_inconsistent.go) to a check.
 func fails(c model.KernelCheck) bool {
-	_, f := pair{perf: c.PerfsleuthSec, krn: c.KernelSec, runs: c.Runs, unch: c.UnchargedSec, open: c.OpenEdgeSec, close: c.CloseEdgeSec}.apart()
+	_, f := pair{perf: c.PerfsleuthSec, krn: c.KernelSec, runs: c.Runs, unch: c.UnchargedSec, open: c.OpenEdgeSec, close: c.CloseEdgeSec, stale: c.KernelStaleSec}.apart()
 	return c.Judged && f
 }
 
@@ -251,6 +251,38 @@ func TestEdgeReadings(t *testing.T) {
 	}
 	if _, ok := after[sleep]; ok {
 		t.Errorf("the sleeping thread %d was read again", sleep)
+	}
+}
+
+// TestKernelStaleTakenOff: the run in which a thread's cpu agreed (0.3185
+// s here, 0.3275 s by schedstat) while its run-queue wait read 0.466 s
+// against 0.153 s here: with the sleep the kernel counted as wait
+// measured at the wake-ups, they agree; without it, or with too little,
+// they do not.
+func TestKernelStaleTakenOff(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		stale      float64
+		wantFailed bool
+	}{
+		{"measured", 0.31, false},
+		{"not measured", 0, true},
+		{"a third of it", 0.10, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			th := thr(1, "perfsleuth", 1, map[string]float64{model.CatCPU: 0.1808, model.CatCPUWait: 0.1531})
+			th.KernelStaleSec = tc.stale
+			ta := &model.TimeAccounting{Threads: []model.ThreadTime{th}}
+			a, b := kread(1, 0, 0, -1, 0), kread(1, 190, 469, -1, 0)
+			b.runs = 10918
+			w := check(t, kernelAgreement(ta, snap(delayacct.StateOff, a), snap(delayacct.StateOff, b)), "cpu + cpu-wait, worst thread")
+			if w.KernelStaleSec != tc.stale {
+				t.Errorf("check %+v: want %.3f s stale", w, tc.stale)
+			}
+			if fails(w) != tc.wantFailed {
+				t.Errorf("%+v: failed %v, want %v", w, fails(w), tc.wantFailed)
+			}
+		})
 	}
 }
 

@@ -301,6 +301,7 @@ func toModel(r *Result) *model.TimeAccounting {
 			PID: t.PID, TID: t.TID, Comm: t.Comm, WallSec: float64(t.WallNs) / 1e9,
 			Seconds: secs, UserSec: user, SystemSec: cpu - user, Exited: t.Exited, Folded: t.Folded,
 			UnchargedSec: min(float64(t.UnchargedNs)/1e9, cpu), StealSec: min(float64(t.StealNs)/1e9, cpu),
+			KernelStaleSec: float64(t.StaleNs) / 1e9, KernelStaleWakeups: int64(t.StaleWakeups),
 		}
 		if r.Sampled {
 			th.CPUByActivity, th.ActivitySamples = cpuByActivity(cpu, t.Samples)

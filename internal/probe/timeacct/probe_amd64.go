@@ -574,6 +574,8 @@ func closeThread(v *timeacctTaThread, start, end uint64) Thread {
 		ExitRuns:         v.ExitRuns,
 		UnchargedNs:      v.UnchargedNs,
 		StealNs:          v.StealNs,
+		StaleWakeups:     v.StaleWakeups,
+		StaleNs:          v.StaleNs,
 	}
 	last := end
 	if t.Exited {

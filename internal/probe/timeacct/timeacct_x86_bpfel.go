@@ -228,6 +228,8 @@ type timeacctTaThread struct {
 	RqStealIn        uint64
 	RqIn             uint32
 	Pad2             uint32
+	StaleWakeups     uint64
+	StaleNs          uint64
 }
 
 type timeacctWakerName struct {
