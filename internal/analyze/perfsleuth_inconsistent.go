@@ -23,17 +23,12 @@ import (
 // half a point; on-CPU samples match the CPU time at their rate within
 // three standard deviations of a Poisson count plus 10%
 // (samplesSlack: sampling runs on a timer, and a short burst can fall
-// between two ticks); the kernel's own accounting within kernelAgreement.
+// between two ticks); the kernel's own accounting within
+// model.KernelAgreeFrac (model.KernelCheck.Disagreement).
 const (
 	sumToleranceSec  = 0.001
 	sumToleranceFrac = 0.001
 	samplesSlack     = 0.10
-	// kernelAgreement: the bar for perfsleuth's accounting against
-	// the kernel's own (schedstat's run and run-queue time): 5%.
-	kernelAgreement = 0.05
-	// kernelAgreementMinSec: below 10 ms a difference is a few
-	// scheduler ticks of the kernel's figures, not a disagreement.
-	kernelAgreementMinSec = 0.010
 	// materialShare: a warning's cause must cost a tenth of the busy
 	// threads' time (materialChange: the change that makes a bottleneck).
 	materialShare = materialChange
@@ -276,9 +271,8 @@ func kernelAgreementOf(ta *model.TimeAccounting) []string {
 		// perfsleuth's side first (model.ThreadTime.UnchargedSec), and
 		// the kernel's figure is known to within what its counters moved
 		// while the window opened and closed (model.KernelCheck.Apart).
-		d := c.Apart()
-		k := c.KernelSec - c.KernelStaleSec
-		if d <= kernelAgreementMinSec || d <= kernelAgreement*max(k, c.Charged()) || d <= model.KernelSliceSec*float64(c.Runs) {
+		d, rel, fails := c.Disagreement()
+		if !fails {
 			continue
 		}
 		runs := ""
@@ -297,7 +291,7 @@ func kernelAgreementOf(ta *model.TimeAccounting) []string {
 			edges += fmt.Sprintf(" (%.3f-%.3fs with what its counters moved while the window opened and closed)", lo, hi)
 		}
 		out = append(out, fmt.Sprintf("%s: perfsleuth %.3fs%s, the kernel's %s %.3fs%s, over %d threads (%.0f%% apart%s)",
-			c.What, c.Charged(), unch, c.Source, c.KernelSec, edges, c.Threads, d/max(k, c.Charged())*100, runs))
+			c.What, c.Charged(), unch, c.Source, c.KernelSec, edges, c.Threads, rel*100, runs))
 	}
 	return out
 }

@@ -286,6 +286,29 @@ func (c KernelCheck) Apart() float64 {
 	return 0
 }
 
+// KernelAgreeFrac and KernelAgreeFloorSec are the bar a judged check is
+// held to (issue 15): its two figures may be 5% of the larger apart, and
+// always 10 ms (a few scheduler ticks of the kernel's figures).
+const (
+	KernelAgreeFrac     = 0.05
+	KernelAgreeFloorSec = 0.010
+)
+
+// Disagreement is how far apart a judged check's two figures are (Apart),
+// that relative to the larger of them (rel), and whether it is a
+// disagreement: more than KernelAgreeFloorSec, more than KernelAgreeFrac
+// of the larger figure and more than KernelSliceSec per run on a CPU.
+// analyze's perfsleuth.inconsistent judges by it, and the per-thread
+// check picks the thread furthest apart by it.
+func (c KernelCheck) Disagreement() (d, rel float64, fails bool) {
+	d = c.Apart()
+	m := max(c.Charged(), c.KernelSec-c.KernelStaleSec)
+	if m <= 0 {
+		return d, 0, false
+	}
+	return d, d / m, d > KernelAgreeFloorSec && d > KernelAgreeFrac*m && d > KernelSliceSec*float64(c.Runs)
+}
+
 // KernelSliceSec is how far apart the kernel's schedstat and perfsleuth
 // may cut each of a thread's runs on a CPU, beyond the 5%: the kernel ends
 // a run at the start of __schedule (its run-queue clock's update), before

@@ -30,13 +30,12 @@ import (
 // 5% apart.
 
 // Thresholds of the per-thread judgement. analyze holds a judged check to
-// 5% of the larger figure, or 10 ms (perfsleuth_inconsistent.go:
-// kernelAgreement, kernelAgreementMinSec); the thread furthest apart is
-// chosen by the same rule, so that the check shown is the one that fails
-// first.
+// 5% of the larger figure, or 10 ms (model.KernelCheck.Disagreement); the
+// thread furthest apart is chosen by the same rule, so that the check
+// shown is the one that fails first. agreeFloor is that 10 ms, for the
+// storage waits' judgement (kernel_delay.go).
 const (
-	agreeFrac  = 0.05
-	agreeFloor = 0.010
+	agreeFloor = model.KernelAgreeFloorSec
 	// minJudgedThreadSec: a thread is judged on its own when either
 	// figure is at least 10 ms. The kernel's counters are read from user
 	// space just before the probe's window opens and just before it
@@ -235,13 +234,8 @@ func (p pair) check() model.KernelCheck {
 // apart is how far apart a pair is, relative to the larger figure, and
 // whether analyze would call it a disagreement.
 func (p pair) apart() (rel float64, fails bool) {
-	c := p.check()
-	d := c.Apart()
-	m := max(c.Charged(), p.krn-p.stale)
-	if m == 0 {
-		return 0, false
-	}
-	return d / m, d > agreeFloor && d > agreeFrac*m && d > model.KernelSliceSec*float64(p.runs)
+	_, rel, fails = p.check().Disagreement()
+	return rel, fails
 }
 
 // judgeThreads makes the sum check and the per-thread check of pairs, the

@@ -64,9 +64,9 @@ func hasNote(k *model.KernelAgreement, part string) bool {
 	return false
 }
 
-// fails applies analyze's rule (perfsleuth_inconsistent.go) to a check.
+// fails applies analyze's rule (model.KernelCheck.Disagreement) to a check.
 func fails(c model.KernelCheck) bool {
-	_, f := pair{perf: c.PerfsleuthSec, krn: c.KernelSec, runs: c.Runs, unch: c.UnchargedSec, open: c.OpenEdgeSec, close: c.CloseEdgeSec, stale: c.KernelStaleSec}.apart()
+	_, _, f := c.Disagreement()
 	return c.Judged && f
 }
 
