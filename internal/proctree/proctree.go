@@ -4,6 +4,7 @@
 package proctree
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -49,6 +50,14 @@ func Descendants(procRoot string, root int) ([]int, error) {
 		}
 	}
 	return out, nil
+}
+
+// StatRunnable says whether a /proc/<pid>/stat (or task stat) line is of a
+// task in state R (running or waiting for a CPU): the state is the 3rd
+// field, counted after the last ')' as comm may hold both.
+func StatRunnable(stat []byte) bool {
+	i := bytes.LastIndexByte(stat, ')')
+	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'R'
 }
 
 // StatPPID returns the 4th field of /proc/<pid>/stat; comm (field 2) may

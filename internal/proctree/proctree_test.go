@@ -24,6 +24,24 @@ func TestStatPPID(t *testing.T) {
 	}
 }
 
+func TestStatRunnable(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want bool
+	}{
+		{"42 (bash) R 7 42 42 0", true},
+		{"42 (bash) S 7 42 42 0", false},
+		{"42 (a) R b) S 9 1", false},
+		{"42 (a) S b) R 9 1", true},
+		{"garbage", false},
+		{"42 (x)", false},
+	} {
+		if got := StatRunnable([]byte(tc.in)); got != tc.want {
+			t.Errorf("StatRunnable(%q) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
+
 func TestDescendants(t *testing.T) {
 	root := t.TempDir()
 	for _, p := range []struct{ pid, ppid string }{{"1", "0"}, {"10", "1"}, {"11", "10"}, {"12", "11"}, {"20", "1"}, {"30", "20"}} {

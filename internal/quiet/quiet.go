@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/perfsleuth/perfsleuth/internal/proctree"
 )
 
 // Need skips the test when another process competes for the CPUs right
@@ -144,13 +146,7 @@ func ownRunning() int {
 	stats, _ := filepath.Glob("/proc/self/task/*/stat")
 	n := 0
 	for _, p := range stats {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			continue
-		}
-		// The state follows the command name, which is in parentheses
-		// and may hold spaces.
-		if i := bytes.LastIndexByte(b, ')'); i >= 0 && i+2 < len(b) && b[i+2] == 'R' {
+		if b, err := os.ReadFile(p); err == nil && proctree.StatRunnable(b) {
 			n++
 		}
 	}

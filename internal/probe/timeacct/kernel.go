@@ -131,16 +131,9 @@ func readSchedstat(dir string) (run, wait, runs uint64, ok bool) {
 }
 
 // runnable says whether the task of a /proc/.../stat file is in state R.
-// The state follows the command name, which is in parentheses and may hold
-// spaces.
 func runnable(stat string) bool {
 	b, err := os.ReadFile(stat)
-	if err != nil {
-		return false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && s[i+2] == 'R'
+	return err == nil && proctree.StatRunnable(b)
 }
 
 // A thread's schedstat lags at a read while it is runnable: the time it
