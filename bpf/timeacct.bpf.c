@@ -722,28 +722,32 @@ static __always_inline __u32 classify(void *ctx, struct task_struct *task, __u32
 	return TA_CAT_OTHER;
 }
 
+/* rq_of is task p's run queue, read through its CFS run queue, or NULL
+ * (the idle task has none; a kernel without CFS group scheduling has no
+ * sched_entity.cfs_rq). */
+static __always_inline struct rq *rq_of(struct task_struct *p)
+{
+	struct cfs_rq *cfs;
+
+	if (!bpf_core_field_exists(p->se.cfs_rq))
+		return NULL;
+	cfs = p->se.cfs_rq;
+	return cfs ? cfs->rq : NULL;
+}
+
 /* this_rq_of is this CPU's run queue, read through the CFS run queue of
  * task a, else of b (the idle task has none), or NULL. */
 static __always_inline struct rq *this_rq_of(struct task_struct *a, struct task_struct *b)
 {
 	int cpu = (int)bpf_get_smp_processor_id();
-	struct cfs_rq *cfs;
 	struct rq *rq;
 
-	if (!bpf_core_field_exists(a->se.cfs_rq))
-		return NULL;
-	cfs = a->se.cfs_rq;
-	if (cfs) {
-		rq = cfs->rq;
-		if (rq && rq->cpu == cpu)
-			return rq;
-	}
-	cfs = b->se.cfs_rq;
-	if (cfs) {
-		rq = cfs->rq;
-		if (rq && rq->cpu == cpu)
-			return rq;
-	}
+	rq = rq_of(a);
+	if (rq && rq->cpu == cpu)
+		return rq;
+	rq = rq_of(b);
+	if (rq && rq->cpu == cpu)
+		return rq;
 	return NULL;
 }
 
@@ -829,11 +833,12 @@ static __always_inline __u64 unseen_run(struct rq *rq, struct task_struct *task)
 	return arrival && clock > arrival ? clock - arrival : 0;
 }
 
-/* unseen_wait is how long task, switched in now, has waited on the run
- * queue, from the kernel's record of its queueing (sched_info.last_queued,
- * cleared at its arrival, which comes after this tracepoint): for a thread
- * whose switch-out was not seen. 0 when it cannot be read. */
-static __always_inline __u64 unseen_wait(struct rq *rq, struct task_struct *task)
+/* kernel_wait is how long task has waited on rq, its run queue, by the
+ * kernel's record of its queueing (sched_info.last_queued, cleared at its
+ * arrival, which comes after sched_switch): the start of the wait of a
+ * thread switched in now whose switch-out was not seen, and the kernel's
+ * wait so far at a wake-up (stale_wait). 0 when it cannot be read. */
+static __always_inline __u64 kernel_wait(struct rq *rq, struct task_struct *task)
 {
 	__u64 clock, queued;
 
@@ -930,7 +935,7 @@ int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_
 				 * since the kernel queued it (when it was
 				 * preempted or woken); before that it is left
 				 * on the CPU, what it did there unknown. */
-				__u64 waited = unseen_wait(rq, next);
+				__u64 waited = kernel_wait(rq, next);
 
 				if (c) {
 					c->unseen_outs++;
@@ -1157,24 +1162,9 @@ static __always_inline __u64 queued_at(struct task_struct *p, struct ta_thread *
  * agree within TA_STALE_MIN_NS, or when the fields cannot be read. */
 static __always_inline __u64 stale_wait(struct task_struct *p, __u64 now, __u64 end)
 {
-	struct cfs_rq *cfs;
-	struct rq *rq;
-	__u64 queued, clock, kernel, here;
+	__u64 kernel = kernel_wait(rq_of(p), p);
+	__u64 here = now > end ? now - end : 0;
 
-	if (!bpf_core_field_exists(p->sched_info.last_queued) || !bpf_core_field_exists(p->se.cfs_rq))
-		return 0;
-	queued = p->sched_info.last_queued;
-	cfs = p->se.cfs_rq;
-	if (!queued || !cfs)
-		return 0;
-	rq = cfs->rq;
-	if (!rq)
-		return 0;
-	clock = rq->clock;
-	if (clock <= queued)
-		return 0;
-	kernel = clock - queued;
-	here = now > end ? now - end : 0;
 	return kernel > here + TA_STALE_MIN_NS ? kernel - here : 0;
 }
 

@@ -65,8 +65,10 @@ func devicePeak(ctx context.Context, exe, dir, stateDir string, st *model.Storag
 		path = filepath.Join(stateDir, peakFile)
 	}
 	known := map[string]peakRecord{}
-	if b, err := os.ReadFile(path); path != "" && err == nil {
-		json.Unmarshal(b, &known) // a damaged file is measured again and rewritten
+	if path != "" {
+		if b, err := os.ReadFile(path); err == nil {
+			json.Unmarshal(b, &known) // a damaged file is measured again and rewritten
+		}
 	}
 	if r, ok := known[key]; ok && key != "" && r.BytesPerSec > 0 {
 		return r.BytesPerSec, fmt.Sprintf("peak remembered from %s (%s)", r.MeasuredAt.Format("2006-01-02 15:04"), path), nil
