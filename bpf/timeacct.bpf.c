@@ -911,11 +911,14 @@ int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_
 			t->act = act_of((struct pt_regs *)bpf_task_pt_regs(prev));
 			t->wkind = TA_WAKER_NONE;
 			t->wid = 0;
+			t->rd_block = 0;
 			if (preempt || prev_state == TASK_RUNNING) {
 				t->state = TA_STATE_RUNNABLE;
 				t->involuntary++;
 			} else {
 				t->state = TA_STATE_BLOCKED;
+				if (bpf_core_field_exists(prev->sched_info.run_delay))
+					t->rd_block = prev->sched_info.run_delay + 1;
 				t->cat = classify(ctx, prev, prev_state, t);
 				if (want_stacks) {
 					t->kstack = bpf_get_stackid(ctx, &stacks, 0);
@@ -1152,19 +1155,31 @@ static __always_inline __u64 queued_at(struct task_struct *p, struct ta_thread *
 #define TA_STALE_MIN_NS 50000
 
 /* stale_wait is how much of p's sleep, which ends at end (ktime; now is
- * this wake-up's), the kernel will count as run-queue wait: schedstat adds
- * the run queue's clock at p's arrival less sched_info.last_queued, which
- * the enqueue sets only when it is 0. A last_queued set while p slept and
- * not cleared (seen on Linux 6.18 under load: a thread's run_delay 0.31 s
- * above the wait timed here, its run time agreeing) starts that wait
- * before the wake-up. The run queue's clock now less last_queued is the
- * kernel's wait so far; the wait here so far is now - end. 0 when they
- * agree within TA_STALE_MIN_NS, or when the fields cannot be read. */
-static __always_inline __u64 stale_wait(struct task_struct *p, __u64 now, __u64 end)
+ * this wake-up's), the kernel counts as run-queue wait. schedstat's wait
+ * runs from sched_info.last_queued, which an enqueue sets only when it is
+ * 0, to the arrival on a CPU or a dequeue, either of which adds it to
+ * run_delay. A thread that blocks under delayed dequeue (EEVDF, 6.12+)
+ * stays on its run queue; moved to another CPU while it sleeps, it is
+ * dequeued and enqueued there, which sets last_queued in its sleep. The
+ * wake-up then either dequeues it (ttwu_delayed: run_delay grows by the
+ * sleep since the move) or leaves last_queued as it is (the wait to come
+ * starts in the sleep). Seen on Linux 6.18: a thread's run_delay 0.31 s
+ * above the wait timed here, its run time agreeing. So the stale part is
+ * what run_delay grew since the switch-out that blocked it (t->rd_block)
+ * plus the kernel's wait so far (the run queue's clock now less
+ * last_queued), less the wait here so far (now - end). 0 when they agree
+ * within TA_STALE_MIN_NS, or when the fields cannot be read. */
+static __always_inline __u64 stale_wait(struct task_struct *p, struct ta_thread *t, __u64 now, __u64 end)
 {
 	__u64 kernel = kernel_wait(rq_of(p), p);
 	__u64 here = now > end ? now - end : 0;
 
+	if (t->rd_block && bpf_core_field_exists(p->sched_info.run_delay)) {
+		__u64 rd = p->sched_info.run_delay;
+
+		if (rd + 1 > t->rd_block)
+			kernel += rd + 1 - t->rd_block;
+	}
 	return kernel > here + TA_STALE_MIN_NS ? kernel - here : 0;
 }
 
@@ -1205,7 +1220,7 @@ static __always_inline void wakeup(struct task_struct *p, bool new_task)
 	}
 	if (t->state == TA_STATE_BLOCKED) {
 		__u64 end = queued_at(p, t, now, c);
-		__u64 stale = stale_wait(p, now, end);
+		__u64 stale = stale_wait(p, t, now, end);
 
 		if (stale) {
 			t->stale_wakeups++;
@@ -1217,6 +1232,7 @@ static __always_inline void wakeup(struct task_struct *p, bool new_task)
 		t->wkind = TA_WAKER_NONE;
 		t->wid = 0;
 		t->state = TA_STATE_RUNNABLE;
+		t->rd_block = 0;
 		t->wakeups++;
 	}
 }

@@ -163,6 +163,10 @@ struct ta_thread {
 	 * run-queue wait (stale_wait). */
 	__u64 stale_wakeups;
 	__u64 stale_ns;
+	/* sched_info.run_delay at the switch-out that opened the blocked
+	 * interval, plus 1 (0: that switch-out was not seen): what the kernel
+	 * adds to it before the wake-up is sleep it counted as wait. */
+	__u64 rd_block;
 };
 
 /* The exited threads of one process, folded together at exit so that a

@@ -375,9 +375,10 @@ type ThreadTime struct {
 	StealSec     float64 `json:"steal_sec,omitempty"`
 	// KernelStaleSec is how much of the thread's sleeps the kernel's
 	// schedstat counts as run-queue wait, over KernelStaleWakeups
-	// wake-ups: at each, the kernel's record of its queueing
+	// wake-ups: at each, the kernel's run_delay had grown since the
+	// switch-out that blocked it, or its record of its queueing
 	// (sched_info.last_queued, from which run_delay is counted) was older
-	// than the wake-up, set while it slept and not cleared. Measured at
+	// than the wake-up, set while it slept. Measured at
 	// the wake-up (probes.md, "The kernel's stale queueing"); taken off
 	// the kernel's figure before the two are compared.
 	KernelStaleSec     float64 `json:"kernel_stale_sec,omitempty"`

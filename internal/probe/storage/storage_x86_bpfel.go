@@ -238,6 +238,7 @@ type storageTaThread struct {
 	Pad2         uint32
 	StaleWakeups uint64
 	StaleNs      uint64
+	RdBlock      uint64
 }
 
 // Names of all BPF objects in the ELF.

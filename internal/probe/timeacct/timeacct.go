@@ -342,10 +342,11 @@ type Thread struct {
 	// IRQ_TIME_ACCOUNTING, interrupt time: schedstat's run time leaves it
 	// out), StealNs the hypervisor's steal in it.
 	UnchargedNs, StealNs uint64
-	// StaleWakeups are the wake-ups at which the kernel's record of the
-	// thread's queueing (sched_info.last_queued) was older than the
-	// wake-up, and StaleNs how much of its sleeps the kernel will count
-	// as run-queue wait for them (schedstat's run_delay; bpf stale_wait).
+	// StaleWakeups are the wake-ups at which the kernel had counted, or
+	// would count, part of the sleep they ended as run-queue wait (its
+	// run_delay grew in the sleep, or its record of the thread's queueing,
+	// sched_info.last_queued, was older than the wake-up), and StaleNs how
+	// much (bpf stale_wait).
 	StaleWakeups, StaleNs uint64
 }
 

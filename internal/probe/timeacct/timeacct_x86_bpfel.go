@@ -230,6 +230,7 @@ type timeacctTaThread struct {
 	Pad2             uint32
 	StaleWakeups     uint64
 	StaleNs          uint64
+	RdBlock          uint64
 }
 
 type timeacctWakerName struct {
