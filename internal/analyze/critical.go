@@ -1,6 +1,10 @@
 package analyze
 
 import (
+	"cmp"
+	"fmt"
+	"maps"
+	"slices"
 	"math"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
@@ -265,4 +269,46 @@ func criticalSeconds(ta *model.TimeAccounting) float64 {
 		sum += s
 	}
 	return sum
+}
+
+// endedBy says what ended the busy threads' waits of category cat, most
+// time first, as "80% by kernel thread jbd2/vda1-8 219": at most n,
+// each 5% of the waits or more; nil without a wait-for graph.
+func endedBy(ta *model.TimeAccounting, cat string, n int) []string {
+	if ta.Waits == nil {
+		return nil
+	}
+	skip := map[int]bool{}
+	for _, t := range ta.Threads {
+		if t.Idle || t.Poller {
+			skip[t.TID] = true
+		}
+	}
+	by := map[string]float64{}
+	total := 0.0
+	for _, w := range ta.Waits {
+		if w.Category != cat || skip[w.TID] || w.Seconds <= 0 {
+			continue
+		}
+		by[w.WakerWords()] += w.Seconds
+		total += w.Seconds
+	}
+	if total <= 0 {
+		return nil
+	}
+	names := slices.Collect(maps.Keys(by))
+	slices.SortFunc(names, func(a, b string) int {
+		if by[a] != by[b] {
+			return cmp.Compare(by[b], by[a])
+		}
+		return cmp.Compare(a, b)
+	})
+	var out []string
+	for _, k := range names {
+		if len(out) == n || by[k] < 0.05*total {
+			break
+		}
+		out = append(out, fmt.Sprintf("%.0f%% by %s", by[k]/total*100, k))
+	}
+	return out
 }

@@ -29,12 +29,28 @@ func deviceQueueShallow(run *model.Run) *model.Finding {
 		return nil
 	}
 	storage := share(ta, model.CatStorageRead) + share(ta, model.CatStorageWrite) + share(ta, model.CatStorageSync)
-	if storage < queueStorageShare {
+	// Its advice (issue requests in parallel) fits a workload that waits
+	// for reads and writes, not one that waits for its syncs (a
+	// single-threaded appender: fewer syncs is the remedy, sync.dominant's)
+	// nor for discards (device.discards').
+	if storage < queueStorageShare || share(ta, model.CatStorageSync) > share(ta, model.CatStorageRead)+share(ta, model.CatStorageWrite) {
 		return nil
 	}
 	var ev []string
 	for _, d := range run.Storage.Devices {
 		ds := summarizeDevice(d)
+		var rw, discards int64
+		for _, o := range d.Ops {
+			switch o.Op {
+			case "read", "write":
+				rw += o.WorkloadRequests
+			case "discard":
+				discards += o.Requests
+			}
+		}
+		if discards >= rw {
+			continue
+		}
 		// The workload's own depth: what it keeps in flight, whatever
 		// else the disk serves.
 		pct, label := deviceUtil(d)

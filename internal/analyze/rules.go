@@ -24,6 +24,8 @@ var rules = []rule{
 	{"writeback.throttled", writebackThrottled},
 	{"device.saturated", deviceSaturated},
 	{"device.queue_shallow", deviceQueueShallow},
+	{"device.discards", deviceDiscards},
+	{"storage.write_amplification", writeAmplification},
 	{"sqlite.journal_overhead", sqliteJournalOverhead},
 	{"sqlite.index_write_amplification", sqliteIndexWriteAmplification},
 	{"observer.overhead_high", overheadHigh},

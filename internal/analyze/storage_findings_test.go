@@ -9,7 +9,7 @@ import (
 
 // storageIDs are the findings that read run.Storage.
 var storageIDs = []string{"io.random_small", "cache.miss_heavy", "writeback.throttled", "device.saturated",
-	"device.queue_shallow", "sqlite.journal_overhead", "sqlite.index_write_amplification"}
+	"device.queue_shallow", "device.discards", "storage.write_amplification", "sqlite.journal_overhead", "sqlite.index_write_amplification"}
 
 // storageRun is a 10 s window with one busy thread whose seconds are secs,
 // and the storage record s.
@@ -25,6 +25,10 @@ var storageBound = map[string]float64{"cpu": 3, "storage-read": 1, "storage-writ
 
 // cpuBound waits on storage 10% of its time.
 var cpuBound = map[string]float64{"cpu": 9, "storage-read": 1}
+
+// readBound waits on storage reads 50% of its time, 60% on storage in all
+// (fio at iodepth 1).
+var readBound = map[string]float64{"cpu": 3, "storage-read": 5, "storage-write": 0.5, "storage-sync": 0.5, "sleep": 1}
 
 func files(fs ...model.FileIO) *model.StorageIO { return &model.StorageIO{Files: fs} }
 
@@ -230,16 +234,59 @@ func TestStorageFindings(t *testing.T) {
 		},
 		{
 			name: "waiting on storage one request at a time", id: "device.queue_shallow", severity: "warning",
-			run: storageRun(storageBound, devices(device("vda", 40, 5000, 4800, 1e-5, 8e-4, true))),
+			run: storageRun(readBound, devices(device("vda", 40, 5000, 4800, 1e-5, 8e-4, true))),
 			evidence: []string{"waits on storage 60% of its time", "vda: 96% of the workload's 5,000 requests issued with none of its others in flight, 40% util, its requests' mean service 800µs, 4 KiB per request",
-				"storage-read 1.000s, storage-write 1.000s, storage-sync 4.000s: 60% of 10.000s", "iodepth"},
+				"storage-read 5.000s, storage-write 0.500s, storage-sync 0.500s: 60% of 10.000s", "iodepth"},
+		},
+		{
+			// rm -rf on a file system mounted with discard.
+			name: "deleting files on a discard mount", id: "device.discards", severity: "warning",
+			run: func() *model.Run {
+				r := storageRun(map[string]float64{"cpu": 4, "storage-write": 3, "other": 2, "sleep": 1}, devices(model.BlockDevice{Name: "vda", Ops: []model.BlockOp{
+					{Op: "discard", Requests: 20201, Bytes: 80 << 20, LatencyMeanSec: 4e-4}, {Op: "write", Requests: 30, Bytes: 30 << 12}}}))
+				r.Host.Storage = &model.Storage{MountOptions: "rw,relatime,discard"}
+				return r
+			}(),
+			evidence: []string{"20,201 discards", "mounted with discard", "fstrim"},
+		},
+		{
+			name: "a few discards beside many writes", id: "device.discards",
+			run: storageRun(storageBound, devices(model.BlockDevice{Name: "vda", Ops: []model.BlockOp{
+				{Op: "discard", Requests: 150, Bytes: 1 << 20, LatencyMeanSec: 1e-4}, {Op: "write", Requests: 30000, Bytes: 30000 << 12}}})),
+		},
+		{
+			// Redis with appendfsync always: 47x.
+			name: "small synced appends", id: "storage.write_amplification", severity: "warning",
+			run: func() *model.Run {
+				r := storageRun(storageBound, devices(model.BlockDevice{Name: "vda", Ops: []model.BlockOp{
+					{Op: "write", Requests: 80000, Bytes: 330 << 20, WorkloadRequests: 77000, WorkloadBytes: 318 << 20}}}))
+				r.Observation.Totals.Process.WChar, r.Observation.Totals.Process.SyscW = 7<<20, 60000
+				r.TimeAccounting.Syncs = []model.SyncCalls{{Kind: "fdatasync", Count: 60000, TotalSec: 4}}
+				return r
+			}(),
+			evidence: []string{"the device wrote 318 MiB for the workload's files", "45x", "smaller than a block", "60,000 sync calls for 60,000 writes", "12 MiB was written by others"},
+		},
+		{
+			name: "writes in whole blocks", id: "storage.write_amplification",
+			run: func() *model.Run {
+				r := storageRun(storageBound, devices(model.BlockDevice{Name: "vda", Ops: []model.BlockOp{
+					{Op: "write", Requests: 8000, Bytes: 32 << 20, WorkloadRequests: 8000, WorkloadBytes: 32 << 20}}}))
+				r.Observation.Totals.Process.WChar, r.Observation.Totals.Process.SyscW = 30<<20, 7680
+				return r
+			}(),
+		},
+		{
+			// A single-threaded appender that syncs: fewer syncs is its
+			// remedy, not a deeper queue.
+			name: "a shallow queue under a sync-bound appender", id: "device.queue_shallow",
+			run: storageRun(storageBound, devices(device("vda", 40, 5000, 4800, 1e-5, 8e-4, true))),
 		},
 		// Regression: fio at iodepth 1 read "98% of requests issued with
 		// another in flight": the disk's depth counted others' requests.
 		// The workload's own depth is what it keeps in flight.
 		{
 			name: "depth 1 for the workload while others keep the disk deeper", id: "device.queue_shallow", severity: "warning",
-			run: storageRun(storageBound, devices(func() model.BlockDevice {
+			run: storageRun(readBound, devices(func() model.BlockDevice {
 				d := device("vda", 40, 5000, 100, 1e-5, 8e-4, true)
 				d.Ops[0].WorkloadDepth = []model.Range{{Low: 0, High: 1, Count: 5000}}
 				return d

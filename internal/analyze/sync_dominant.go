@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
 )
@@ -29,14 +30,17 @@ func syncDominant(run *model.Run) *model.Finding {
 	if s >= syncShareCritical {
 		sev = "critical"
 	}
+	ev := []string{fmt.Sprintf("storage-sync %.3fs of %.3fs busy-thread time", ta.Total[model.CatStorageSync], busySeconds(ta))}
+	if by := endedBy(ta, model.CatStorageSync, 3); len(by) > 0 {
+		ev = append(ev, "the sync waits were ended "+strings.Join(by, ", ")+
+			" (a journaling file system's commit thread, jbd2 on ext4, writes the journal and flushes the device for a sync that needs a commit)")
+	}
+	ev = append(ev, "fewer syncs (group commits, WAL with synchronous=NORMAL, larger transactions) or a device with a faster flush would help; whether it is the critical path, an io-pressure experiment shows")
 	return &model.Finding{
 		Severity: sev,
 		Summary:  fmt.Sprintf("flushing to storage takes %.0f%% of the busy threads' time", s*100),
-		Evidence: []string{
-			fmt.Sprintf("storage-sync %.3fs of %.3fs busy-thread time", ta.Total[model.CatStorageSync], busySeconds(ta)),
-			"fewer syncs (group commits, WAL with synchronous=NORMAL, larger transactions) or a device with a faster flush would help; whether it is the critical path, an io-pressure experiment shows",
-		},
-		Test:  &model.FindingTest{Name: "storage-sync share", Value: s, Op: ">=", Threshold: syncShareWarning},
-		Share: &s,
+		Evidence: ev,
+		Test:     &model.FindingTest{Name: "storage-sync share", Value: s, Op: ">=", Threshold: syncShareWarning},
+		Share:    &s,
 	}
 }

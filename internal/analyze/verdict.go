@@ -158,6 +158,14 @@ func verdict(ta *model.TimeAccounting, c *cells) *model.Verdict {
 		v.Secondary = second
 		v.Summary += fmt.Sprintf("; nearly as much went to %s (%.0f%%): both are on the path, an experiment tells which one limits", second, totals[second]/b.total*100)
 	}
+	// Who ended the waits of a blocked verdict: the journal's kernel
+	// thread, the disk, the thread that let go of the lock.
+	switch best {
+	case model.CatLock, model.CatStorageRead, model.CatStorageWrite, model.CatStorageSync, model.CatOther:
+		if by := endedBy(ta, best, 2); len(by) > 0 {
+			v.Summary += "; its waits were ended " + strings.Join(by, ", ")
+		}
+	}
 	if n := pollers(ta); len(n) > 0 {
 		v.Summary += fmt.Sprintf("; left out: %s, which slept on timers or waited the whole window while the others worked", strings.Join(n, ", "))
 	}

@@ -1,5 +1,7 @@
 package model
 
+import "fmt"
+
 // Category ids of the time accounting, in display order. A thread's seconds
 // in these categories add up to its wall-clock time in the window.
 const (
@@ -581,4 +583,40 @@ type UnseenSwitches struct {
 	// kernel (what the thread did between is counted on the CPU).
 	Outs      int64 `json:"outs,omitempty"`
 	OutsTimed int64 `json:"outs_timed,omitempty"`
+}
+
+// WakerWords names what ended the wait, in a few words: "the disk
+// (read)", "timer", "fio 1234" (a thread of the workload), "kernel
+// thread jbd2/vda1-8 219", "outside: sshd 99", "softirq net_rx", "irq
+// 24", "not ended in the window".
+func (w Wait) WakerWords() string {
+	name := func() string {
+		if w.WakerComm == "" {
+			return fmt.Sprint(w.WakerTID)
+		}
+		return fmt.Sprintf("%s %d", w.WakerComm, w.WakerTID)
+	}
+	switch w.Waker {
+	case WakerDevice:
+		return "the disk (" + w.Op + ")"
+	case WakerTimer:
+		return "timer"
+	case WakerPeer:
+		if w.WakerComm == "" {
+			return fmt.Sprintf("thread %d", w.WakerTID)
+		}
+		return name()
+	case WakerKthread:
+		return "kernel thread " + name()
+	case WakerOutside:
+		return "outside: " + name()
+	case WakerSoftirq:
+		return "softirq " + w.Softirq
+	case WakerIRQ:
+		if w.IRQ == 0 {
+			return "an interrupt"
+		}
+		return fmt.Sprintf("irq %d", w.IRQ)
+	}
+	return "not ended in the window"
 }

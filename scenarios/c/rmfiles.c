@@ -1,0 +1,34 @@
+/* rmfiles: "rm -rf" of many small files: makes 3000 files of 16 KiB in a
+ * directory and syncs its file system, then unlinks them all and syncs the file
+ * system. On a file system mounted with discard, the freed blocks are
+ * discarded in the journal's commits, one request per file: more discards
+ * than the (merged) writes that made the files. Finding: device.discards. */
+#include "common.h"
+#include <sys/stat.h>
+int main(void)
+{
+	char name[64], buf[16384];
+	memset(buf, 'f', sizeof buf);
+	if (mkdir("scenario-rm", 0700) && errno != EEXIST)
+		die("mkdir");
+	for (int i = 0; i < 3000; i++) {
+		snprintf(name, sizeof name, "scenario-rm/f%05d", i);
+		int fd = open(name, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+		if (fd < 0 || write(fd, buf, sizeof buf) != sizeof buf)
+			die("create");
+		close(fd);
+	}
+	int d = open("scenario-rm", O_RDONLY);
+	if (d < 0 || syncfs(d))
+		die("syncfs");
+	for (int i = 0; i < 3000; i++) {
+		snprintf(name, sizeof name, "scenario-rm/f%05d", i);
+		if (unlink(name))
+			die("unlink");
+	}
+	if (syncfs(d))
+		die("syncfs");
+	close(d);
+	rmdir("scenario-rm");
+	return 0;
+}
