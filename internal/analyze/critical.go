@@ -4,8 +4,8 @@ import (
 	"cmp"
 	"fmt"
 	"maps"
-	"slices"
 	"math"
+	"slices"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
 )
