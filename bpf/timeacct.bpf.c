@@ -298,6 +298,40 @@ struct {
 
 const struct ta_file zero_file = {};
 
+/* Lock waits by what they wait on (ta_lock_key), the files they were on,
+ * and the stacks walked for them: a stack map of their own, as the
+ * off-CPU stacks' is there only with --stacks. 4096 distinct stacks keep
+ * a run of minutes of one workload's lock sites; a stack it cannot keep
+ * is counted by its key (a negative id). */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, struct ta_lock_key);
+	__type(value, struct ta_lock);
+} locks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct ta_file_key);
+	__type(value, struct ta_lock_file);
+} lock_files SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, 4096);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, TA_MAX_FRAMES * 2 * sizeof(__u64));
+} lock_stacks SEC(".maps");
+
+const struct ta_lock_file zero_lock_file = {};
+
+/* TA_LOCK_WALK_NS: a thread's lock waits have their stacks walked at most
+ * once a millisecond (a walk costs ~1 us, and 16 threads contending on
+ * one file block tens of thousands of times a second); the waits between
+ * are counted with their file or futex, without stacks. */
+#define TA_LOCK_WALK_NS 1000000ULL
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
@@ -522,6 +556,61 @@ static __always_inline void add_offcpu(struct ta_thread *t, __u32 cat, __u64 d)
 	__sync_fetch_and_add(&v->count, 1);
 }
 
+/* lock_key is the kind of lock wait t's open one is (ta_lock_key). */
+static __always_inline struct ta_lock_key lock_key(struct ta_thread *t)
+{
+	struct ta_lock_key k = {
+		.obj = t->lock_obj, .tgid = t->tgid, .dev = t->lock_dev, .kstack = t->lock_kstack, .act = t->act, .tid = t->tid,
+	};
+
+	/* A wait lock_begin did not see begin (it began before the window,
+	 * or the thread was first seen asleep): nothing known of it. */
+	if (!t->lock_set) {
+		k.obj = 0;
+		k.dev = 0;
+		k.kstack = TA_LOCK_NOT_WALKED;
+	}
+	return k;
+}
+
+const struct ta_lock zero_lock = {.ustack = TA_LOCK_NOT_WALKED, .hstack = TA_LOCK_NOT_WALKED};
+
+/* lock_end adds a lock wait of d ns to its kind, with the stacks walked
+ * for it where the kind has none yet. */
+static __always_inline void lock_end(struct ta_thread *t, __u64 d)
+{
+	struct ta_lock_key k = lock_key(t);
+	struct ta_lock *l = bpf_map_lookup_elem(&locks, &k);
+
+	if (!l) {
+		bpf_map_update_elem(&locks, &k, &zero_lock, BPF_NOEXIST);
+		l = bpf_map_lookup_elem(&locks, &k);
+		if (!l) {
+			struct ta_counters *c = get_counters();
+
+			if (c)
+				c->lock_dropped++;
+			return;
+		}
+	}
+	__sync_fetch_and_add(&l->ns, d);
+	__sync_fetch_and_add(&l->count, 1);
+	if (t->lock_set && t->lock_ustack != TA_LOCK_NOT_WALKED && l->ustack < 0)
+		l->ustack = t->lock_ustack;
+	if (t->lock_set && t->lock_hstack != TA_LOCK_NOT_WALKED && l->hstack < 0)
+		l->hstack = t->lock_hstack;
+}
+
+/* lock_wants says whether the kind of t's open lock wait has no good stack
+ * of the waiter's user code (user) or of the holder's (!user) yet. */
+static __always_inline bool lock_wants(struct ta_thread *t, bool user)
+{
+	struct ta_lock_key k = lock_key(t);
+	struct ta_lock *l = bpf_map_lookup_elem(&locks, &k);
+
+	return !l || (user ? l->ustack : l->hstack) < 0;
+}
+
 /* close_interval adds [last, now] to the category of the current state,
  * and a blocked or runnable interval to the thread's edges: ended by the
  * waker (kind, id; TA_WAKER_NONE when no wake-up was seen). */
@@ -547,6 +636,8 @@ static __always_inline void close_interval_by(struct ta_thread *t, __u64 now, __
 		t->ns[cat & (TA_NUM_CATS - 1)] += d;
 		if (want_stacks && t->state == TA_STATE_BLOCKED)
 			add_offcpu(t, cat, d);
+		if (t->state == TA_STATE_BLOCKED && cat == TA_CAT_LOCK)
+			lock_end(t, d);
 		if (t->state != TA_STATE_RUNNING)
 			edge_add(t, t->act, cat, t->state == TA_STATE_BLOCKED ? kind : TA_WAKER_NONE, id, d);
 	}
@@ -861,6 +952,71 @@ static __always_inline void split_at(struct ta_thread *t, __u64 now, __u64 d, __
 	t->state = state;
 }
 
+/* fd_file is task's open file fd, NULL if none. task is the current task
+ * (switching out), its files table readable directly. */
+static __always_inline struct file *fd_file(struct task_struct *task, int fd)
+{
+	struct files_struct *files = task->files;
+	struct fdtable *fdt;
+	struct file **arr;
+	struct file *f = NULL;
+
+	if (!files)
+		return NULL;
+	fdt = files->fdt;
+	if (!fdt || fd < 0 || fd >= fdt->max_fds)
+		return NULL;
+	arr = fdt->fd;
+	bpf_probe_read_kernel(&f, sizeof(f), &arr[fd]);
+	return f;
+}
+
+/* lock_begin notes what a thread going to sleep on a lock waits on: the
+ * file of the fd its read, write or sync call is on (on a file system's
+ * write path, its inode lock), or the futex's address; and, once a
+ * millisecond at most, its kernel and user stacks. */
+static __always_inline void lock_begin(void *ctx, struct task_struct *task, struct ta_thread *t, __u64 now, struct ta_counters *c)
+{
+	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+
+	t->lock_set = 1;
+	t->lock_obj = 0;
+	t->lock_dev = 0;
+	t->lock_kstack = TA_LOCK_NOT_WALKED;
+	t->lock_ustack = TA_LOCK_NOT_WALKED;
+	t->lock_hstack = TA_LOCK_NOT_WALKED;
+	if (t->act == TA_ACT_FUTEX) {
+		t->lock_obj = BPF_CORE_READ(regs, di); /* the futex word */
+	} else if (t->act == TA_ACT_READ || t->act == TA_ACT_WRITE || t->act == TA_ACT_SYNC) {
+		struct file *f = fd_file(task, (int)BPF_CORE_READ(regs, di));
+
+		if (f) {
+			struct inode *inode = BPF_CORE_READ(f, f_inode);
+			struct ta_file_key k = {};
+
+			k.ino = BPF_CORE_READ(inode, i_ino);
+			k.dev = BPF_CORE_READ(inode, i_sb, s_dev);
+			t->lock_obj = k.ino;
+			t->lock_dev = k.dev;
+			if (k.ino && !bpf_map_lookup_elem(&lock_files, &k)) {
+				bpf_map_update_elem(&lock_files, &k, &zero_lock_file, BPF_NOEXIST);
+				struct ta_lock_file *lf = bpf_map_lookup_elem(&lock_files, &k);
+
+				if (lf)
+					fill_names(lf->names, &lf->depth, &lf->truncated, BPF_CORE_READ(f, f_path.dentry));
+			}
+		}
+	}
+	if (now - t->lock_walk_ns >= TA_LOCK_WALK_NS) {
+		t->lock_walk_ns = now;
+		t->lock_kstack = bpf_get_stackid(ctx, &lock_stacks, 0);
+		if (lock_wants(t, true))
+			t->lock_ustack = bpf_get_stackid(ctx, &lock_stacks, BPF_F_USER_STACK);
+		if (c)
+			c->lock_walks++;
+	}
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
@@ -912,6 +1068,7 @@ int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_
 			t->wkind = TA_WAKER_NONE;
 			t->wid = 0;
 			t->rd_block = 0;
+			t->lock_set = 0;
 			if (preempt || prev_state == TASK_RUNNING) {
 				t->state = TA_STATE_RUNNABLE;
 				t->involuntary++;
@@ -920,6 +1077,8 @@ int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_
 				if (bpf_core_field_exists(prev->sched_info.run_delay))
 					t->rd_block = prev->sched_info.run_delay + 1;
 				t->cat = classify(ctx, prev, prev_state, t);
+				if (t->cat == TA_CAT_LOCK)
+					lock_begin(ctx, prev, t, now, c);
 				if (want_stacks) {
 					t->kstack = bpf_get_stackid(ctx, &stacks, 0);
 					t->ustack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
@@ -1279,6 +1438,11 @@ int BPF_PROG(handle_waking, struct task_struct *p)
 		t->cat = id == TA_OP_READ ? TA_CAT_STORAGE_READ : id == TA_OP_WRITE ? TA_CAT_STORAGE_WRITE : TA_CAT_STORAGE_SYNC;
 	t->wkind = kind;
 	t->wid = id;
+	/* The lock's holder letting go, where the waiter's stacks were
+	 * walked: its kernel stack for a kernel lock, its user stack for a
+	 * futex. */
+	if (t->cat == TA_CAT_LOCK && t->lock_set && t->lock_kstack != TA_LOCK_NOT_WALKED && kind == TA_WAKER_PEER && lock_wants(t, false))
+		t->lock_hstack = bpf_get_stackid(ctx, &lock_stacks, t->act == TA_ACT_FUTEX ? BPF_F_USER_STACK : 0);
 	return 0;
 }
 
@@ -1337,6 +1501,65 @@ int BPF_PROG(ctx_softirq_exit, unsigned int vec)
 	return 0;
 }
 
+/* The ticks whose stacks were walked, by stack (ta_tick_key), and the
+ * stacks: 4,096 distinct (kernel, user) pairs. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, struct ta_tick_key);
+	__type(value, __u64);
+} tick_counts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_STACK_TRACE);
+	__uint(max_entries, 4096);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, TA_MAX_FRAMES * 2 * sizeof(__u64));
+} tick_stacks SEC(".maps");
+
+/* The workload's ticks per CPU, for one in tick_stack_every. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} tick_seq SEC(".maps");
+
+/* Walk the stacks at one in tick_stack_every of the workload's ticks on a
+ * CPU (user space sets it for ~50 a second); 0: never. */
+const volatile __u32 tick_stack_every = 0;
+
+/* tick_stack counts the stacks of the workload's thread the tick fell on,
+ * at one in tick_stack_every of its ticks on this CPU. In the hrtimer's
+ * tracepoint the kernel stack starts with the interrupt's frames, then the
+ * code it interrupted (user space strips the first); in user code there is
+ * no kernel code of the thread's to walk. */
+static __always_inline void tick_stack(void *ctx, __u64 id, __u32 act, struct ta_counters *c)
+{
+	__u32 zero = 0;
+	__u64 *seq = bpf_map_lookup_elem(&tick_seq, &zero);
+	struct ta_tick_key k = {.tgid = id >> 32, .tid = (__u32)id, .kstack = TA_LOCK_NOT_WALKED};
+	__u64 one = 1, *n;
+
+	if (!tick_stack_every || !seq || (*seq)++ % tick_stack_every)
+		return;
+	if (act != TA_ACT_USER)
+		k.kstack = bpf_get_stackid(ctx, &tick_stacks, 0);
+	k.ustack = bpf_get_stackid(ctx, &tick_stacks, BPF_F_USER_STACK);
+	if (c)
+		c->tick_stacks++;
+	n = bpf_map_lookup_elem(&tick_counts, &k);
+	if (n) {
+		__sync_fetch_and_add(n, 1);
+	} else if (bpf_map_update_elem(&tick_counts, &k, &one, BPF_NOEXIST) && c) {
+		n = bpf_map_lookup_elem(&tick_counts, &k);
+		if (n)
+			__sync_fetch_and_add(n, 1);
+		else
+			c->tick_dropped++;
+	}
+}
+
 /* The scheduler tick's hrtimer function (tick_nohz_handler, or
  * tick_sched_timer before 6.10), from /proc/kallsyms; 0: not found, and no
  * activity is sampled. */
@@ -1351,7 +1574,7 @@ const volatile __u64 tick_fn = 0;
  * tried first, made a pipe ping-pong 1.8x faster on this VM (a periodic
  * event keeps the haltpoll idle driver polling, whatever its rate). The
  * thread's exact cpu time (sched_switch) is split in proportion. */
-static __always_inline void sample_tick(void)
+static __always_inline void sample_tick(void *ctx)
 {
 	struct ta_counters *c = count_run(TA_PROG_SAMPLE);
 	struct task_struct *task;
@@ -1370,6 +1593,7 @@ static __always_inline void sample_tick(void)
 	task = bpf_get_current_task_btf();
 	act = act_of((struct pt_regs *)bpf_task_pt_regs(task));
 	__sync_fetch_and_add(&t->samples[act % TA_SAMPLE_SLOTS], 1);
+	tick_stack(ctx, id, act, c);
 }
 
 SEC("tp_btf/hrtimer_expire_entry")
@@ -1382,7 +1606,7 @@ int BPF_PROG(ctx_hrtimer_entry, struct hrtimer *timer, ktime_t *now)
 	if (m && m->timer < 8)
 		m->timer++;
 	if (tick_fn && !stopped && (__u64)timer->function == tick_fn)
-		sample_tick();
+		sample_tick(ctx);
 	return 0;
 }
 

@@ -103,6 +103,55 @@ struct ta_cpu_ctx {
 #define TA_MAX_RANGES 32
 #define TA_MAX_FRAMES 32
 
+/* A kind of lock wait of a process: on a file (an inode lock: dev and
+ * ino of the file its read, write or sync call was on) or a futex (dev 0,
+ * obj its user address), or another kernel lock (obj and dev 0), in the
+ * syscall class act, by the waiter's kernel stack (kstack:
+ * TA_LOCK_NOT_WALKED for the waits whose stacks were not walked, at most
+ * one walk a millisecond per thread; a negative errno when the stack map
+ * could not keep it). The value keeps, walked once for the kind (again
+ * while the walks fail), a waiter's user stack and a waker's stack (its
+ * kernel stack for a kernel lock, its user stack for a futex: where the
+ * holder let go), so that the map holds a few stacks per kind of wait
+ * whatever the user stacks look like (code without frame pointers leaves
+ * a different one at nearly every walk). */
+#define TA_LOCK_NOT_WALKED -2000
+struct ta_lock_key {
+	__u64 obj;
+	__u32 tgid;
+	__u32 dev;
+	__s32 kstack;
+	__u32 act;
+	__u32 tid;  /* the waiter: analysis leaves idle threads' waits out */
+	__u32 _pad;
+};
+
+struct ta_lock {
+	__u64 ns;
+	__u64 count;
+	__s32 ustack;
+	__s32 hstack;
+};
+
+/* The stacks of the workload's threads at one in tick_stack_every of the
+ * scheduler ticks that fall on them (per CPU): where their cpu time goes,
+ * at a low rate, with no interrupt of its own. kstack is TA_LOCK_NOT_WALKED
+ * for a thread the tick found in user code (its kernel stack would be the
+ * tick's own). */
+struct ta_tick_key {
+	__u32 tgid;
+	__u32 tid;
+	__s32 kstack;
+	__s32 ustack;
+};
+
+/* A file a lock wait was on: its path, as ta_file's (path.bpf.h). */
+struct ta_lock_file {
+	__u32 depth;
+	__u32 truncated;
+	__u8 names[8][64];
+};
+
 /* Per-thread accounting, keyed by tid. */
 struct ta_thread {
 	__u64 ns[TA_NUM_CATS];  /* time per category, closed intervals only */
@@ -163,6 +212,17 @@ struct ta_thread {
 	 * run-queue wait (stale_wait). */
 	__u64 stale_wakeups;
 	__u64 stale_ns;
+	/* A lock wait under way (cat TA_CAT_LOCK): what it waits on (see
+	 * ta_lock_key) and its stacks; lock_walk_ns is the last walk of a
+	 * lock wait's stacks (at most one a millisecond). */
+	__u64 lock_obj;
+	__u32 lock_dev;
+	__s32 lock_kstack;
+	__s32 lock_ustack;
+	__s32 lock_hstack;
+	__u32 lock_set;         /* lock_begin ran for the open wait (else it began before the window) */
+	__u32 _pad3;
+	__u64 lock_walk_ns;
 	/* sched_info.run_delay at the switch-out that opened the blocked
 	 * interval, plus 1 (0: that switch-out was not seen): what the kernel
 	 * adds to it before the wake-up is sleep it counted as wait. */
@@ -238,6 +298,10 @@ struct ta_counters {
 	__u64 unseen_outs_timed;     /* of those, the run-queue wait's start read from the kernel */
 	__u64 wakeups_queued;        /* wake-ups whose sleep was ended at the kernel's enqueue, before sched_wakeup */
 	__u64 wakeups_queued_ns;     /* the time between, cpu-wait rather than the blocked category */
+	__u64 lock_dropped;          /* lock waits not in the locks map: full */
+	__u64 lock_walks;            /* lock waits whose stacks were walked */
+	__u64 tick_stacks;           /* ticks whose stacks were walked */
+	__u64 tick_dropped;          /* of those, not counted: tick_counts full */
 };
 
 /* Per CPU, indexed by the CPU of the run queue (not the CPU that changed

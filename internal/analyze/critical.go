@@ -285,16 +285,36 @@ func endedBy(ta *model.TimeAccounting, cat string, n int) []string {
 		}
 	}
 	by := map[string]float64{}
+	peers := map[string]bool{}
 	total := 0.0
 	for _, w := range ta.Waits {
 		if w.Category != cat || skip[w.TID] || w.Seconds <= 0 {
 			continue
 		}
 		by[w.WakerWords()] += w.Seconds
+		peers[w.WakerWords()] = w.Waker == model.WakerPeer
 		total += w.Seconds
 	}
 	if total <= 0 {
 		return nil
+	}
+	// Threads of the workload that each ended few of the waits (16
+	// threads taking turns on a lock) read as one: "93% by 15 threads of
+	// the workload, each under 10%".
+	few, folded := 0, 0.0
+	for k, sec := range by {
+		if peers[k] && sec < 0.1*total {
+			few++
+			folded += sec
+		}
+	}
+	if few > 1 {
+		for k, sec := range by {
+			if peers[k] && sec < 0.1*total {
+				delete(by, k)
+			}
+		}
+		by[fmt.Sprintf("%d threads of the workload, each under 10%%", few)] = folded
 	}
 	names := slices.Collect(maps.Keys(by))
 	slices.SortFunc(names, func(a, b string) int {

@@ -2,6 +2,7 @@ package analyze
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -133,5 +134,38 @@ func TestCriticalPath(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestEndedBy: what ended a category's waits, most time first; workload
+// threads that each ended under 10% read as one; idle threads left out.
+func TestEndedBy(t *testing.T) {
+	ta := &model.TimeAccounting{Threads: []model.ThreadTime{{TID: 1}, {TID: 2}, {TID: 9, Idle: true}}}
+	add := func(tid int, cat, waker string, wtid int, comm string, sec float64) {
+		ta.Waits = append(ta.Waits, model.Wait{TID: tid, Category: cat, Waker: waker, WakerTID: wtid, WakerComm: comm, Seconds: sec})
+	}
+	add(1, model.CatStorageSync, model.WakerKthread, 219, "jbd2/vda1-8", 0.80)
+	add(2, model.CatStorageSync, model.WakerDevice, 0, "", 0.15)
+	ta.Waits[len(ta.Waits)-1].Op = "write"
+	add(2, model.CatStorageSync, model.WakerTimer, 0, "", 0.04) // under 5%: left out
+	add(9, model.CatStorageSync, model.WakerKthread, 5, "kworker/0:1", 5)
+	add(1, model.CatLock, model.WakerPeer, 2, "app", 1) // another category
+	got := endedBy(ta, model.CatStorageSync, 3)
+	want := []string{"81% by kernel thread jbd2/vda1-8 219", "15% by the disk (write)"}
+	if !slices.Equal(got, want) {
+		t.Errorf("storage-sync: got %q, want %q", got, want)
+	}
+	ta.Waits = nil
+	for i := range 16 {
+		add(1, model.CatLock, model.WakerPeer, 100+i, "app", 0.06)
+	}
+	add(1, model.CatLock, model.WakerPeer, 200, "app", 0.5)
+	got = endedBy(ta, model.CatLock, 2)
+	want = []string{"66% by 16 threads of the workload, each under 10%", "34% by app 200"}
+	if !slices.Equal(got, want) {
+		t.Errorf("lock: got %q, want %q", got, want)
+	}
+	if got := endedBy(&model.TimeAccounting{}, model.CatLock, 2); got != nil {
+		t.Errorf("without waits: %q, want nil", got)
 	}
 }

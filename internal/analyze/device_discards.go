@@ -8,8 +8,8 @@ import (
 	"github.com/perfsleuth/perfsleuth/internal/units"
 )
 
-// device.discards: the device spent its time discarding (TRIM) rather than
-// writing. A file system mounted with the discard option trims the blocks
+// device.discards: the device was made to discard (TRIM) rather than
+// write. A file system mounted with the discard option trims the blocks
 // it frees as it frees them, one request per extent, in the journal's
 // commit: rm -rf of 20k files made 20,201 discards and no writes, and read
 // as "storage-write" with a deeper queue offered as the remedy. Fires at
@@ -28,7 +28,8 @@ func deviceDiscards(run *model.Run) *model.Finding {
 	}
 	w := window(run)
 	var ev []string
-	var total int64
+	var total, writesTotal int64
+	var busyTotal float64
 	for _, d := range st.Devices {
 		var disc, writes model.BlockOp
 		for _, o := range d.Ops {
@@ -47,6 +48,8 @@ func deviceDiscards(run *model.Run) *model.Finding {
 			continue
 		}
 		total += disc.Requests
+		writesTotal += writes.Requests
+		busyTotal += busy
 		ev = append(ev, fmt.Sprintf("%s: %s discards (%s), %s each on average, %s of request time, against %s writes",
 			devName(d), units.FormatCount(disc.Requests), units.FormatSize(disc.Bytes), units.FormatNs(disc.LatencyMeanSec*1e9),
 			units.FormatNs(busy*1e9), units.FormatCount(writes.Requests)))
@@ -59,7 +62,7 @@ func deviceDiscards(run *model.Run) *model.Finding {
 		mount = s.MountOptions
 	}
 	if strings.Contains(","+mount+",", ",discard,") {
-		ev = append(ev, "the file system is mounted with discard ("+mount+"): it trims the blocks it frees as it frees them, in its journal commits, so deleting and truncating files waits on the device's discards",
+		ev = append(ev, "the file system is mounted with discard ("+mount+"): it trims the blocks it frees soon after it frees them, one request per freed extent (ext4: after each journal commit), beside the workload's IO",
 			"mount it without discard and trim in batches instead (fstrim, fstrim.timer weekly): fewer, larger discards, off the workload's path")
 	} else {
 		ev = append(ev, "the file system is not mounted with discard: the discards come from the workload (BLKDISCARD, fallocate with PUNCH_HOLE) or from fstrim running meanwhile",
@@ -67,7 +70,7 @@ func deviceDiscards(run *model.Run) *model.Finding {
 	}
 	f := &model.Finding{
 		Severity: "info",
-		Summary:  fmt.Sprintf("the device spent its time discarding: %s discards", units.FormatCount(total)),
+		Summary:  discardSummary(total, writesTotal, busyTotal, w),
 		Evidence: ev,
 		Test:     &model.FindingTest{Name: "discard requests", Value: float64(total), Op: ">=", Threshold: discardMinRequests},
 	}
@@ -79,4 +82,13 @@ func deviceDiscards(run *model.Run) *model.Finding {
 		}
 	}
 	return f
+}
+
+// discardSummary says which of the two tests the discards passed: their
+// request time's share of the window, or their count against the writes'.
+func discardSummary(discards, writes int64, busy, window float64) string {
+	if window > 0 && busy >= discardTimeShare*window {
+		return fmt.Sprintf("discards (TRIM) took %.0f%% of the window in request time: %s discards", busy/window*100, units.FormatCount(discards))
+	}
+	return fmt.Sprintf("the device was made to discard more often than to write: %s discards, %s writes", units.FormatCount(discards), units.FormatCount(writes))
 }

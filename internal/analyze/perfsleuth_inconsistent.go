@@ -223,7 +223,9 @@ func threadCounts(run *model.Run) []string {
 // samplesVsCPU: the on-CPU samples, at their rate, are the CPU time of the
 // threads they sample.
 func samplesVsCPU(ta *model.TimeAccounting) []string {
-	if ta == nil || ta.OnCPUHz <= 0 || ta.OnCPUSamples <= 0 {
+	// The tick's samples are shares of the threads' cpu time, not a
+	// measure of it (model.OnCPUTick).
+	if ta == nil || ta.OnCPUHz <= 0 || ta.OnCPUSamples <= 0 || ta.OnCPUSource == model.OnCPUTick {
 		return nil
 	}
 	var cpu, steal float64

@@ -17,6 +17,7 @@ var rules = []rule{
 	{"cpu.contended", cpuContended},
 	{"cpu.wakeup_latency", cpuWakeupLatency},
 	{"cpu.steal", cpuSteal},
+	{"cpu.kernel_path", cpuKernelPath},
 	{"threads.churn", threadsChurn},
 	{"syscall.tiny_io", tinyIO},
 	{"io.random_small", ioRandomSmall},

@@ -162,6 +162,9 @@ func verdict(ta *model.TimeAccounting, c *cells) *model.Verdict {
 	// thread, the disk, the thread that let go of the lock.
 	switch best {
 	case model.CatLock, model.CatStorageRead, model.CatStorageWrite, model.CatStorageSync, model.CatOther:
+		if l, share := topLock(ta); best == model.CatLock && share >= 0.5 {
+			v.Summary += fmt.Sprintf("; %.0f%% of the lock waits on %s", share*100, l)
+		}
 		if by := endedBy(ta, best, 2); len(by) > 0 {
 			v.Summary += "; its waits were ended " + strings.Join(by, ", ")
 		}

@@ -95,6 +95,7 @@ func accountingSection(run *model.Run) *section {
 		s.p(cp)
 	}
 	waitsTable(s, ta)
+	locksTable(s, ta)
 	activitiesTable(s, ta)
 	s.listIf(ta.Unknown)
 	if a.Dropped != "" {
@@ -269,6 +270,30 @@ func waitsTable(s *section, ta *model.TimeAccounting) {
 	foot := "each blocked interval of a busy thread, by what woke it: a thread of the workload, a kernel thread, a process outside it, the disk, a timer, an interrupt"
 	if ta.WaitNote != "" {
 		foot += "; " + ta.WaitNote
+	}
+	tb.t.Foot = foot
+	s.table(tb.t)
+}
+
+// locksTable names the locks the threads waited on, most time first.
+func locksTable(s *section, ta *model.TimeAccounting) {
+	l := rows.Locks(ta, maxThreadBars)
+	if len(l.Rows) == 0 {
+		return
+	}
+	s.h3("The locks waited on")
+	tb := newTable("share", "waited", "~lock", "in", "waits", "~waiters in", "~the holder let go in")
+	for _, r := range l.Rows {
+		tb.add(cell{Text: pctOf(r.Seconds, r.Seconds/r.Share)}, cell{Text: durSec(r.Seconds)}, cell{Text: r.Lock}, cell{Text: r.Activity},
+			cell{Text: fmt.Sprint(r.Count), Tip: fmt.Sprintf("%d with their stacks walked (at most one walk a millisecond per thread)", r.Walked)},
+			cell{Text: r.Waiters}, cell{Text: r.Holder})
+	}
+	foot := "each lock wait by what it waited on: the file its read, write or sync call was on (a kernel lock such as its inode's), a futex, or another kernel lock; the stacks of one wait a millisecond per thread name the lock and where its holder let go"
+	if m := l.More(); m > 0 {
+		foot += fmt.Sprintf("; %d more locks not shown", m)
+	}
+	if ta.LocksNote != "" {
+		foot += "; " + ta.LocksNote
 	}
 	tb.t.Foot = foot
 	s.table(tb.t)

@@ -35,7 +35,11 @@ func stacksSection(run *model.Run) *section {
 		sub := fmt.Sprintf("%s samples", units.FormatCount(on.Samples))
 		format := func(v float64) string { return units.FormatCount(int64(v)) + " samples" }
 		if hz > 0 {
-			sub += fmt.Sprintf(" at %d Hz on every CPU, about %s of CPU", hz, durSec(on.CPUSec))
+			rate := on.Rate
+			if ta.OnCPUSource != model.OnCPUTick {
+				rate += " on every CPU"
+			}
+			sub += fmt.Sprintf(" %s, about %s of CPU", rate, durSec(on.CPUSec))
 			format = func(v float64) string {
 				return fmt.Sprintf("%s samples, ~%s", units.FormatCount(int64(v)), durSec(v/float64(hz)))
 			}

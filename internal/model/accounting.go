@@ -63,6 +63,14 @@ type TimeAccounting struct {
 	// thread and stack, most samples first; nil when not asked for.
 	OnCPU   []OnCPUStack `json:"oncpu_stacks,omitempty"`
 	OnCPUHz int          `json:"oncpu_hz,omitempty"`
+	// OnCPUSource is where the samples come from: OnCPUClock (--stacks:
+	// a cpu-clock event at OnCPUHz; samples / Hz is cpu time), or
+	// OnCPUTick (by default: one in some of the scheduler ticks that fell
+	// on the workload's threads, OnCPUHz per busy CPU; their shares split
+	// the threads' exact cpu time, as the activity samples do, and a
+	// thread that runs in step with the tick is sampled less: not a
+	// measure of cpu time by themselves). "" in older records: cpu-clock.
+	OnCPUSource string `json:"oncpu_source,omitempty"`
 	// OnCPUSamples is every sample of the workload's threads, OnCPU's kept
 	// stacks or not (the record keeps the 200 largest stacks); OnCPUDropped
 	// the samples the sampler could not count (its map was full).
@@ -137,7 +145,59 @@ type TimeAccounting struct {
 	// ids), each cell with its part of the critical path (analyze). Its
 	// cells add up to the busy threads' time (Total). Nil without Waits.
 	Matrix []ActivityTime `json:"matrix,omitempty"`
+	// Locks are the lock waits by what they waited on, most time first;
+	// nil when the source does not see them (procfs, older records).
+	// LocksNote says what they leave out (waits whose stacks the map could
+	// not keep, waits not counted because the map was full).
+	Locks     []LockWait `json:"locks,omitempty"`
+	LocksNote string     `json:"locks_note,omitempty"`
 }
+
+// LockWait is the time a process's threads waited on one lock: a kernel
+// lock taken on the file their read, write or sync call was on (Path: on
+// a file system's write path, the file's inode lock), a futex (Addr), or
+// another kernel lock. Lock names it. Kernel and User are the waiters'
+// frames and Holder the frames of the thread that let go (its kernel
+// stack for a kernel lock, its user stack for a futex), innermost first,
+// from the waits whose stacks were walked: Walked of Count (at most one
+// walk a millisecond per thread).
+type LockWait struct {
+	PID      int      `json:"pid"`
+	Lock     string   `json:"lock"`
+	Kind     string   `json:"kind"` // LockFile, LockFutex, LockKernel
+	Path     string   `json:"path,omitempty"`
+	Addr     string   `json:"addr,omitempty"`
+	Activity string   `json:"activity"`
+	Count    int64    `json:"count"`
+	Walked   int64    `json:"walked"`
+	Seconds  float64  `json:"seconds"`
+	Kernel   []string `json:"kernel,omitempty"`
+	User     []string `json:"user,omitempty"`
+	Holder   []string `json:"holder,omitempty"`
+	// Threads are the waiters, most time first: their Seconds add up to
+	// the lock's (analysis leaves the idle threads' waits out).
+	Threads []LockThread `json:"threads,omitempty"`
+}
+
+// LockThread is one thread's waits on a lock.
+type LockThread struct {
+	TID     int     `json:"tid"`
+	Count   int64   `json:"count"`
+	Seconds float64 `json:"seconds"`
+}
+
+// OnCPU sources.
+const (
+	OnCPUClock = "cpu-clock"
+	OnCPUTick  = "tick"
+)
+
+// LockWait kinds.
+const (
+	LockFile   = "file"
+	LockFutex  = "futex"
+	LockKernel = "kernel"
+)
 
 // ActivityTime is one cell of the time by activity and state: Seconds of
 // the busy threads' time, CriticalSec of the critical path's.

@@ -37,6 +37,7 @@ func (d *doc) accounting(run *model.Run) {
 			d.wrapped("  ", "    ", cp)
 		}
 		d.waits(ta)
+		d.locks(ta)
 		d.activities(ta)
 		d.syncCalls(ta)
 		d.syncedFiles(ta)
@@ -123,6 +124,31 @@ func (d *doc) waits(ta *model.TimeAccounting) {
 	}
 	if ta.WaitNote != "" {
 		d.wrapped("  - ", "    ", ta.WaitNote)
+	}
+}
+
+// locks names the locks the threads waited on, most time first.
+func (d *doc) locks(ta *model.TimeAccounting) {
+	l := rows.Locks(ta, 5)
+	if len(l.Rows) == 0 {
+		return
+	}
+	d.line("  lock waits, by lock:")
+	for _, r := range l.Rows {
+		txt := fmt.Sprintf("%3.0f%% %8s  %s, in %s calls (%d waits)", r.Share*100, rows.Secs(r.Seconds), r.Lock, r.Activity, r.Count)
+		if r.Waiters != "" {
+			txt += "; waiters in " + r.Waiters
+		}
+		if r.Holder != "" {
+			txt += "; the holder let go in " + r.Holder
+		}
+		d.wrapped("  ", "              ", txt)
+	}
+	if m := l.More(); m > 0 {
+		d.line("  (%d more)", m)
+	}
+	if ta.LocksNote != "" {
+		d.wrapped("  - ", "    ", ta.LocksNote)
 	}
 }
 
@@ -332,10 +358,10 @@ func (d *doc) onCPU(ta *model.TimeAccounting) {
 		return
 	}
 	if o.Kept < o.Samples {
-		d.wrapped("  ", "    ", fmt.Sprintf("on-CPU samples at %d Hz: %s (%s of CPU), %s of them in the %d stacks kept; functions those fell in:",
-			o.Hz, units.FormatCount(o.Samples), rows.Secs(o.CPUSec), units.FormatCount(o.Kept), len(o.Stacks)))
+		d.wrapped("  ", "    ", fmt.Sprintf("on-CPU samples %s: %s (%s of CPU), %s of them in the %d stacks kept; functions those fell in:",
+			o.Rate, units.FormatCount(o.Samples), rows.Secs(o.CPUSec), units.FormatCount(o.Kept), len(o.Stacks)))
 	} else {
-		d.line("  on-CPU samples at %d Hz: %s (%s of CPU); functions the samples fell in:", o.Hz, units.FormatCount(o.Samples), rows.Secs(o.CPUSec))
+		d.wrapped("  ", "    ", fmt.Sprintf("on-CPU samples %s: %s (%s of CPU); functions the samples fell in:", o.Rate, units.FormatCount(o.Samples), rows.Secs(o.CPUSec)))
 	}
 	for _, f := range o.Funcs.Rows {
 		d.line("    %5.1f%%  %s", f.Pct, fit(f.Name, 68))

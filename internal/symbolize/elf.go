@@ -13,6 +13,9 @@ import (
 type elfSyms struct {
 	loads []load
 	syms  table
+	// data are its variables (sized objects in its data and bss
+	// sections): what a lock's address in it is.
+	data table
 }
 
 // load is one PT_LOAD segment: file bytes [off, off+filesz) are linked at
@@ -40,7 +43,7 @@ func readELF(r io.ReaderAt) (*elfSyms, error) {
 	if len(e.loads) == 0 {
 		return nil, errors.New("no loadable segments")
 	}
-	var cs []candidate
+	var cs, ds []candidate
 	for _, read := range []func() ([]elf.Symbol, error){f.Symbols, f.DynamicSymbols} {
 		syms, err := read()
 		if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
@@ -49,9 +52,12 @@ func readELF(r io.ReaderAt) (*elfSyms, error) {
 		for _, s := range syms {
 			if c, ok := function(f, s); ok {
 				cs = append(cs, c)
+			} else if d, ok := variable(f, s); ok {
+				ds = append(ds, d)
 			}
 		}
 	}
+	e.data = buildTable(ds)
 	if len(cs) == 0 {
 		// A Go binary linked with -s (as go run and go test link, and many
 		// release builds) has no .symtab, but it keeps the runtime's own
@@ -121,6 +127,27 @@ func function(f *elf.File, s elf.Symbol) (candidate, bool) {
 		bind:  bind,
 		limit: sec.Addr + sec.Size,
 	}, true
+}
+
+// variable keeps the symbols that name data: sized objects in an allocated
+// section that is not code (.data, .bss).
+func variable(f *elf.File, s elf.Symbol) (candidate, bool) {
+	if s.Name == "" || s.Size == 0 || elf.ST_TYPE(s.Info) != elf.STT_OBJECT || s.Section == elf.SHN_UNDEF ||
+		s.Section >= elf.SHN_LORESERVE || int(s.Section) >= len(f.Sections) {
+		return candidate{}, false
+	}
+	sec := f.Sections[s.Section]
+	if sec.Flags&elf.SHF_ALLOC == 0 || sec.Flags&elf.SHF_EXECINSTR != 0 {
+		return candidate{}, false
+	}
+	bind := bindLocal
+	switch elf.ST_BIND(s.Info) {
+	case elf.STB_GLOBAL:
+		bind = bindGlobal
+	case elf.STB_WEAK:
+		bind = bindWeak
+	}
+	return candidate{sym: sym{addr: s.Value, size: s.Size, name: s.Name}, bind: bind}, true
 }
 
 // vaddr turns a file offset into the virtual address the file was linked

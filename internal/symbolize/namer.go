@@ -48,6 +48,16 @@ func (n *Namer) Name(pid int, kernel, user []uint64) (kf, uf []string, knote, un
 	return kf, uf, knote, unote
 }
 
+// Data names a data address of process pid (User.Data); "" when no
+// variable of its files holds it or its mappings were never read.
+func (n *Namer) Data(pid int, addr uint64) string {
+	m := n.maps.Snapshot(pid)
+	if m == nil {
+		return ""
+	}
+	return n.user.Data(m, addr)
+}
+
 func hexAddr(a uint64) string { return "0x" + strconv.FormatUint(a, 16) }
 
 // retAddr is the address to name for frame i: every frame but the innermost

@@ -71,6 +71,36 @@ func (u *User) Symbol(m *Maps, addr uint64) string {
 	return hex(addr) + " (" + file + ")"
 }
 
+// Data returns "variable+0xoffset (file)" for a data address of the
+// process whose mappings m holds (a lock's, say), from the variables of the
+// files it maps: all the segments of a file are loaded at one offset from
+// their link addresses, which its code mappings give, so a variable in its
+// .data or .bss is found without a mapping of its own. "" when no file's
+// variable holds addr (the heap, a stack, a stripped file).
+func (u *User) Data(m *Maps, addr uint64) string {
+	seen := map[string]bool{}
+	for i := range m.Mappings {
+		mp := &m.Mappings[i]
+		if mp.Inode == 0 || seen[mp.Path] {
+			continue
+		}
+		seen[mp.Path] = true
+		e := u.load(m.Pid, mp)
+		if e == nil {
+			continue
+		}
+		linked, ok := e.vaddr(mp.Offset)
+		if !ok {
+			continue
+		}
+		// Unsigned: an address below the file's wraps past every variable.
+		if name, off, ok := e.data.lookup(addr - mp.Start + linked); ok {
+			return withOffset(name, off) + " (" + filepath.Base(mp.Path) + ")"
+		}
+	}
+	return ""
+}
+
 // load returns the symbols of the file behind mp, reading it on first use,
 // or nil when it cannot be read.
 func (u *User) load(pid int, mp *Mapping) *elfSyms {

@@ -1,8 +1,11 @@
-/* rmfiles: "rm -rf" of many small files: makes 3000 files of 16 KiB in a
- * directory and syncs its file system, then unlinks them all and syncs the file
- * system. On a file system mounted with discard, the freed blocks are
- * discarded in the journal's commits, one request per file: more discards
- * than the (merged) writes that made the files. Finding: device.discards. */
+/* rmfiles: removing many small files: makes 3000 files of 16 KiB in a
+ * directory and syncs its file system, then unlinks every other one (so that
+ * no two freed extents touch and merge into one discard) and syncs the file
+ * system. On a file system mounted with discard, ext4 discards the freed
+ * blocks after each journal commit, from a work queue, one request per
+ * extent: more discards than the (merged) writes that made the files. The
+ * program then sleeps a second, so that the discards fall in the window.
+ * Finding: device.discards. */
 #include "common.h"
 #include <sys/stat.h>
 int main(void)
@@ -21,13 +24,18 @@ int main(void)
 	int d = open("scenario-rm", O_RDONLY);
 	if (d < 0 || syncfs(d))
 		die("syncfs");
-	for (int i = 0; i < 3000; i++) {
+	for (int i = 0; i < 3000; i += 2) {
 		snprintf(name, sizeof name, "scenario-rm/f%05d", i);
 		if (unlink(name))
 			die("unlink");
 	}
 	if (syncfs(d))
 		die("syncfs");
+	sleep(1);
+	for (int i = 1; i < 3000; i += 2) {
+		snprintf(name, sizeof name, "scenario-rm/f%05d", i);
+		unlink(name);
+	}
 	close(d);
 	rmdir("scenario-rm");
 	return 0;

@@ -63,7 +63,7 @@ func (o *observer) Contribute(run *model.Run) {
 		return
 	}
 	ta.OnCPUNote = o.note
-	ta.OnCPUHz = o.res.Hz
+	ta.OnCPUHz, ta.OnCPUSource = o.res.Hz, model.OnCPUClock
 	ta.OnCPUSamples, ta.OnCPUDropped = int64(o.res.Samples), int64(o.res.Dropped)
 	ta.OnCPU = nameOnCPU(o.res, o.s.Namer())
 	if len(o.res.Stacks) == 0 && o.note == "" {

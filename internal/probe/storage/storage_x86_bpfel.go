@@ -238,6 +238,14 @@ type storageTaThread struct {
 	Pad2         uint32
 	StaleWakeups uint64
 	StaleNs      uint64
+	LockObj      uint64
+	LockDev      uint32
+	LockKstack   int32
+	LockUstack   int32
+	LockHstack   int32
+	LockSet      uint32
+	Pad3         uint32
+	LockWalkNs   uint64
 	RdBlock      uint64
 }
 

@@ -107,3 +107,107 @@ func cmpDesc(a, b uint64) int {
 	}
 	return 0
 }
+
+// readLocks reads the lock waits by what they waited on, with the files'
+// paths and the walked stacks as addresses; the waits still under way at
+// end are added as closeThread adds their time.
+func (p *Probe) readLocks(res *Result, entries []timeacctTaThread, end uint64) error {
+	sums := map[timeacctTaLockKey]timeacctTaLock{}
+	var k timeacctTaLockKey
+	var v timeacctTaLock
+	var errs []error
+	it := p.objs.Locks.Iterate()
+	for it.Next(&k, &v) {
+		sums[k] = v
+	}
+	if err := it.Err(); err != nil {
+		errs = append(errs, fmt.Errorf("map locks: %w", err))
+	}
+	for i := range entries {
+		e := &entries[i]
+		from := max(e.LastNs, p.startNs)
+		if e.Exited != 0 || e.State != stateBlocked || e.Cat != CatLock || end <= from || e.LastNs == 0 {
+			continue
+		}
+		// As lock_key has it: a wait lock_begin did not see begin is
+		// of no file or futex, its stacks not walked.
+		key := timeacctTaLockKey{Obj: e.LockObj, Tgid: e.Tgid, Dev: e.LockDev, Kstack: e.LockKstack, Act: e.Act, Tid: e.Tid}
+		if e.LockSet == 0 {
+			key.Obj, key.Dev, key.Kstack = 0, 0, lockNotWalked
+		}
+		s, ok := sums[key]
+		if !ok {
+			s.Ustack, s.Hstack = lockNotWalked, lockNotWalked
+		}
+		s.Ns += end - from
+		s.Count++
+		if s.Ustack < 0 && e.LockSet != 0 && e.LockUstack != lockNotWalked {
+			s.Ustack = e.LockUstack
+		}
+		sums[key] = s
+	}
+	mounts := sysinfo.DeviceMounts()
+	paths := map[timeacctTaFileKey]string{}
+	var fk timeacctTaFileKey
+	var f timeacctTaLockFile
+	fit := p.objs.LockFiles.Iterate()
+	for fit.Next(&fk, &f) {
+		dev := sysinfo.DevString(fk.Dev)
+		paths[fk] = probe.PathOf(mounts[dev], dev, f.Names, f.Depth, f.Truncated != 0)
+	}
+	if err := fit.Err(); err != nil {
+		errs = append(errs, fmt.Errorf("map lock_files: %w", err))
+	}
+	lookup := probe.StackLookup(p.objs.LockStacks)
+	for key, s := range sums {
+		if s.Ns == 0 {
+			continue
+		}
+		l := LockWait{PID: int(key.Tgid), TID: int(key.Tid), Act: int(key.Act), Dev: sysinfo.DevString(key.Dev), Obj: key.Obj, Ns: s.Ns, Count: s.Count,
+			Walked: key.Kstack != lockNotWalked, Futex: int(key.Act) == actFutex}
+		if key.Dev != 0 {
+			l.Path = paths[timeacctTaFileKey{Ino: key.Obj, Dev: key.Dev}]
+		}
+		if l.Walked {
+			l.Kernel, l.KernelErr = lookup(key.Kstack)
+		}
+		if s.Ustack != lockNotWalked {
+			l.User, _ = lookup(s.Ustack)
+		}
+		if s.Hstack != lockNotWalked {
+			l.Holder, _ = lookup(s.Hstack)
+		}
+		res.Locks = append(res.Locks, l)
+	}
+	slices.SortFunc(res.Locks, func(a, b LockWait) int { return cmpDesc(a.Ns, b.Ns) })
+	return errors.Join(errs...)
+}
+
+// lockNotWalked is TA_LOCK_NOT_WALKED of bpf/timeacct.h: a lock wait
+// whose stacks were not walked (at most one walk a millisecond per
+// thread); actFutex is TA_ACT_FUTEX.
+const (
+	lockNotWalked = -2000
+	actFutex      = 6
+)
+
+// readTickStacks reads the stacks the ticks walked, most samples first.
+func (p *Probe) readTickStacks(res *Result) error {
+	var k timeacctTaTickKey
+	var n uint64
+	lookup := probe.StackLookup(p.objs.TickStacks)
+	it := p.objs.TickCounts.Iterate()
+	for it.Next(&k, &n) {
+		s := TickStack{PID: int(k.Tgid), TID: int(k.Tid), Samples: n}
+		if k.Kstack != lockNotWalked {
+			s.Kernel, s.KernelErr = lookup(k.Kstack)
+		}
+		s.User, s.UserErr = lookup(k.Ustack)
+		res.TickStacks = append(res.TickStacks, s)
+	}
+	slices.SortFunc(res.TickStacks, func(a, b TickStack) int { return cmpDesc(a.Samples, b.Samples) })
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("map tick_counts: %w", err)
+	}
+	return nil
+}

@@ -62,9 +62,9 @@ func (o *observer) Start(_ context.Context, s *probe.Session) error {
 	tracked, threads := p.SharedMaps()
 	s.Share(SharedTracked, tracked)
 	s.Share(SharedThreads, threads)
-	if s.Stacks {
-		s.Mappings()
-	}
+	// The processes' mappings, kept from now on: the user frames of the
+	// lock waits' stacks (and of --stacks) are named against them.
+	s.Mappings()
 	return nil
 }
 
@@ -109,6 +109,8 @@ func (o *observer) Contribute(run *model.Run) {
 	if o.res.Stacks {
 		ta.OffCPU = nameOffCPU(o.res.OffCPU, o.s.Namer())
 	}
+	ta.Locks, ta.LocksNote = locksOf(o.res.Locks, o.res.LockWalks, o.res.LockDropped, o.s.Namer)
+	tickOnCPU(ta, o.res, o.s.Namer)
 	ta.Kernel = o.kernel.agreement(ta, o.res.Threads)
 	run.TimeAccounting = ta
 }

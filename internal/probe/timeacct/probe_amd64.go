@@ -48,6 +48,9 @@ type Probe struct {
 	objs    objects
 	links   []link.Link
 	startNs uint64
+	// tickEvery is tick_stack_every: the stacks are walked at one in
+	// that many of the workload's ticks on a CPU.
+	tickEvery uint32
 	// endNs is when the window closed (CloseWindow), 0 while it is open;
 	// closeErr why setting the flag failed.
 	endNs    uint64
@@ -146,6 +149,10 @@ func start(cfg Config) (_ *Probe, err error) {
 			") is not in /proc/kallsyms or its addresses are hidden (kernel.kptr_restrict)"
 	}
 	if err := spec.Variables["tick_fn"].Set(tick); err != nil {
+		return nil, fmt.Errorf("timeacct: %w", err)
+	}
+	p.tickEvery = tickStackEvery(sysinfo.KernelHZ())
+	if err := spec.Variables["tick_stack_every"].Set(p.tickEvery); err != nil {
 		return nil, fmt.Errorf("timeacct: %w", err)
 	}
 	coll, err := probe.NewCollection("timeacct", spec, ebpf.CollectionOptions{})
@@ -356,6 +363,7 @@ func (p *Probe) read() (*Result, error) {
 		SampleNote: p.sampleNote, QueuedNote: p.enqueueNote}
 	if res.Sampled = p.sampleNote == ""; res.Sampled {
 		res.SampleHz = sysinfo.KernelHZ()
+		res.TickStackEvery = int(p.tickEvery)
 	}
 
 	for k := range NumSyncKinds {
@@ -389,6 +397,10 @@ func (p *Probe) read() (*Result, error) {
 		res.Exits += c.Exits
 		res.Dropped += c.Dropped + c.SysDropped + c.FileDropped + c.EdgeDropped
 		res.StackWalks += c.StackWalks
+		res.LockWalks += c.LockWalks
+		res.LockDropped += c.LockDropped
+		res.TickStackRuns += c.TickStacks
+		res.TickDropped += c.TickDropped
 		res.RQReads += c.RqReads
 		res.RQMisses += c.RqMisses
 		res.Unseen.Switches += c.UnseenSwitches
@@ -451,7 +463,7 @@ func (p *Probe) read() (*Result, error) {
 		}
 		res.Threads = append(res.Threads, th)
 	}
-	errs = append(errs, p.readFiles(res), p.readSyscalls(res))
+	errs = append(errs, p.readFiles(res), p.readSyscalls(res), p.readLocks(res, entries, end), p.readTickStacks(res))
 	if p.cfg.Stacks {
 		errs = append(errs, p.readOffCPU(res, entries, end))
 	}

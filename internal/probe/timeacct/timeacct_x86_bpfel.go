@@ -63,6 +63,10 @@ type timeacctTaCounters struct {
 	UnseenOutsTimed uint64
 	WakeupsQueued   uint64
 	WakeupsQueuedNs uint64
+	LockDropped     uint64
+	LockWalks       uint64
+	TickStacks      uint64
+	TickDropped     uint64
 }
 
 type timeacctTaCpuCtx struct {
@@ -122,6 +126,32 @@ type timeacctTaFileKey struct {
 	Ino uint64
 	Dev uint32
 	Pad uint32
+}
+
+type timeacctTaLock struct {
+	_      structs.HostLayout
+	Ns     uint64
+	Count  uint64
+	Ustack int32
+	Hstack int32
+}
+
+type timeacctTaLockFile struct {
+	_         structs.HostLayout
+	Depth     uint32
+	Truncated uint32
+	Names     [8][64]uint8
+}
+
+type timeacctTaLockKey struct {
+	_      structs.HostLayout
+	Obj    uint64
+	Tgid   uint32
+	Dev    uint32
+	Kstack int32
+	Act    uint32
+	Tid    uint32
+	Pad    uint32
 }
 
 type timeacctTaOffcpu struct {
@@ -230,7 +260,23 @@ type timeacctTaThread struct {
 	Pad2             uint32
 	StaleWakeups     uint64
 	StaleNs          uint64
+	LockObj          uint64
+	LockDev          uint32
+	LockKstack       int32
+	LockUstack       int32
+	LockHstack       int32
+	LockSet          uint32
+	Pad3             uint32
+	LockWalkNs       uint64
 	RdBlock          uint64
+}
+
+type timeacctTaTickKey struct {
+	_      structs.HostLayout
+	Tgid   uint32
+	Tid    uint32
+	Kstack int32
+	Ustack int32
 }
 
 type timeacctWakerName struct {
@@ -249,6 +295,9 @@ const (
 	timeacctMapEdges             = "edges"
 	timeacctMapExitedAgg         = "exited_agg"
 	timeacctMapFiles             = "files"
+	timeacctMapLockFiles         = "lock_files"
+	timeacctMapLockStacks        = "lock_stacks"
+	timeacctMapLocks             = "locks"
 	timeacctMapOffcpu            = "offcpu"
 	timeacctMapRanges            = "ranges"
 	timeacctMapRqEnq             = "rq_enq"
@@ -259,6 +308,9 @@ const (
 	timeacctMapSysStart          = "sys_start"
 	timeacctMapSysStats          = "sys_stats"
 	timeacctMapThreads           = "threads"
+	timeacctMapTickCounts        = "tick_counts"
+	timeacctMapTickSeq           = "tick_seq"
+	timeacctMapTickStacks        = "tick_stacks"
 	timeacctMapTracked           = "tracked"
 	timeacctMapWakerNames        = "waker_names"
 	timeacctProgCtxBlockComplete = "ctx_block_complete"
@@ -285,11 +337,14 @@ const (
 	timeacctVarPeak              = "peak"
 	timeacctVarStopped           = "stopped"
 	timeacctVarTickFn            = "tick_fn"
+	timeacctVarTickStackEvery    = "tick_stack_every"
 	timeacctVarUseStacks         = "use_stacks"
 	timeacctVarWantStacks        = "want_stacks"
 	timeacctVarWindowNs          = "window_ns"
 	timeacctVarZeroAgg           = "zero_agg"
 	timeacctVarZeroFile          = "zero_file"
+	timeacctVarZeroLock          = "zero_lock"
+	timeacctVarZeroLockFile      = "zero_lock_file"
 	timeacctVarZeroSys           = "zero_sys"
 	timeacctVarZeroThread        = "zero_thread"
 )
@@ -366,6 +421,9 @@ type timeacctMapSpecs struct {
 	Edges        *ebpf.MapSpec `ebpf:"edges"`
 	ExitedAgg    *ebpf.MapSpec `ebpf:"exited_agg"`
 	Files        *ebpf.MapSpec `ebpf:"files"`
+	LockFiles    *ebpf.MapSpec `ebpf:"lock_files"`
+	LockStacks   *ebpf.MapSpec `ebpf:"lock_stacks"`
+	Locks        *ebpf.MapSpec `ebpf:"locks"`
 	Offcpu       *ebpf.MapSpec `ebpf:"offcpu"`
 	Ranges       *ebpf.MapSpec `ebpf:"ranges"`
 	RqEnq        *ebpf.MapSpec `ebpf:"rq_enq"`
@@ -376,6 +434,9 @@ type timeacctMapSpecs struct {
 	SysStart     *ebpf.MapSpec `ebpf:"sys_start"`
 	SysStats     *ebpf.MapSpec `ebpf:"sys_stats"`
 	Threads      *ebpf.MapSpec `ebpf:"threads"`
+	TickCounts   *ebpf.MapSpec `ebpf:"tick_counts"`
+	TickSeq      *ebpf.MapSpec `ebpf:"tick_seq"`
+	TickStacks   *ebpf.MapSpec `ebpf:"tick_stacks"`
 	Tracked      *ebpf.MapSpec `ebpf:"tracked"`
 	WakerNames   *ebpf.MapSpec `ebpf:"waker_names"`
 }
@@ -384,18 +445,21 @@ type timeacctMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type timeacctVariableSpecs struct {
-	Alive      *ebpf.VariableSpec `ebpf:"alive"`
-	Entries    *ebpf.VariableSpec `ebpf:"entries"`
-	Peak       *ebpf.VariableSpec `ebpf:"peak"`
-	Stopped    *ebpf.VariableSpec `ebpf:"stopped"`
-	TickFn     *ebpf.VariableSpec `ebpf:"tick_fn"`
-	UseStacks  *ebpf.VariableSpec `ebpf:"use_stacks"`
-	WantStacks *ebpf.VariableSpec `ebpf:"want_stacks"`
-	WindowNs   *ebpf.VariableSpec `ebpf:"window_ns"`
-	ZeroAgg    *ebpf.VariableSpec `ebpf:"zero_agg"`
-	ZeroFile   *ebpf.VariableSpec `ebpf:"zero_file"`
-	ZeroSys    *ebpf.VariableSpec `ebpf:"zero_sys"`
-	ZeroThread *ebpf.VariableSpec `ebpf:"zero_thread"`
+	Alive          *ebpf.VariableSpec `ebpf:"alive"`
+	Entries        *ebpf.VariableSpec `ebpf:"entries"`
+	Peak           *ebpf.VariableSpec `ebpf:"peak"`
+	Stopped        *ebpf.VariableSpec `ebpf:"stopped"`
+	TickFn         *ebpf.VariableSpec `ebpf:"tick_fn"`
+	TickStackEvery *ebpf.VariableSpec `ebpf:"tick_stack_every"`
+	UseStacks      *ebpf.VariableSpec `ebpf:"use_stacks"`
+	WantStacks     *ebpf.VariableSpec `ebpf:"want_stacks"`
+	WindowNs       *ebpf.VariableSpec `ebpf:"window_ns"`
+	ZeroAgg        *ebpf.VariableSpec `ebpf:"zero_agg"`
+	ZeroFile       *ebpf.VariableSpec `ebpf:"zero_file"`
+	ZeroLock       *ebpf.VariableSpec `ebpf:"zero_lock"`
+	ZeroLockFile   *ebpf.VariableSpec `ebpf:"zero_lock_file"`
+	ZeroSys        *ebpf.VariableSpec `ebpf:"zero_sys"`
+	ZeroThread     *ebpf.VariableSpec `ebpf:"zero_thread"`
 }
 
 // timeacctObjects contains all objects after they have been loaded into the kernel.
@@ -423,6 +487,9 @@ type timeacctMaps struct {
 	Edges        *ebpf.Map `ebpf:"edges"`
 	ExitedAgg    *ebpf.Map `ebpf:"exited_agg"`
 	Files        *ebpf.Map `ebpf:"files"`
+	LockFiles    *ebpf.Map `ebpf:"lock_files"`
+	LockStacks   *ebpf.Map `ebpf:"lock_stacks"`
+	Locks        *ebpf.Map `ebpf:"locks"`
 	Offcpu       *ebpf.Map `ebpf:"offcpu"`
 	Ranges       *ebpf.Map `ebpf:"ranges"`
 	RqEnq        *ebpf.Map `ebpf:"rq_enq"`
@@ -433,6 +500,9 @@ type timeacctMaps struct {
 	SysStart     *ebpf.Map `ebpf:"sys_start"`
 	SysStats     *ebpf.Map `ebpf:"sys_stats"`
 	Threads      *ebpf.Map `ebpf:"threads"`
+	TickCounts   *ebpf.Map `ebpf:"tick_counts"`
+	TickSeq      *ebpf.Map `ebpf:"tick_seq"`
+	TickStacks   *ebpf.Map `ebpf:"tick_stacks"`
 	Tracked      *ebpf.Map `ebpf:"tracked"`
 	WakerNames   *ebpf.Map `ebpf:"waker_names"`
 }
@@ -444,6 +514,9 @@ func (m *timeacctMaps) Close() error {
 		m.Edges,
 		m.ExitedAgg,
 		m.Files,
+		m.LockFiles,
+		m.LockStacks,
+		m.Locks,
 		m.Offcpu,
 		m.Ranges,
 		m.RqEnq,
@@ -454,6 +527,9 @@ func (m *timeacctMaps) Close() error {
 		m.SysStart,
 		m.SysStats,
 		m.Threads,
+		m.TickCounts,
+		m.TickSeq,
+		m.TickStacks,
 		m.Tracked,
 		m.WakerNames,
 	)
@@ -463,18 +539,21 @@ func (m *timeacctMaps) Close() error {
 //
 // It can be passed to loadTimeacctObjects or ebpf.CollectionSpec.LoadAndAssign.
 type timeacctVariables struct {
-	Alive      *ebpf.Variable `ebpf:"alive"`
-	Entries    *ebpf.Variable `ebpf:"entries"`
-	Peak       *ebpf.Variable `ebpf:"peak"`
-	Stopped    *ebpf.Variable `ebpf:"stopped"`
-	TickFn     *ebpf.Variable `ebpf:"tick_fn"`
-	UseStacks  *ebpf.Variable `ebpf:"use_stacks"`
-	WantStacks *ebpf.Variable `ebpf:"want_stacks"`
-	WindowNs   *ebpf.Variable `ebpf:"window_ns"`
-	ZeroAgg    *ebpf.Variable `ebpf:"zero_agg"`
-	ZeroFile   *ebpf.Variable `ebpf:"zero_file"`
-	ZeroSys    *ebpf.Variable `ebpf:"zero_sys"`
-	ZeroThread *ebpf.Variable `ebpf:"zero_thread"`
+	Alive          *ebpf.Variable `ebpf:"alive"`
+	Entries        *ebpf.Variable `ebpf:"entries"`
+	Peak           *ebpf.Variable `ebpf:"peak"`
+	Stopped        *ebpf.Variable `ebpf:"stopped"`
+	TickFn         *ebpf.Variable `ebpf:"tick_fn"`
+	TickStackEvery *ebpf.Variable `ebpf:"tick_stack_every"`
+	UseStacks      *ebpf.Variable `ebpf:"use_stacks"`
+	WantStacks     *ebpf.Variable `ebpf:"want_stacks"`
+	WindowNs       *ebpf.Variable `ebpf:"window_ns"`
+	ZeroAgg        *ebpf.Variable `ebpf:"zero_agg"`
+	ZeroFile       *ebpf.Variable `ebpf:"zero_file"`
+	ZeroLock       *ebpf.Variable `ebpf:"zero_lock"`
+	ZeroLockFile   *ebpf.Variable `ebpf:"zero_lock_file"`
+	ZeroSys        *ebpf.Variable `ebpf:"zero_sys"`
+	ZeroThread     *ebpf.Variable `ebpf:"zero_thread"`
 }
 
 // timeacctPrograms contains all programs after they have been loaded into the kernel.

@@ -582,3 +582,31 @@ func MatrixOf(ta *model.TimeAccounting) Matrix {
 	sort.SliceStable(m.Rows, func(i, j int) bool { return m.Rows[i].TotalSec > m.Rows[j].TotalSec })
 	return m
 }
+
+// LockRow is one lock the workload's threads waited on: what it is, its
+// share of all the lock waits, and where the waiters and the holder were.
+type LockRow struct {
+	Lock, Activity string
+	Seconds, Share float64
+	Count, Walked  int64
+	Waiters        string // the waiters' innermost user frames, "a <- b"
+	Holder         string // where the holder let go
+}
+
+// Locks lists the locks waited on, most time first, at most n.
+func Locks(ta *model.TimeAccounting, n int) List[LockRow] {
+	total := 0.0
+	for _, w := range ta.Locks {
+		total += w.Seconds
+	}
+	if total <= 0 {
+		return List[LockRow]{}
+	}
+	frames := func(f []string) string { return strings.Join(f[:min(2, len(f))], " <- ") }
+	var out []LockRow
+	for _, w := range ta.Locks {
+		out = append(out, LockRow{Lock: w.Lock, Activity: w.Activity, Seconds: w.Seconds, Share: w.Seconds / total,
+			Count: w.Count, Walked: w.Walked, Waiters: frames(w.User), Holder: frames(w.Holder)})
+	}
+	return first(out, n)
+}

@@ -99,6 +99,9 @@ type OnCPU struct {
 	Taken bool
 	Note  string
 	Hz    int
+	// Rate says how they were taken: "at 99 Hz on every CPU" (cpu-clock),
+	// "at 1 in 5 scheduler ticks, 50 Hz per busy CPU" (the tick).
+	Rate string
 	// Samples counts them all; CPUSec is their CPU time (Samples/Hz, or
 	// Samples when Hz is unknown); Kept the samples of the stacks the
 	// record kept (the most sampled ones), which Funcs share out.
@@ -138,6 +141,15 @@ func OnCPUOf(ta *model.TimeAccounting, maxFuncs int) OnCPU {
 	// Records made before the total was kept have only the kept stacks'.
 	o.Samples = max(ta.OnCPUSamples, o.Kept)
 	o.CPUSec = float64(o.Samples) / float64(max(o.Hz, 1))
+	o.Rate = fmt.Sprintf("at %d Hz", o.Hz)
+	if ta.OnCPUSource == model.OnCPUTick {
+		// Shares of the threads' exact cpu time (model.OnCPUTick).
+		o.Rate = fmt.Sprintf("at the scheduler tick, %d Hz per busy CPU", o.Hz)
+		o.CPUSec = 0
+		for _, s := range ta.OnCPU {
+			o.CPUSec += s.Seconds
+		}
+	}
 	names := slices.Collect(maps.Keys(self))
 	slices.SortFunc(names, func(a, b string) int { return cmp.Or(cmp.Compare(self[b], self[a]), strings.Compare(a, b)) })
 	l := first(names, maxFuncs)
