@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* A file's path from its dentry, for the BPF programs that name files. */
+/* A file's path from its dentry, and an fd's file, for the BPF programs
+ * that name files. */
 #ifndef __PATH_BPF_H
 #define __PATH_BPF_H
 
@@ -23,6 +24,25 @@ static __always_inline void fill_names(__u8 names[PATH_DEPTH][PATH_NAME_LEN], __
 		d = parent;
 	}
 	*truncated = 1;
+}
+
+/* fd_file is task's open file fd, NULL if none. task is the current task
+ * (trusted), its files table readable directly. */
+static __always_inline struct file *fd_file(struct task_struct *task, int fd)
+{
+	struct files_struct *files = task->files;
+	struct fdtable *fdt;
+	struct file **arr;
+	struct file *f = NULL;
+
+	if (!files)
+		return NULL;
+	fdt = files->fdt;
+	if (!fdt || fd < 0 || fd >= fdt->max_fds)
+		return NULL;
+	arr = fdt->fd;
+	bpf_probe_read_kernel(&f, sizeof(f), &arr[fd]);
+	return f;
 }
 
 #endif /* __PATH_BPF_H */

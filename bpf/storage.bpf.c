@@ -1033,25 +1033,6 @@ struct fileinfo {
 	__u32 flags;
 };
 
-/* fd_file returns task's open file fd, NULL if none. task is the current
- * task (trusted), its files and fdtable readable directly. */
-static __always_inline struct file *fd_file(struct task_struct *task, int fd)
-{
-	struct files_struct *files = task->files;
-	struct fdtable *fdt;
-	struct file **arr;
-	struct file *f = NULL;
-
-	if (!files)
-		return NULL;
-	fdt = files->fdt;
-	if (!fdt || fd < 0 || fd >= fdt->max_fds)
-		return NULL;
-	arr = fdt->fd;
-	bpf_probe_read_kernel(&f, sizeof(f), &arr[fd]);
-	return f;
-}
-
 static __always_inline void file_info(struct file *f, struct fileinfo *fi)
 {
 	if (bpf_ksym_exists(bpf_rdonly_cast)) {

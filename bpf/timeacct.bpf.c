@@ -952,25 +952,6 @@ static __always_inline void split_at(struct ta_thread *t, __u64 now, __u64 d, __
 	t->state = state;
 }
 
-/* fd_file is task's open file fd, NULL if none. task is the current task
- * (switching out), its files table readable directly. */
-static __always_inline struct file *fd_file(struct task_struct *task, int fd)
-{
-	struct files_struct *files = task->files;
-	struct fdtable *fdt;
-	struct file **arr;
-	struct file *f = NULL;
-
-	if (!files)
-		return NULL;
-	fdt = files->fdt;
-	if (!fdt || fd < 0 || fd >= fdt->max_fds)
-		return NULL;
-	arr = fdt->fd;
-	bpf_probe_read_kernel(&f, sizeof(f), &arr[fd]);
-	return f;
-}
-
 /* lock_begin notes what a thread going to sleep on a lock waits on: the
  * file of the fd its read, write or sync call is on (on a file system's
  * write path, its inode lock), or the futex's address; and, once a

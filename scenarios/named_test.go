@@ -1,14 +1,10 @@
 package scenarios
 
 import (
-	"context"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
+	"github.com/perfsleuth/perfsleuth/internal/loopfs"
 	"github.com/perfsleuth/perfsleuth/internal/model"
 )
 
@@ -18,58 +14,15 @@ import (
 // loopExt4 mounts a fresh 256 MiB ext4 (with its journal) on a loop
 // device with the mount options opts and returns its directory, or skips.
 func loopExt4(t *testing.T, opts string) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("not root: the test mounts a file system")
-	}
-	for _, tool := range []string{"losetup", "mkfs.ext4", "mount", "umount"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not found: the test needs a loop device with ext4 on it", tool)
-		}
-	}
-	img := filepath.Join(t.TempDir(), "fs.img")
-	if err := os.WriteFile(img, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(img, 256<<20); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command("losetup", "-f", "--show", img).Output()
-	if err != nil {
-		t.Skipf("no loop device here: %v", err)
-	}
-	dev := strings.TrimSpace(string(out))
-	t.Cleanup(func() { exec.Command("losetup", "-d", dev).Run() })
-	if out, err := exec.Command("mkfs.ext4", "-q", dev).CombinedOutput(); err != nil {
-		t.Fatalf("mkfs.ext4 %s: %v\n%s", dev, err, out)
-	}
-	dir := t.TempDir()
-	args := []string{dev, dir}
-	if opts != "" {
-		args = append([]string{"-o", opts}, args...)
-	}
-	if out, err := exec.Command("mount", args...).CombinedOutput(); err != nil {
-		t.Skipf("mount %s: %v\n%s", dev, err, out)
-	}
-	t.Cleanup(func() { exec.Command("umount", dir).Run() })
+	dir, _ := loopfs.Ext4(t, 256<<20, opts)
 	return dir
 }
 
 // observeIn runs perfsleuth observe on a command in dir and returns the
-// record.
+// record, or skips without eBPF.
 func observeIn(t *testing.T, dir string, args ...string) *model.Run {
 	t.Helper()
-	rec := filepath.Join(t.TempDir(), "run.json")
-	full := append([]string{"observe", "--interval", "200ms", "--json", rec, "--"}, args...)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(bin, "perfsleuth"), full...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "NO_COLOR=1")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("perfsleuth %s: %v\n%s", strings.Join(full, " "), err, out)
-	}
-	run := loadRecord(t, rec)
+	run := observeRecord(t, dir, nil, args...)
 	needEBPF(t, run)
 	return run
 }

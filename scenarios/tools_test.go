@@ -33,8 +33,19 @@ func needTool(t *testing.T, name string) {
 }
 
 // observed runs perfsleuth observe with flags on a command in dir and
-// returns the record.
+// returns the record, or skips without the storage probe.
 func observed(t *testing.T, dir string, flags []string, args ...string) *model.Run {
+	t.Helper()
+	run := observeRecord(t, dir, flags, args...)
+	if run.Storage == nil {
+		t.Skip("no storage probe here (not root, or no eBPF): the block figures cannot be compared")
+	}
+	return run
+}
+
+// observeRecord runs perfsleuth observe with flags on a command in dir
+// and returns the record.
+func observeRecord(t *testing.T, dir string, flags []string, args ...string) *model.Run {
 	t.Helper()
 	rec := filepath.Join(t.TempDir(), "run.json")
 	full := append(append(append([]string{"observe", "--interval", "200ms", "--json", rec}, flags...), "--"), args...)
@@ -46,11 +57,7 @@ func observed(t *testing.T, dir string, flags []string, args ...string) *model.R
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("perfsleuth %s: %v\n%s", strings.Join(full, " "), err, out)
 	}
-	run := loadRecord(t, rec)
-	if run.Storage == nil {
-		t.Skip("no storage probe here (not root, or no eBPF): the block figures cannot be compared")
-	}
-	return run
+	return loadRecord(t, rec)
 }
 
 // readOp is the record's read op on the disk under dir.

@@ -115,18 +115,22 @@ func function(f *elf.File, s elf.Symbol) (candidate, bool) {
 	default:
 		return candidate{}, false
 	}
-	bind := bindLocal
-	switch elf.ST_BIND(s.Info) {
-	case elf.STB_GLOBAL:
-		bind = bindGlobal
-	case elf.STB_WEAK:
-		bind = bindWeak
-	}
 	return candidate{
 		sym:   sym{addr: s.Value, size: s.Size, name: s.Name},
-		bind:  bind,
+		bind:  bindOf(s),
 		limit: sec.Addr + sec.Size,
 	}, true
+}
+
+// bindOf ranks a symbol's binding (better).
+func bindOf(s elf.Symbol) int {
+	switch elf.ST_BIND(s.Info) {
+	case elf.STB_GLOBAL:
+		return bindGlobal
+	case elf.STB_WEAK:
+		return bindWeak
+	}
+	return bindLocal
 }
 
 // variable keeps the symbols that name data: sized objects in an allocated
@@ -140,14 +144,7 @@ func variable(f *elf.File, s elf.Symbol) (candidate, bool) {
 	if sec.Flags&elf.SHF_ALLOC == 0 || sec.Flags&elf.SHF_EXECINSTR != 0 {
 		return candidate{}, false
 	}
-	bind := bindLocal
-	switch elf.ST_BIND(s.Info) {
-	case elf.STB_GLOBAL:
-		bind = bindGlobal
-	case elf.STB_WEAK:
-		bind = bindWeak
-	}
-	return candidate{sym: sym{addr: s.Value, size: s.Size, name: s.Name}, bind: bind}, true
+	return candidate{sym: sym{addr: s.Value, size: s.Size, name: s.Name}, bind: bindOf(s)}, true
 }
 
 // vaddr turns a file offset into the virtual address the file was linked

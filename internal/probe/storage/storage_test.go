@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/perfsleuth/perfsleuth/internal/analyze"
+	"github.com/perfsleuth/perfsleuth/internal/loopfs"
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/probe/timeacct"
 	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
@@ -392,33 +393,7 @@ func TestBlockDepthOneRead(t *testing.T) {
 // system here has no journal), and returns its mount point and loop disk.
 // Everything is unmounted and detached at the end.
 func journaledDir(t *testing.T) (dir, disk string) {
-	t.Helper()
-	for _, tool := range []string{"losetup", "mkfs.ext4", "mount", "umount"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s not found: the test needs a loop device with ext4 on it", tool)
-		}
-	}
-	img := filepath.Join(t.TempDir(), "fs.img")
-	if err := os.WriteFile(img, nil, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(img, 64<<20); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command("losetup", "-f", "--show", img).Output()
-	if err != nil {
-		t.Skipf("no loop device here: %v", err)
-	}
-	dev := strings.TrimSpace(string(out))
-	t.Cleanup(func() { exec.Command("losetup", "-d", dev).Run() })
-	if out, err := exec.Command("mkfs.ext4", "-q", dev).CombinedOutput(); err != nil {
-		t.Fatalf("mkfs.ext4 %s: %v\n%s", dev, err, out)
-	}
-	dir = t.TempDir()
-	if out, err := exec.Command("mount", dev, dir).CombinedOutput(); err != nil {
-		t.Skipf("mount %s: %v\n%s", dev, err, out)
-	}
-	t.Cleanup(func() { exec.Command("umount", dir).Run() })
+	dir, dev := loopfs.Ext4(t, 64<<20, "")
 	return dir, filepath.Base(dev)
 }
 
