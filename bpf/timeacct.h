@@ -108,7 +108,7 @@ struct ta_cpu_ctx {
  * obj its user address), or another kernel lock (obj and dev 0), in the
  * syscall class act, by the waiter's kernel stack (kstack:
  * TA_LOCK_NOT_WALKED for the waits whose stacks were not walked, at most
- * one walk a millisecond per thread; a negative errno when the stack map
+ * one walk every 50 ms per thread; a negative errno when the stack map
  * could not keep it). The value keeps, walked once for the kind (again
  * while the walks fail), a waiter's user stack and a waker's stack (its
  * kernel stack for a kernel lock, its user stack for a futex: where the
@@ -214,7 +214,7 @@ struct ta_thread {
 	__u64 stale_ns;
 	/* A lock wait under way (cat TA_CAT_LOCK): what it waits on (see
 	 * ta_lock_key) and its stacks; lock_walk_ns is the last walk of a
-	 * lock wait's stacks (at most one a millisecond). */
+	 * lock wait's stacks (at most one every 50 ms). */
 	__u64 lock_obj;
 	__u32 lock_dev;
 	__s32 lock_kstack;

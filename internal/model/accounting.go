@@ -160,7 +160,7 @@ type TimeAccounting struct {
 // frames and Holder the frames of the thread that let go (its kernel
 // stack for a kernel lock, its user stack for a futex), innermost first,
 // from the waits whose stacks were walked: Walked of Count (at most one
-// walk a millisecond per thread).
+// walk every 50 ms per thread).
 type LockWait struct {
 	PID      int      `json:"pid"`
 	Lock     string   `json:"lock"`

@@ -97,3 +97,68 @@ func pingPongRate(b *testing.B, probe bool, switches *float64, runs *[2]ebpf.Pro
 	b.Fatalf("child printed no rate: %q", c.lines)
 	return 0
 }
+
+// BenchmarkNamedCausesCost measures what naming the causes costs per
+// event (issue 17), with the kernel's BPF statistics: the switch program's
+// time per run on a ping-pong (no lock waits) and on the inode-lock child
+// (16 threads writing one file: a lock wait at most switch-outs, each
+// noting its file and, at most every 50 ms per thread, walking its stack),
+// and the tick program's on a spinning child (one in TickStackHz ticks on
+// it walks its user stack). Run with
+// sudo go test -run '^$' -bench NamedCausesCost -benchtime 3x ./internal/probe/timeacct/
+func BenchmarkNamedCausesCost(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("not root: the timeacct eBPF probe needs root")
+	}
+	if st, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME)); err == nil {
+		defer st.Close()
+	}
+	for _, sc := range []string{"pingpong", "inodelock", "cpu"} {
+		b.Run(sc, func(b *testing.B) {
+			var sw, tick ebpf.ProgramStats
+			var walks, lockWaits, ticks, switches uint64
+			for range b.N {
+				c := startChild(b, sc)
+				p, err := Start(Config{Roots: []int{c.cmd.Process.Pid}})
+				if err != nil {
+					b.Fatalf("start: %v", err)
+				}
+				c.run(b)
+				for prog, into := range map[*ebpf.Program]*ebpf.ProgramStats{p.objs.HandleSwitch: &sw, p.coll.Programs["ctx_hrtimer_entry"]: &tick} {
+					if prog == nil {
+						continue
+					}
+					if st, err := prog.Stats(); err == nil {
+						into.RunCount += st.RunCount
+						into.Runtime += st.Runtime
+					}
+				}
+				res, err := p.Stop()
+				if err != nil {
+					b.Fatal(err)
+				}
+				walks += res.LockWalks
+				ticks += res.TickStackRuns
+				for _, l := range res.Locks {
+					lockWaits += l.Count
+				}
+				for _, th := range res.Threads {
+					switches += th.Switches
+				}
+			}
+			n := float64(b.N)
+			if sw.RunCount > 0 {
+				b.ReportMetric(float64(sw.Runtime.Nanoseconds())/float64(sw.RunCount), "ns/switch-prog-run")
+				b.ReportMetric(float64(sw.Runtime.Nanoseconds())/n, "switch-prog-ns/op")
+			}
+			if tick.RunCount > 0 {
+				b.ReportMetric(float64(tick.Runtime.Nanoseconds())/float64(tick.RunCount), "ns/hrtimer-prog-run")
+				b.ReportMetric(float64(tick.Runtime.Nanoseconds())/n, "hrtimer-prog-ns/op")
+			}
+			b.ReportMetric(float64(switches)/n, "switch-outs/op")
+			b.ReportMetric(float64(lockWaits)/n, "lock-waits/op")
+			b.ReportMetric(float64(walks)/n, "lock-walks/op")
+			b.ReportMetric(float64(ticks)/n, "tick-walks/op")
+		})
+	}
+}

@@ -184,7 +184,7 @@ func (p *Probe) readLocks(res *Result, entries []timeacctTaThread, end uint64) e
 }
 
 // lockNotWalked is TA_LOCK_NOT_WALKED of bpf/timeacct.h: a lock wait
-// whose stacks were not walked (at most one walk a millisecond per
+// whose stacks were not walked (at most one walk every 50 ms per
 // thread); actFutex is TA_ACT_FUTEX.
 const (
 	lockNotWalked = -2000

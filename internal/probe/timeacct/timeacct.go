@@ -278,7 +278,7 @@ func tickStackEvery(hz int) uint32 {
 // LockWait is a process's time waiting on one lock, as one kind of wait:
 // on a file's inode (Dev, Obj its inode number, Path) in a read, write or
 // sync call, or on a futex (Futex, Obj its user address), from the syscall
-// class Act. Walked waits (at most one stack walk a millisecond per
+// class Act. Walked waits (at most one stack walk every 50 ms per
 // thread) have the waiter's kernel and user stacks and the waker's
 // (Holder: its kernel stack for a kernel lock, its user stack for a
 // futex), as addresses, the user and holder stacks one per kind of wait
