@@ -245,6 +245,7 @@ func TestUnseenSwitchesCounted(t *testing.T) {
 	}
 	kernel := contextSwitches(t) - before
 	seen := res.Runs[ProgSwitch] + res.Unseen.Switches
+	t.Logf("recursion misses: %v", res.MissedRuns)
 	t.Logf("kernel %d switches; the program ran for %d and found %d unseen (of the workload's: %d switch-ins, %d timed; %d switch-outs, %d timed)",
 		kernel, res.Runs[ProgSwitch], res.Unseen.Switches, res.Unseen.Ins, res.Unseen.InsTimed, res.Unseen.Outs, res.Unseen.OutsTimed)
 	if seen > kernel || float64(seen) < 0.95*float64(kernel) {

@@ -323,7 +323,7 @@ func schedstatChecks(ta *model.TimeAccounting, start, end *kernelSnapshot) ([]mo
 		checks = append(checks, *worst)
 	}
 	checks = append(checks, cpu, wait)
-	return checks, []string{"cpu and cpu-wait are judged together, summed and thread by thread (threads with 10 ms or more): a thread woken on an idle CPU waits for it to leave its idle state, which perfsleuth counts as cpu-wait and schedstat mostly as run time"}
+	return checks, []string{"cpu and cpu-wait are judged together, summed and thread by thread (threads with 10 ms or more), as time moves between the two figures: a thread woken on an idle CPU waits for it to leave its idle state, which perfsleuth counts as cpu-wait and schedstat mostly as run time, and after a wake-up that preempted the running thread the kernel skips its clock's update at the switch that follows (docs/figures.md)"}
 }
 
 // edgeSec is what thread t's schedstat (run + wait) moved between its
