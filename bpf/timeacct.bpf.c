@@ -1680,6 +1680,22 @@ int BPF_PROG(handle_exit, struct task_struct *p)
 	t = get_or_create(p, TA_STATE_RUNNING, now);
 	if (!t || t->exited)
 		return 0;
+	if (t->state != TA_STATE_RUNNING) {
+		/* It runs (this is its own exit), and its switch-in was not
+		 * seen: it ran since the kernel's arrival time, as handle_switch
+		 * takes it for a switch-out. Its final switch-out comes after
+		 * this exit and is not looked at. Regression: a shell loop that
+		 * got its CPU as the programs were attached and never left it
+		 * was accounted 17 ms of cpu for its 430 ms, the rest cpu-wait. */
+		__u64 ran = unseen_run(this_rq_of(p, p), p);
+
+		if (c) {
+			c->unseen_ins++;
+			if (ran)
+				c->unseen_ins_timed++;
+		}
+		split_at(t, now, ran, TA_STATE_RUNNING);
+	}
 	close_interval(t, now);
 	charge_out(t, this_rq_of(p, p));
 	/* A thread folded into its process's aggregate has its last edge
