@@ -33,4 +33,17 @@ static __always_inline __u32 slot_of(__u64 v, __u32 n)
 	return s >= n ? n - 1 : (__u32)s;
 }
 
+/* lookup_or_init is map's value for key, inserted as init when there is
+ * none (another CPU may insert it first: its value is returned then);
+ * NULL when the map is full. */
+static __always_inline void *lookup_or_init(void *map, const void *key, const void *init)
+{
+	void *v = bpf_map_lookup_elem(map, key);
+
+	if (v)
+		return v;
+	bpf_map_update_elem(map, key, init, BPF_NOEXIST);
+	return bpf_map_lookup_elem(map, key);
+}
+
 #endif /* __BITS_BPF_H */

@@ -11,6 +11,7 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "profile.h"
+#include "bits.bpf.h"
 #include "tracked.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
@@ -52,8 +53,7 @@ static __always_inline void sample(struct bpf_perf_event_data *ctx, __u64 id, st
 		struct pr_val init = {};
 
 		bpf_get_current_comm(init.comm, sizeof(init.comm));
-		bpf_map_update_elem(&counts, &key, &init, BPF_NOEXIST);
-		v = bpf_map_lookup_elem(&counts, &key);
+		v = lookup_or_init(&counts, &key, &init);
 	}
 	if (!v) {
 		c->dropped++;

@@ -542,19 +542,14 @@ static __always_inline void add_offcpu(struct ta_thread *t, __u32 cat, __u64 d)
 	struct ta_offcpu_key k = {
 		.tgid = t->tgid, .tid = t->tid, .cat = cat, .kstack = t->kstack, .ustack = t->ustack,
 	};
-	struct ta_offcpu *v = bpf_map_lookup_elem(&offcpu, &k);
+	struct ta_offcpu zero = {};
+	struct ta_offcpu *v = lookup_or_init(&offcpu, &k, &zero);
 
 	if (!v) {
-		struct ta_offcpu zero = {};
-
-		bpf_map_update_elem(&offcpu, &k, &zero, BPF_NOEXIST);
-		v = bpf_map_lookup_elem(&offcpu, &k);
-		if (!v) {
-			struct ta_counters *c = get_counters();
-			if (c)
-				c->dropped++;
-			return;
-		}
+		struct ta_counters *c = get_counters();
+		if (c)
+			c->dropped++;
+		return;
 	}
 	__sync_fetch_and_add(&v->ns, d);
 	__sync_fetch_and_add(&v->count, 1);
@@ -587,18 +582,14 @@ const struct ta_lock zero_lock = {.ustack = TA_LOCK_NOT_WALKED, .hstack = TA_LOC
 static __noinline void lock_end(struct ta_thread *t, __u64 d)
 {
 	struct ta_lock_key k = lock_key(t);
-	struct ta_lock *l = bpf_map_lookup_elem(&locks, &k);
+	struct ta_lock *l = lookup_or_init(&locks, &k, &zero_lock);
 
 	if (!l) {
-		bpf_map_update_elem(&locks, &k, &zero_lock, BPF_NOEXIST);
-		l = bpf_map_lookup_elem(&locks, &k);
-		if (!l) {
-			struct ta_counters *c = get_counters();
+		struct ta_counters *c = get_counters();
 
-			if (c)
-				c->lock_dropped++;
-			return;
-		}
+		if (c)
+			c->lock_dropped++;
+		return;
 	}
 	__sync_fetch_and_add(&l->ns, d);
 	__sync_fetch_and_add(&l->count, 1);
@@ -959,10 +950,25 @@ static __always_inline void split_at(struct ta_thread *t, __u64 now, __u64 d, __
 	t->state = state;
 }
 
+/* seen_running puts t, which runs now (task, on rq) while perfsleuth has
+ * it off the CPU, on the CPU from the kernel's arrival time: its switch-in
+ * was not seen, and before that it was in the state it is in. */
+static __always_inline void seen_running(struct ta_thread *t, struct rq *rq, struct task_struct *task, __u64 now, struct ta_counters *c)
+{
+	__u64 ran = unseen_run(rq, task);
+
+	if (c) {
+		c->unseen_ins++;
+		if (ran)
+			c->unseen_ins_timed++;
+	}
+	split_at(t, now, ran, TA_STATE_RUNNING);
+}
+
 /* lock_begin notes what a thread going to sleep on a lock waits on: the
  * file of the fd its read, write or sync call is on (on a file system's
- * write path, its inode lock), or the futex's address; and, once a
- * millisecond at most, its kernel and user stacks. */
+ * write path, its inode lock), or the futex's address; and, at most once
+ * every TA_LOCK_WALK_NS, its kernel and user stacks. */
 static __always_inline void lock_begin(void *ctx, struct task_struct *task, struct ta_thread *t, __u64 now, struct ta_counters *c)
 {
 	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
@@ -1032,19 +1038,8 @@ int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_
 	if (prev_tracked) {
 		t = get_or_create(prev, TA_STATE_RUNNING, now);
 		if (t && !t->exited) {
-			if (t->state != TA_STATE_RUNNING) {
-				/* Its switch-in was not seen: it has run since
-				 * the kernel's arrival time, and was in the
-				 * state it is in before that. */
-				__u64 ran = unseen_run(rq, prev);
-
-				if (c) {
-					c->unseen_ins++;
-					if (ran)
-						c->unseen_ins_timed++;
-				}
-				split_at(t, now, ran, TA_STATE_RUNNING);
-			}
+			if (t->state != TA_STATE_RUNNING)
+				seen_running(t, rq, prev, now, c);
 			close_interval(t, now);
 			charge_out(t, rq);
 			t->switches++;
@@ -1527,7 +1522,7 @@ static __always_inline void tick_stack(void *ctx, __u64 id, __u32 act, struct ta
 	__u32 zero = 0;
 	__u64 *seq = bpf_map_lookup_elem(&tick_seq, &zero);
 	struct ta_tick_key k = {.tgid = id >> 32, .tid = (__u32)id, .kstack = TA_LOCK_NOT_WALKED};
-	__u64 one = 1, *n;
+	__u64 zero_n = 0, *n;
 
 	if (!tick_stack_every || !seq || (*seq)++ % tick_stack_every)
 		return;
@@ -1536,16 +1531,11 @@ static __always_inline void tick_stack(void *ctx, __u64 id, __u32 act, struct ta
 	k.ustack = bpf_get_stackid(ctx, &tick_stacks, BPF_F_USER_STACK);
 	if (c)
 		c->tick_stacks++;
-	n = bpf_map_lookup_elem(&tick_counts, &k);
-	if (n) {
+	n = lookup_or_init(&tick_counts, &k, &zero_n);
+	if (n)
 		__sync_fetch_and_add(n, 1);
-	} else if (bpf_map_update_elem(&tick_counts, &k, &one, BPF_NOEXIST) && c) {
-		n = bpf_map_lookup_elem(&tick_counts, &k);
-		if (n)
-			__sync_fetch_and_add(n, 1);
-		else
-			c->tick_dropped++;
-	}
+	else if (c)
+		c->tick_dropped++;
 }
 
 /* The scheduler tick's hrtimer function (tick_nohz_handler, or
@@ -1669,6 +1659,7 @@ int BPF_PROG(handle_exit, struct task_struct *p)
 	__u64 now;
 	struct ta_thread *t;
 	struct ta_counters *c;
+	struct rq *rq;
 
 	if (stopped)
 		return 0;
@@ -1680,24 +1671,16 @@ int BPF_PROG(handle_exit, struct task_struct *p)
 	t = get_or_create(p, TA_STATE_RUNNING, now);
 	if (!t || t->exited)
 		return 0;
-	if (t->state != TA_STATE_RUNNING) {
-		/* It runs (this is its own exit), and its switch-in was not
-		 * seen: it ran since the kernel's arrival time, as handle_switch
-		 * takes it for a switch-out. Its final switch-out comes after
-		 * this exit and is not looked at. Regression: a shell loop that
-		 * got its CPU as the programs were attached and never left it
-		 * was accounted 17 ms of cpu for its 430 ms, the rest cpu-wait. */
-		__u64 ran = unseen_run(this_rq_of(p, p), p);
-
-		if (c) {
-			c->unseen_ins++;
-			if (ran)
-				c->unseen_ins_timed++;
-		}
-		split_at(t, now, ran, TA_STATE_RUNNING);
-	}
+	rq = this_rq_of(p, p);
+	/* It runs (this is its own exit): a switch-in not seen is taken as
+	 * handle_switch takes it at a switch-out, as its final switch-out
+	 * comes after this exit and is not looked at. Regression: a shell
+	 * loop that got its CPU as the programs were attached and never left
+	 * it was accounted 17 ms of cpu for its 430 ms, the rest cpu-wait. */
+	if (t->state != TA_STATE_RUNNING)
+		seen_running(t, rq, p, now, c);
 	close_interval(t, now);
-	charge_out(t, this_rq_of(p, p));
+	charge_out(t, rq);
 	/* A thread folded into its process's aggregate has its last edge
 	 * kept there too (tid 0), so that thread churn fills the map with
 	 * one key per kind of wait, not one per thread. */

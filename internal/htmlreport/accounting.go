@@ -284,11 +284,11 @@ func locksTable(s *section, ta *model.TimeAccounting) {
 	s.h3("The locks waited on")
 	tb := newTable("share", "waited", "~lock", "in", "waits", "~waiters in", "~the holder let go in")
 	for _, r := range l.Rows {
-		tb.add(cell{Text: pctOf(r.Seconds, r.Seconds/r.Share)}, cell{Text: durSec(r.Seconds)}, cell{Text: r.Lock}, cell{Text: r.Activity},
+		tb.add(cell{Text: pctOf(r.Share, 1)}, cell{Text: durSec(r.Seconds)}, cell{Text: r.Lock}, cell{Text: r.Activity},
 			cell{Text: fmt.Sprint(r.Count), Tip: fmt.Sprintf("%d with their stacks walked (at most one walk every 50 ms per thread)", r.Walked)},
 			cell{Text: r.Waiters}, cell{Text: r.Holder})
 	}
-	foot := "each lock wait by what it waited on: the file its read, write or sync call was on (a kernel lock such as its inode's), a futex, or another kernel lock; the stacks of one wait a millisecond per thread name the lock and where its holder let go"
+	foot := "each lock wait by what it waited on: the file its read, write or sync call was on (a kernel lock such as its inode's), a futex, or another kernel lock; the stacks of one wait every 50 ms per thread name the lock and where its holder let go"
 	if m := l.More(); m > 0 {
 		foot += fmt.Sprintf("; %d more locks not shown", m)
 	}

@@ -127,13 +127,6 @@ func locksOf(ls []LockWait, walks, dropped uint64, name func() *symbolize.Namer)
 	return out, strings.Join(notes, "; ")
 }
 
-// frameName is a frame's function, without its offset and module.
-func frameName(f string) string {
-	name, _, _ := strings.Cut(f, "+")
-	name, _, _ = strings.Cut(name, " ")
-	return name
-}
-
 // lockSlowPaths are the kernel's sleeping-lock slow paths and the calls
 // that reach them: the frame past them took the lock.
 var lockSlowPaths = []string{"rwsem_down_write_slowpath", "rwsem_down_read_slowpath", "__mutex_lock", "mutex_lock", "down_write", "down_read",
@@ -147,10 +140,10 @@ func lockSite(frames []string) string {
 	seenLock := false
 	for _, f := range frames {
 		switch {
-		case isOneOf(frameName(f), lockSlowPaths):
+		case isOneOf(symbolize.Function(f), lockSlowPaths):
 			seenLock = true
 		case seenLock:
-			return frameName(f)
+			return symbolize.Function(f)
 		}
 	}
 	return ""
@@ -168,7 +161,7 @@ var mmapLockSites = []string{"madvise_do_behavior", "do_madvise", "madvise_lock"
 func fileLockName(frames []string, act string) string {
 	rwsem := false
 	for _, f := range frames {
-		name := frameName(f)
+		name := symbolize.Function(f)
 		if strings.HasPrefix(name, "rwsem_down_") || name == "down_write" || name == "down_read" || strings.HasPrefix(name, "down_write_") {
 			rwsem = true
 		}
@@ -198,7 +191,7 @@ var wakeupFrames = []string{"try_to_wake_up", "wake_up_q", "wake_up_process", "_
 func pastWakeup(frames []string) []string {
 	last := -1
 	for i, f := range frames {
-		if isOneOf(frameName(f), wakeupFrames) {
+		if isOneOf(symbolize.Function(f), wakeupFrames) {
 			last = i
 		}
 	}

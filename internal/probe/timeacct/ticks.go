@@ -69,7 +69,7 @@ var interruptEntries = []string{"asm_sysvec_apic_timer_interrupt", "asm_common_i
 func pastInterrupt(frames []string) []string {
 	last := -1
 	for i, f := range frames {
-		if isOneOf(frameName(f), interruptEntries) {
+		if isOneOf(symbolize.Function(f), interruptEntries) {
 			last = i
 		}
 	}

@@ -99,8 +99,8 @@ type OnCPU struct {
 	Taken bool
 	Note  string
 	Hz    int
-	// Rate says how they were taken: "at 99 Hz on every CPU" (cpu-clock),
-	// "at 1 in 5 scheduler ticks, 50 Hz per busy CPU" (the tick).
+	// Rate says how they were taken: "at 99 Hz" (cpu-clock, on every
+	// CPU), "at the scheduler tick, 50 Hz per busy CPU" (the tick).
 	Rate string
 	// Samples counts them all; CPUSec is their CPU time (Samples/Hz, or
 	// Samples when Hz is unknown); Kept the samples of the stacks the
