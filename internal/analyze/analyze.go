@@ -32,6 +32,7 @@ func Run(run *model.Run) {
 // It is idempotent: analysing a loaded record again gives the same result.
 func Analyze(run *model.Run) {
 	if ta := run.TimeAccounting; ta != nil {
+		titles(run)
 		assignRoles(run)
 		summarize(ta)
 		c := timeCells(ta, run.Storage)
@@ -85,6 +86,27 @@ func busyStacks(ta *model.TimeAccounting) {
 }
 
 var severityRank = map[string]int{"critical": 3, "warning": 2, "info": 1}
+
+// titles gives the accounting's threads their process's title, which the
+// /proc sampler read (eBPF sees only the 15-byte comm).
+func titles(run *model.Run) {
+	o := run.Observation
+	if o == nil {
+		return
+	}
+	byPID := map[int]string{}
+	for _, th := range o.Totals.Threads {
+		if th.Title != "" {
+			byPID[th.PID] = th.Title
+		}
+	}
+	for i := range run.TimeAccounting.Threads {
+		t := &run.TimeAccounting.Threads[i]
+		if t.Title == "" {
+			t.Title = byPID[t.PID]
+		}
+	}
+}
 
 // assignRoles marks a built-in benchmark's threads as its workers or as Go
 // runtime threads, from the worker thread ids the benchmark reported. The

@@ -102,6 +102,15 @@ func TestCriticalPath(t *testing.T) {
 				model.Wait{PID: 1, TID: 1, Activity: "net", Category: "sleep", Waker: "softirq", Softirq: "net_rx", Seconds: 1.8, Count: 900}),
 			primary: "sleep", says: "waiting for something outside the workload",
 		},
+		{
+			// pgbench observed alone: its waits end on the server's
+			// backend, which the verdict names (issue 18).
+			name: "a client waiting on a server outside the workload",
+			run: withWaits(runWith(2, 2, thread(1, map[string]float64{"cpu": 0.2, "sleep": 1.8})),
+				model.Wait{PID: 1, TID: 1, Activity: "net", Category: "sleep", Waker: "outside", WakerPID: 4242, WakerTID: 4242, WakerComm: "postgres", Seconds: 1.5, Count: 900},
+				model.Wait{PID: 1, TID: 1, Activity: "net", Category: "sleep", Waker: "outside", WakerPID: 4343, WakerTID: 4343, WakerComm: "other", Seconds: 0.3, Count: 10}),
+			primary: "sleep", says: "waiting for postgres (pid 4242), outside the workload (90% of the critical path's time asleep until it woke it): observe it with the workload, -p 4242",
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

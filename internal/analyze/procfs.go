@@ -62,7 +62,7 @@ func FromObservation(run *model.Run) {
 		}
 		secs[model.CatUnknown] = left
 		ta.Threads = append(ta.Threads, model.ThreadTime{
-			PID: th.PID, TID: th.TID, Comm: th.Comm, WallSec: w, Exited: th.Exited,
+			PID: th.PID, TID: th.TID, Comm: th.Comm, Title: th.Title, WallSec: w, Exited: th.Exited,
 			UserSec: th.UserSec, SystemSec: th.SystemSec, Seconds: secs,
 		})
 		if th.Exited {

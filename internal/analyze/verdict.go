@@ -327,6 +327,7 @@ func sleepVerdict(ta *model.TimeAccounting) string {
 	by := map[string]float64{}
 	acts := map[string]float64{}
 	count := map[string]int64{}
+	outside := map[outsider]float64{}
 	skip := map[int]bool{}
 	for _, t := range ta.Threads {
 		if t.Idle || t.Poller {
@@ -338,6 +339,9 @@ func sleepVerdict(ta *model.TimeAccounting) string {
 			continue
 		}
 		by[w.Waker] += w.Seconds
+		if w.Waker == model.WakerOutside && w.WakerPID != 0 {
+			outside[outsider{w.WakerPID, w.WakerComm}] += w.Seconds
+		}
 		if w.Waker == model.WakerTimer {
 			acts[w.Activity] += w.Seconds
 			count[w.Activity] += w.Count
@@ -363,10 +367,37 @@ func sleepVerdict(ta *model.TimeAccounting) string {
 		}
 		return "timer-bound: %.0f%% of the critical path's time was asleep until a timer (" + activityWords[act] + rate +
 			"): the workload paces itself, and runs no faster than its timers fire"
-	case model.WakerOutside, model.WakerSoftirq, model.WakerIRQ, model.WakerKthread:
+	case model.WakerOutside:
+		// Name the process when one woke most of it: the server a client
+		// waits on, or the client a server waits for.
+		if o, sec := topOutsider(outside); sec >= 0.5*by[top] {
+			return "waiting for " + strings.ReplaceAll(fmt.Sprintf("%s (pid %d)", o.comm, o.pid), "%", "%%") +
+				", outside the workload (%.0f%% of the critical path's time asleep until it woke it): observe it with the workload, -p " + fmt.Sprint(o.pid) + " beside the command"
+		}
+		fallthrough
+	case model.WakerSoftirq, model.WakerIRQ, model.WakerKthread:
 		return "waiting for something outside the workload (%.0f%% of the critical path's time asleep until " + wakerWords[top] + "): the work happens elsewhere"
 	}
 	return verdictText[model.CatSleep]
+}
+
+// outsider is a process outside the workload that ended its waits.
+type outsider struct {
+	pid  int
+	comm string
+}
+
+// topOutsider is the outsider that ended the most waiting (by time; the
+// lower pid on a tie), and that time.
+func topOutsider(by map[outsider]float64) (outsider, float64) {
+	var top outsider
+	best := -1.0
+	for o, s := range by {
+		if s > best || s == best && o.pid < top.pid {
+			top, best = o, s
+		}
+	}
+	return top, best
 }
 
 // activityWords say what a thread was doing, by Wait.Activity.

@@ -311,8 +311,8 @@ func TestObserveSyscallsStacksAndSyncedFiles(t *testing.T) {
 	if ta.OffCPUIdleSec < 0.25 {
 		t.Errorf("idle threads' sleep %.3fs, want the shell's and sleep's 0.3 s", ta.OffCPUIdleSec)
 	}
-	if !strings.Contains(r.stdout, "off-CPU stacks") || !strings.Contains(r.stdout, "syscall ") {
-		t.Errorf("terminal view lacks the syscall table or the stacks:\n%s", r.stdout)
+	if !strings.Contains(r.stderr, "off-CPU stacks") || !strings.Contains(r.stderr, "syscall ") {
+		t.Errorf("terminal view (on stderr: the command owns stdout) lacks the syscall table or the stacks:\n%s", r.stderr)
 	}
 	if ta.ProbeCPUSec <= 0 || len(ta.Programs) == 0 {
 		t.Errorf("no probe cost estimate: %v s, %d programs, note %q", ta.ProbeCPUSec, len(ta.Programs), ta.ProbeNote)
@@ -357,20 +357,82 @@ func TestObserveOnCPUSamples(t *testing.T) {
 	if float64(samples) < 0.75*want || float64(samples) > 1.25*want {
 		t.Errorf("%d samples, want %.0f ± 25%% (the CPU time /proc counted × Hz)", samples, want)
 	}
-	if !strings.Contains(r.stdout, "on-CPU samples at") {
-		t.Errorf("terminal view lacks the on-CPU view:\n%s", r.stdout)
+	if !strings.Contains(r.stderr, "on-CPU samples at") {
+		t.Errorf("terminal view (on stderr) lacks the on-CPU view:\n%s", r.stderr)
 	}
 	agrees(t, rec)
 }
 
+// A command's failure is perfsleuth's exit status, as under time and perf
+// stat (a signal as a shell reports it), after the report; --ignore-failure
+// exits 0. Issue 18: observe -- sh -c "exit 3" exited 0.
 func TestObserveCommandPassesExitStatusOn(t *testing.T) {
 	work := t.TempDir()
 	r := run(t, work, "observe", "--", "sh", "-c", "exit 3")
-	if r.code != 0 {
-		t.Fatalf("observe itself should succeed, got %d: %s", r.code, r.stderr)
+	if r.code != 3 {
+		t.Fatalf("exit status %d, want the command's 3: %s", r.code, r.stderr)
 	}
-	if !strings.Contains(r.stdout, "exit status 3") {
-		t.Errorf("the command's exit status is not reported:\n%s", r.stdout)
+	if !strings.Contains(r.stderr, "exit status 3") {
+		t.Errorf("the report does not give the command's exit status:\n%s", r.stderr)
+	}
+	if !strings.Contains(r.stderr, "perfsleuth: sh exited with status 3") || !strings.Contains(r.stderr, "--ignore-failure") {
+		t.Errorf("no closing line saying why perfsleuth exits 3:\n%s", r.stderr)
+	}
+	if r := run(t, work, "observe", "--ignore-failure", "--", "sh", "-c", "exit 3"); r.code != 0 || !strings.Contains(r.stderr, "exit status 3") {
+		t.Errorf("--ignore-failure: status %d, want 0 and the report:\n%s", r.code, r.stderr)
+	}
+	if r := run(t, work, "observe", "-i", "--", "sh", "-c", "exit 3"); r.code != 0 {
+		t.Errorf("-i: status %d, want 0", r.code)
+	}
+	if r := run(t, work, "observe", "--", "sh", "-c", "kill -TERM $$"); r.code != 128+15 || !strings.Contains(r.stderr, "killed by SIGTERM") {
+		t.Errorf("a command killed by SIGTERM: status %d, want 143 and the signal named:\n%s", r.code, r.stderr)
+	}
+}
+
+// The command's stdout is its own, byte for byte (issue 18: observe -- fio
+// --output-format=json | jq broke); the report goes to stderr, or to
+// --output.
+func TestObserveCommandOwnsStdout(t *testing.T) {
+	work := t.TempDir()
+	const printed = "{\"a\": 1}\nno newline at the end"
+	r := run(t, work, "observe", "--", "printf", "%s", printed)
+	if r.code != 0 {
+		t.Fatalf("observe failed (%d): %s", r.code, r.stderr)
+	}
+	if r.stdout != printed {
+		t.Errorf("stdout %q, want the command's own %q", r.stdout, printed)
+	}
+	if !strings.Contains(r.stderr, "perfsleuth observe") {
+		t.Errorf("the report is not on stderr:\n%s", r.stderr)
+	}
+	report := filepath.Join(work, "report.txt")
+	r = run(t, work, "observe", "--output", report, "--", "printf", "%s", printed)
+	if r.code != 0 || r.stdout != printed {
+		t.Fatalf("observe --output: status %d, stdout %q", r.code, r.stdout)
+	}
+	if strings.Contains(r.stderr, "perfsleuth observe") {
+		t.Errorf("with --output the report is still on stderr:\n%s", r.stderr)
+	}
+	if b, err := os.ReadFile(report); err != nil || !strings.HasPrefix(string(b), "perfsleuth observe") {
+		t.Errorf("--output %s: %v, holds:\n%s", report, err, b)
+	}
+	// A built-in benchmark prints nothing of its own: its report stays on
+	// stdout.
+	if r := run(t, work, "observe", "fileio", "--rw", "write", "--size", "1m", "--duration", "200ms"); r.code != 0 || !strings.HasPrefix(r.stdout, "perfsleuth observe") {
+		t.Errorf("observe fileio: status %d, the report not on stdout:\n%s", r.code, r.stdout)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"observe", "--json", "-", "--", "true"}, "give --json a file name"},
+		{[]string{"observe", "--output", "-", "--", "true"}, "--output needs a file name"},
+		{[]string{"observe", "--output", "same", "--json", "same", "--", "true"}, "its own file"},
+		{[]string{"observe", "--output", "/nonexistent/r.txt", "--", "true"}, "not writable"},
+	} {
+		if line := oneError(t, run(t, work, c.args...)); !strings.Contains(line, c.want) {
+			t.Errorf("%v: %q, want it to say %q", c.args, line, c.want)
+		}
 	}
 }
 
@@ -393,6 +455,65 @@ func TestObservePIDUntilItExits(t *testing.T) {
 	}
 	if !strings.Contains(r.stdout, "exited") {
 		t.Errorf("the output does not say the process exited:\n%s", r.stdout)
+	}
+}
+
+// observe -p PID -- CMD: a running process (a server) and a command (its
+// client) are one workload, ended by the command; the process is left
+// running. Issue 18: pgbench and PostgreSQL could not be observed together.
+func TestObserveServerWithClient(t *testing.T) {
+	work := t.TempDir()
+	// The "server" burns CPU; the "client" sleeps: the accounting must
+	// hold the server's CPU time, which the client alone does not have.
+	server := exec.Command("sh", "-c", "while :; do :; done")
+	if err := server.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { server.Process.Kill(); server.Wait() }()
+	rec := filepath.Join(work, "run.json")
+	r := run(t, work, "observe", "--interval", "100ms", "--json", rec, "-p", itoa(server.Process.Pid), "--", "sleep", "1")
+	if r.code != 0 {
+		t.Fatalf("observe -p PID -- CMD failed (%d): %s", r.code, r.stderr)
+	}
+	if err := server.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("the server was not left running: %v", err)
+	}
+	loaded, err := model.Load(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(loaded.Target.With) != 1 || loaded.Target.With[0].PID != server.Process.Pid || loaded.Target.Kind != "command" {
+		t.Fatalf("target %+v, want the command with pid %d", loaded.Target, server.Process.Pid)
+	}
+	if loaded.Result == nil || loaded.Result.Command == nil || loaded.Result.Command.WallSec < 0.9 || loaded.Result.Command.WallSec > 5 {
+		t.Errorf("result %+v: the command's second should end the run", loaded.Result)
+	}
+	ta := loaded.TimeAccounting
+	if ta == nil {
+		t.Skip("no time accounting here")
+	}
+	var serverCPU, clientWall float64
+	for _, th := range ta.Threads {
+		switch {
+		case th.PID == server.Process.Pid:
+			serverCPU += th.Seconds["cpu"] + th.Seconds["cpu-wait"]
+		case th.Comm == "sleep":
+			clientWall += th.WallSec
+		}
+	}
+	if serverCPU < 0.5 || clientWall < 0.9 {
+		t.Errorf("server's cpu+cpu-wait %.2fs, client's wall %.2fs: want the server busy about the client's 1s", serverCPU, clientWall)
+	}
+	if !strings.Contains(r.stderr, itoa(server.Process.Pid)) {
+		t.Errorf("the report does not name the server's pid:\n%s", r.stderr)
+	}
+	agrees(t, rec)
+	// A pid given twice, and --duration with a command, are refused.
+	if line := oneError(t, run(t, work, "observe", "-p", itoa(server.Process.Pid), "-p", itoa(server.Process.Pid), "--duration", "1s")); !strings.Contains(line, "twice") {
+		t.Errorf("a pid given twice: %q", line)
+	}
+	if line := oneError(t, run(t, work, "observe", "-p", itoa(server.Process.Pid), "--duration", "1s", "--", "true")); !strings.Contains(line, "--duration") {
+		t.Errorf("--duration with a command: %q", line)
 	}
 }
 
@@ -594,8 +715,8 @@ func TestWithoutRootObserveFallsBackAndSaysSo(t *testing.T) {
 		t.Fatalf("observe as nobody failed (%d): %s", r.code, r.stderr)
 	}
 	for _, want := range []string{"where the time goes (procfs", "not root", "unknown"} {
-		if !strings.Contains(r.stdout, want) {
-			t.Errorf("observe as nobody does not say %q:\n%s", want, r.stdout)
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("observe as nobody does not say %q:\n%s", want, r.stderr)
 		}
 	}
 	d := runAs(t, nobodyCred, work, "doctor")

@@ -3,24 +3,46 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"golang.org/x/sys/unix"
 
 	"github.com/perfsleuth/perfsleuth/internal/analyze"
+	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/probe"
 	"github.com/perfsleuth/perfsleuth/internal/runner"
 	"github.com/perfsleuth/perfsleuth/internal/target"
+	"github.com/perfsleuth/perfsleuth/internal/toolresult"
 )
 
 type observeFlags struct {
-	out      outputFlags
+	out outputFlags
+	// ignoreFailure: a command's failing exit status is not passed on.
+	ignoreFailure bool
+	// metric (observe only: diagnose has its own) is a regex whose first
+	// group is the command's result in its output; metricLower says it is
+	// a time or a cost.
+	metric      string
+	metricLower bool
+	// output is the observed command's stdout as it passed through, when
+	// perfsleuth reads the command's own result from it (a known tool, or
+	// --metric); tool is the program's name then.
+	output   *toolresult.Capture
+	tool     string
 	interval time.Duration
 	noEBPF   bool
 	syscalls bool
 	storage  bool
 	stacks   bool
-	pid      int
+	pids     []int
 	duration time.Duration
 }
 
@@ -33,12 +55,13 @@ func (f *observeFlags) bind(cmd *cobra.Command) {
 	fs := cmd.PersistentFlags()
 	fs.StringVar(&f.out.json, "json", "", "write the run record (versioned JSON, see docs/run-record.md) to FILE; - for stdout")
 	fs.StringVar(&f.out.html, "html", "", htmlUsage)
+	fs.StringVar(&f.out.text, "output", "", "write the terminal report to FILE instead of the terminal (with a command it goes to stderr by default: the command owns stdout)")
 	fs.DurationVar(&f.interval, "interval", defaultInterval, "sampling interval of /proc and /sys")
 	fs.BoolVar(&f.noEBPF, "no-ebpf", false, "observe from /proc only, without eBPF probes")
 	fs.BoolVar(&f.syscalls, "syscalls", false, "count and time every syscall per thread (like strace -c -w; every syscall on the machine then costs more)")
 	fs.BoolVar(&f.storage, "storage", false, "per file: reads, writes, syncs, sizes, sequential or random, time blocked; and SQLite pages by type (hooks the read, write and sync calls: every syscall on the machine then costs more)")
 	fs.BoolVar(&f.stacks, "stacks", false, "take the kernel and user stack of every sleep (off-CPU stacks per category, ~1 µs per sleep) and sample the stacks on CPU at 99 Hz (on-CPU)")
-	cmd.Flags().IntVarP(&f.pid, "pid", "p", 0, "observe this running process and its descendants")
+	cmd.Flags().IntSliceVarP(&f.pids, "pid", "p", nil, "observe this running process and its descendants; repeat for several; with a command after --, they and the command are one workload (a server and its client)")
 	cmd.Flags().DurationVar(&f.duration, "duration", 0, "with --pid: how long to observe (0: until it exits or Ctrl-C)")
 }
 
@@ -48,6 +71,9 @@ func (f *observeFlags) check() error {
 	}
 	if f.noEBPF && (f.syscalls || f.stacks || f.storage) {
 		return errors.New("--syscalls, --stacks and --storage need the eBPF probes: drop --no-ebpf")
+	}
+	if err := checkMetric(f.metric, f.metricLower); err != nil {
+		return err
 	}
 	return f.out.check()
 }
@@ -60,15 +86,18 @@ func (f *observeFlags) options() probe.Options {
 // save and print it. bar (may be nil) is cleared before anything prints.
 func (f *observeFlags) observe(cmd *cobra.Command, t target.Target, bar *progressBar) error {
 	opts := runner.Options{Probe: f.options()}
-	if f.pid != 0 {
+	if len(f.pids) > 0 && !f.out.commandOwnsStdout {
 		// Nothing else shows while an existing process is observed: say
 		// when the window opens (scripts start their own tools on it).
 		opts.Armed = func() {
 			until := "until it exits"
+			if len(f.pids) > 1 {
+				until = fmt.Sprintf("until pid %d exits", f.pids[0])
+			}
 			if f.duration > 0 {
 				until = "for " + f.duration.String()
 			}
-			fmt.Fprintf(cmd.ErrOrStderr(), "observing pid %d %s: Ctrl-C to end\n", f.pid, until)
+			fmt.Fprintf(cmd.ErrOrStderr(), "observing %s %s: Ctrl-C to end\n", pidWords(f.pids), until)
 		}
 	}
 	run, err := runner.Observe(cmd.Context(), t, opts)
@@ -76,8 +105,99 @@ func (f *observeFlags) observe(cmd *cobra.Command, t target.Target, bar *progres
 	if err != nil {
 		return err
 	}
+	f.readResult(run)
 	analyze.Run(run)
-	return f.out.emit(cmd, run)
+	if err := f.out.emit(cmd, run); err != nil {
+		return err
+	}
+	if run.Target.Kind == "command" && !f.ignoreFailure {
+		return commandFailure(run)
+	}
+	return nil
+}
+
+// pidWords names the processes given with -p: "pid 12", "pids 12, 13".
+func pidWords(pids []int) string {
+	if len(pids) == 1 {
+		return fmt.Sprintf("pid %d", pids[0])
+	}
+	s := make([]string, len(pids))
+	for i, p := range pids {
+		s[i] = strconv.Itoa(p)
+	}
+	return "pids " + strings.Join(s, ", ")
+}
+
+// checkMetric checks --metric and --metric-lower before anything runs.
+func checkMetric(metric string, lower bool) error {
+	_, err := metricOf(metric, lower)
+	return err
+}
+
+// teeStdout is the observed command's stdout when perfsleuth reads it: each
+// write goes to perfsleuth's stdout as it came, then to capture. A reader
+// that goes away (| head) ends the copy, and the command then meets a
+// closed pipe as it would have without perfsleuth; perfsleuth itself takes
+// the EPIPE as an error instead of dying of SIGPIPE (Go's runtime ends a
+// program whose write to fd 1 meets a broken pipe, unless it handles
+// SIGPIPE), and its report, on stderr, is still printed.
+func teeStdout(capture io.Writer) io.Writer {
+	signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE)
+	return io.MultiWriter(os.Stdout, capture)
+}
+
+// readResult puts the result the command printed itself in the record:
+// the number --metric names, or what a known tool reported. When it cannot
+// be found the record says so, and the wall time stays the result.
+func (f *observeFlags) readResult(run *model.Run) {
+	if f.output == nil || run.Result == nil || run.Result.Command == nil || run.Interrupted {
+		return
+	}
+	out := f.output.Bytes()
+	c := run.Result.Command
+	if f.metric != "" {
+		re := regexp.MustCompile(f.metric) // checked before the run
+		if c.Reported = toolresult.Metric(out, re, f.metricLower); c.Reported == nil {
+			run.Warnings = append(run.Warnings, fmt.Sprintf("--metric %q matched no line of the command's output (its first group must be a number): the wall time is the result", f.metric))
+		}
+		return
+	}
+	if c.Reported = toolresult.Parse(out); c.Reported == nil && c.ExitCode == 0 {
+		run.Warnings = append(run.Warnings, fmt.Sprintf("%s printed no result perfsleuth reads on its stdout (docs/tool-results.md: fio's json or normal output, sysbench's, pgbench's and redis-benchmark's reports): the wall time is the result; --metric REGEX names another", f.tool))
+	}
+}
+
+// workloadFailed is a command that ended with a failing status: perfsleuth
+// printed and saved what it measured, and exits with the command's status
+// (as time, perf stat and strace do), so that scripts see the failure.
+type workloadFailed struct {
+	status int
+	msg    string
+}
+
+func (w workloadFailed) Error() string { return w.msg }
+
+// commandFailure is the command's failing exit status as perfsleuth's own
+// (a signal as a shell reports it: 128 + its number), nil when it
+// succeeded.
+func commandFailure(run *model.Run) error {
+	res := run.Result
+	if res == nil || res.Command == nil || (res.Command.ExitCode == 0 && res.Command.Signal == "") {
+		return nil
+	}
+	c := res.Command
+	status, how := c.ExitCode, fmt.Sprintf("exited with status %d", c.ExitCode)
+	if c.Signal != "" {
+		status, how = 128+int(unix.SignalNum(c.Signal)), "was killed by "+c.Signal
+	}
+	if status <= 0 || status > 255 {
+		status = 1
+	}
+	name := "the command"
+	if cmd := run.Target.Command; cmd != nil && len(cmd.Argv) > 0 {
+		name = cmd.Argv[0]
+	}
+	return workloadFailed{status: status, msg: fmt.Sprintf("%s %s: perfsleuth exits with status %d (--ignore-failure to exit 0 when the observation succeeded)", name, how, status)}
 }
 
 func newObserveCmd() *cobra.Command {
@@ -116,12 +236,14 @@ func newObserveLike(cmd *cobra.Command, pre func() error, exp *experimentFlags) 
 				return err
 			}
 			switch {
-			case f.pid != 0 && len(args) > 0:
-				return errors.New("give either -p PID or a command after --, not both")
-			case f.pid != 0 && exp.on():
+			case f.metric != "" && len(args) == 0:
+				return errors.New("--metric reads a command's output: give the command after --")
+			case len(f.pids) > 0 && exp.on():
 				return errors.New("diagnose reruns the workload under changed conditions, which an existing process cannot be: use diagnose --quick -p PID to observe it, or give the command after --")
-			case f.pid != 0:
-				return f.observe(cmd, target.NewPID(f.pid, f.duration), nil)
+			case len(f.pids) > 0 && len(args) > 0 && f.duration != 0:
+				return errors.New("--duration goes with -p PID alone; with a command after --, the command's end ends the observation")
+			case len(f.pids) > 0 && len(args) == 0:
+				return f.observe(cmd, target.NewGroup(target.NewPID(f.pids[0], f.duration), f.pids[1:]), nil)
 			case f.duration != 0:
 				return errors.New("--duration goes with -p PID; a command is observed until it exits")
 			case len(args) == 0:
@@ -133,10 +255,34 @@ func newObserveLike(cmd *cobra.Command, pre func() error, exp *experimentFlags) 
 			if exp.on() {
 				return exp.run(cmd, nil, args, &f)
 			}
-			return f.observe(cmd, target.NewCommand(args, target.CommandOptions{}), nil)
+			// The command's stdout is its own, byte for byte, as under
+			// time or perf stat: the report goes to stderr (or --output).
+			if f.out.json == "-" {
+				return errors.New("--json -: the command's own output goes to stdout, byte for byte; give --json a file name")
+			}
+			f.out.commandOwnsStdout = true
+			var opts target.CommandOptions
+			if f.metric != "" || toolresult.Known(args) {
+				// Its output passes through perfsleuth, byte for byte,
+				// to be read at the end.
+				f.output, f.tool = &toolresult.Capture{}, args[0]
+				opts.Stdout = teeStdout(f.output)
+			}
+			var t target.Target = target.NewCommand(args, opts)
+			if len(f.pids) > 0 {
+				// A client command and the server it talks to: one
+				// workload, ended by the command.
+				t = target.NewGroup(t, f.pids)
+			}
+			return f.observe(cmd, t, nil)
 		}
 	}
 	f.bind(cmd)
+	if exp == nil {
+		cmd.Flags().StringVar(&f.metric, "metric", "", "with a command: a regex whose first group is its result, from its output (the median of all matching lines); fio, sysbench, pgbench and redis-benchmark are read without it (docs/tool-results.md)")
+		cmd.Flags().BoolVar(&f.metricLower, "metric-lower", false, "the --metric number is a time or a cost: lower is better")
+	}
+	cmd.Flags().BoolVarP(&f.ignoreFailure, "ignore-failure", "i", false, "observing a command: exit 0 when the observation succeeded though the command failed (by default perfsleuth exits with the command's failing status, as time and perf stat do; diagnose's experiments refuse a failing command)")
 	for _, w := range []struct {
 		name, short string
 		bind        targetBinder

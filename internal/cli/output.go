@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 
 	"github.com/spf13/cobra"
@@ -18,6 +19,12 @@ type outputFlags struct {
 	json string
 	// html is the HTML page to write (observe and diagnose; report has its own).
 	html string
+	// text is the file the terminal report goes to, instead of the
+	// terminal (observe --output).
+	text string
+	// commandOwnsStdout: the observed command writes to perfsleuth's
+	// stdout, so the terminal report goes to stderr.
+	commandOwnsStdout bool
 }
 
 // htmlUsage is the help of --html on every command that has it.
@@ -36,7 +43,28 @@ func (o *outputFlags) check() error {
 			return fmt.Errorf("--json %s: directory %s is not writable (%v): choose another path", o.json, dir, err)
 		}
 	}
-	return checkHTML(o.html, o.json)
+	if err := checkHTML(o.html, o.json); err != nil {
+		return err
+	}
+	return checkText(o.text, o.json, o.html)
+}
+
+// checkText checks that the terminal report can be written to path, a file
+// of its own.
+func checkText(path, json, html string) error {
+	switch {
+	case path == "":
+		return nil
+	case path == "-":
+		return errors.New("--output needs a file name: without it the report goes to the terminal")
+	case (json != "" && json != "-" && filepath.Clean(path) == filepath.Clean(json)) || (html != "" && filepath.Clean(path) == filepath.Clean(html)):
+		return fmt.Errorf("--output %s is also the JSON record's or the HTML page's path: give the report its own file", path)
+	}
+	dir := filepath.Dir(path)
+	if err := unix.Access(dir, unix.W_OK); err != nil {
+		return fmt.Errorf("--output %s: directory %s is not writable (%v): choose another path", path, dir, err)
+	}
+	return nil
 }
 
 // checkHTML checks that the HTML page can be written to path (and does not
@@ -58,9 +86,13 @@ func checkHTML(path, other string) error {
 }
 
 // emit saves and prints a finished, analysed run. The terminal view goes to
-// stdout, or to stderr when the JSON record takes stdout.
+// stdout, or to stderr when the JSON record or an observed command takes
+// stdout, or to the --output file.
 func (o *outputFlags) emit(cmd *cobra.Command, run *model.Run) error {
 	out := cmd.OutOrStdout()
+	if o.commandOwnsStdout {
+		out = cmd.ErrOrStderr()
+	}
 	var saveErr error
 	switch o.json {
 	case "":
@@ -81,7 +113,18 @@ func (o *outputFlags) emit(cmd *cobra.Command, run *model.Run) error {
 			saveErr = errors.Join(saveErr, fmt.Errorf("write the HTML report to %s: %w (the results are printed above)", o.html, err))
 		}
 	}
-	out.Write(report.Terminal(run, report.Options{Color: useColor(out)}))
+	if o.text != "" {
+		if err := os.WriteFile(o.text, report.Terminal(run, report.Options{}), 0o644); err != nil {
+			// The record and the page are saved: print the report
+			// where it would have gone, and say so.
+			saveErr = errors.Join(saveErr, fmt.Errorf("write the report to %s: %w (it is printed above)", o.text, err))
+		} else {
+			out = nil
+		}
+	}
+	if out != nil {
+		out.Write(report.Terminal(run, report.Options{Color: useColor(out)}))
+	}
 	if saveErr != nil {
 		return saveErr
 	}

@@ -18,7 +18,8 @@ import (
 
 // Exit statuses: 0 done, 2 any error perfsleuth reports (bad input, a
 // missing file, a gone pid, a failing disk), 130 stopped by Ctrl-C (after
-// printing what was measured), as shells report SIGINT.
+// printing what was measured), as shells report SIGINT. An observed command
+// that fails passes its own status on (workloadFailed), as under time.
 const (
 	ExitOK          = 0
 	ExitError       = 2
@@ -89,6 +90,11 @@ func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	case errors.Is(err, runner.ErrInterrupted):
 		fmt.Fprintln(stderr, "perfsleuth: interrupted before anything was measured; nothing left behind")
 		return ExitInterrupted
+	}
+	var wf workloadFailed
+	if errors.As(err, &wf) {
+		fmt.Fprintf(stderr, "perfsleuth: %s\n", wf.msg)
+		return wf.status
 	}
 	var se silentError
 	if !errors.As(err, &se) {

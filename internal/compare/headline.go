@@ -103,6 +103,11 @@ func measureOf(r *model.Run) model.Measure {
 	case "sqlite":
 		return model.Measure{Name: "transactions/s", Unit: "tx/s", Source: "throughput", HigherIsBetter: true}
 	case "command":
+		if res := r.Result; res != nil && res.Command != nil {
+			if p, ok := res.Command.Reported.PrimaryMetric(); ok {
+				return model.Measure{Name: p.Name, Unit: p.Unit, Source: "reported", HigherIsBetter: p.HigherIsBetter}
+			}
+		}
 		return model.Measure{Name: "wall time", Unit: "s", Source: "wall_time"}
 	}
 	// An observed process (-p PID) ran before and after the window: the
@@ -114,7 +119,7 @@ func sameMeasure(a, b model.Measure) bool {
 	if a.Source == "" || b.Source == "" || a.Source != b.Source || a.Unit != b.Unit || a.HigherIsBetter != b.HigherIsBetter {
 		return false
 	}
-	return a.Source != "metric" || a.Name == b.Name
+	return (a.Source != "metric" && a.Source != "reported") || a.Name == b.Name
 }
 
 // valueOf is a record's measure: the baseline runs of a diagnose record,
@@ -149,6 +154,15 @@ func valueOf(r *model.Run) (Value, bool) {
 				v.From = "1 diagnose baseline run"
 			}
 			return v, true
+		}
+	}
+	if res := r.Result; res != nil && res.Command != nil {
+		if p, ok := res.Command.Reported.PrimaryMetric(); ok && r.Target.Kind == "command" {
+			by := res.Command.Reported.Tool + " reported it"
+			if res.Command.Reported.Tool == "metric" {
+				by = "--metric read it"
+			}
+			return Value{Median: p.Value, Runs: []float64{p.Value}, From: "1 " + verb(r) + " run, as " + by}, true
 		}
 	}
 	w, ok := workOf(r)
@@ -293,7 +307,7 @@ const batchesNote = "A and B were made one batch after the other, not interleave
 func interleaveAdvice(a, b *model.Run) string {
 	cmd := "perfsleuth compare"
 	if m := measureOf(a); m.Source == "metric" {
-		cmd += " --metric " + shellJoin([]string{m.Name})
+		cmd += " --metric " + units.ShellJoin([]string{m.Name})
 		if !m.HigherIsBetter {
 			cmd += " --metric-lower"
 		}
@@ -303,7 +317,7 @@ func interleaveAdvice(a, b *model.Run) string {
 		r    *model.Run
 	}{{"A", a}, {"B", b}} {
 		if w := workloadArgs(s.r); len(w) > 0 {
-			cmd += " --run " + shellJoin([]string{shellJoin(w)})
+			cmd += " --run " + units.ShellJoin([]string{units.ShellJoin(w)})
 		} else {
 			cmd += ` --run "<` + s.name + `'s workload and its flags>"`
 		}
@@ -422,7 +436,7 @@ func adviceFor(name string, r *model.Run) string {
 	}
 	cmd := fmt.Sprintf("perfsleuth diagnose --conditions baseline --repeat %d --json %s-baseline.json", adviceRepeat, name)
 	if w := rerunArgs(r); len(w) > 0 {
-		cmd += " " + shellJoin(w)
+		cmd += " " + units.ShellJoin(w)
 	} else {
 		cmd += " <" + name + "'s workload and its flags>"
 	}
@@ -463,19 +477,4 @@ func rerunArgs(r *model.Run) []string {
 		out = append(out, a)
 	}
 	return append(out, args[start:]...)
-}
-
-// shellJoin quotes the arguments that a shell would split or expand.
-func shellJoin(args []string) string {
-	out := make([]string, len(args))
-	for i, a := range args {
-		if a != "" && strings.IndexFunc(a, func(r rune) bool {
-			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
-		}) < 0 {
-			out[i] = a
-			continue
-		}
-		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
-	}
-	return strings.Join(out, " ")
 }

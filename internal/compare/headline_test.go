@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/units"
 )
 
 func TestHeadline(t *testing.T) {
@@ -229,7 +230,7 @@ func TestInterleaveAdvice(t *testing.T) {
 	c.Experiments.Measure = model.Measure{Name: "score: ([0-9.]+)", Source: "metric", HigherIsBetter: true}
 	d.Tool.Args = nil
 	got := interleaveAdvice(c, d)
-	want = `perfsleuth compare --metric 'score: ([0-9.]+)' --run ` + shellJoin([]string{`-- sh -c './it'\''s'`}) + ` --run "<B's workload and its flags>"`
+	want = `perfsleuth compare --metric 'score: ([0-9.]+)' --run ` + units.ShellJoin([]string{`-- sh -c './it'\''s'`}) + ` --run "<B's workload and its flags>"`
 	if !strings.HasSuffix(got, ": "+want) {
 		t.Errorf("advice\n  %s\nwant it to end in\n  %s", got, want)
 	}

@@ -368,6 +368,8 @@ func (x *experimenter) once(ctx context.Context, ci, seq int) (*model.Run, error
 		return res.run, nil
 	}
 	if seq == 0 {
+		// A tool's reported figure is known from its first run.
+		x.ex.Measure = x.side.measure
 		x.ex.Warmup = res.value
 		return res.run, nil
 	}

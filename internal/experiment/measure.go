@@ -67,6 +67,9 @@ func (s *side) value(run *model.Run, out *outputTail) (float64, error) {
 		if c.ExitCode != 0 {
 			return 0, fmt.Errorf("%s exited with status %d%s: diagnose compares runs that succeed; its last output:\n%s", s.argv[0], c.ExitCode, target.SignalSuffix(c.Signal), out.tail())
 		}
+		if s.reads {
+			return s.reported(c, out)
+		}
 		if s.metric == nil {
 			return c.WallSec, nil
 		}
@@ -77,6 +80,27 @@ func (s *side) value(run *model.Run, out *outputTail) (float64, error) {
 		return stats.Median(vals), nil
 	}
 	return 0, fmt.Errorf("the run has no result")
+}
+
+// reported is the result a known tool printed: the figure its first run
+// reported becomes the side's measure, and every later run must report
+// the same figure.
+func (s *side) reported(c *model.CommandResult, out *outputTail) (float64, error) {
+	p, ok := c.Reported.PrimaryMetric()
+	if !ok {
+		return 0, fmt.Errorf("%s printed no result perfsleuth reads (docs/tool-results.md): give --metric REGEX to name the number to compare; its last output:\n%s", s.argv[0], out.tail())
+	}
+	m := model.Measure{Name: p.Name, Unit: p.Unit, Source: "reported", HigherIsBetter: p.HigherIsBetter}
+	switch {
+	case s.measure.Source != "reported":
+		s.measure = m
+	case s.measure != m:
+		return 0, fmt.Errorf("%s reported %s in one run and %s in another: the runs measure different things", s.argv[0], s.measure.Name, p.Name)
+	}
+	if !(p.Value > 0) {
+		return 0, fmt.Errorf("%s reported %s of %v: no run to compare", s.argv[0], p.Name, p.Value)
+	}
+	return p.Value, nil
 }
 
 // outputTail takes a command's output: it keeps the last lines (for error

@@ -64,6 +64,8 @@ func Pair(ctx context.Context, ps PairSpec, hooks Hooks) (a, b *model.Run, err e
 		case err != nil:
 			return nil, nil, fmt.Errorf("%s's warm-up run: %w", names[i], err)
 		}
+		// A tool's reported figure is known from its first run.
+		exs[i].Measure = s.measure
 		exs[i].Warmup = res.value
 	}
 	perRound := time.Since(start)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,6 +17,7 @@ import (
 	"github.com/perfsleuth/perfsleuth/internal/stats"
 	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
 	"github.com/perfsleuth/perfsleuth/internal/target"
+	"github.com/perfsleuth/perfsleuth/internal/toolresult"
 )
 
 // side is one workload an experiment runs again and again: a built-in
@@ -27,7 +29,11 @@ type side struct {
 	argv   []string
 	// metric, for a command: the number its output prints; nil: its wall
 	// time.
-	metric  *regexp.Regexp
+	metric *regexp.Regexp
+	// reads is set for a command whose own result perfsleuth reads from
+	// its output (fio, sysbench, pgbench, redis-benchmark; no --metric):
+	// measure is then the figure it reported, from its first run.
+	reads   bool
 	measure model.Measure
 	// dir is where its files are: the directory made for a built-in
 	// benchmark, perfsleuth's own for a command; store the file system
@@ -47,6 +53,7 @@ type side struct {
 func newSide(spec Spec) (*side, error) {
 	s := &side{argv: spec.Argv, metric: spec.Metric, measure: measureOf(spec), observe: spec.Observe, probes: spec.Probes,
 		builtin: spec.Builtin, remove: func() {}}
+	s.reads = spec.Target == nil && spec.Metric == nil && toolresult.Known(spec.Argv)
 	if s.builtin == nil {
 		s.builtin = target.NewBuiltin
 	}
@@ -112,12 +119,18 @@ func (s *side) once(ctx context.Context, before func([]int) error, hooks Hooks, 
 		opts.Probes = s.probes()
 	}
 	var out *outputTail
+	var capture *toolresult.Capture
 	var t target.Target
 	if s.target != nil {
 		t = s.builtin(cloneTarget(*s.target), target.Hooks{Phase: hooks.Phase, Progress: hooks.Progress})
 	} else {
 		out = newOutputTail(s.metric)
-		t = target.NewCommand(s.argv, target.CommandOptions{Output: out})
+		var w io.Writer = out
+		if s.reads {
+			capture = &toolresult.Capture{}
+			w = io.MultiWriter(out, capture)
+		}
+		t = target.NewCommand(s.argv, target.CommandOptions{Output: w})
 	}
 	run, err := runner.Observe(ctx, t, opts)
 	if err != nil {
@@ -128,6 +141,9 @@ func (s *side) once(ctx context.Context, before func([]int) error, hooks Hooks, 
 	}
 	if run.Interrupted {
 		return &result{run: run}, nil
+	}
+	if capture != nil && run.Result != nil && run.Result.Command != nil {
+		run.Result.Command.Reported = toolresult.Parse(capture.Bytes())
 	}
 	value, err := s.value(run, out)
 	if err != nil {

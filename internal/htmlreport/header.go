@@ -2,10 +2,10 @@ package htmlreport
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/report/rows"
+	"github.com/perfsleuth/perfsleuth/internal/units"
 )
 
 // severities are the finding severities the page colours; another value
@@ -38,7 +38,7 @@ func header(p *page, run *model.Run) {
 		m = append(m, kv{"storage", storageDesc(s)})
 	}
 	if len(run.Tool.Args) > 0 {
-		m = append(m, kv{"command", "perfsleuth " + strings.Join(run.Tool.Args, " ")})
+		m = append(m, kv{"command", "perfsleuth " + units.ShellJoin(run.Tool.Args)})
 	}
 	p.Meta = m
 

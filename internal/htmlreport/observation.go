@@ -190,7 +190,7 @@ func totals(s *section, run *model.Run, o *model.Observation) {
 		s.h3(title)
 		tb := newTable("pid", "tid", "~comm", "user", "sys", "vol cs", "invol cs", "run delay", "io delay")
 		for _, th := range threads.Rows {
-			comm := th.Comm
+			comm := rows.ThreadName(th.Comm, th.Title)
 			if th.Exited {
 				comm += " †"
 			}

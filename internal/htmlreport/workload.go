@@ -42,8 +42,23 @@ func workloadSection(run *model.Run) *section {
 		sqliteResult(s, r)
 	case "command":
 		s.h3("Result")
+		if rp := r.Reported; rp != nil {
+			s.p(rp.Headline)
+			if len(rp.Rows) > 0 {
+				tb := newTable("~job", "~figure", "value")
+				for _, row := range rp.Rows {
+					tb.add(cell{Text: row.Job}, cell{Text: row.Name}, cell{Text: row.Value})
+				}
+				s.table(tb.t)
+			}
+			if rp.More > 0 {
+				s.why(fmt.Sprintf("%d more figures in the JSON record", rp.More))
+			}
+		}
 		s.p(r.Command)
-		s.why("no latency histogram: a command's own operations are not visible to perfsleuth (its syscalls are, with --syscalls)")
+		if r.Reported == nil {
+			s.why("no latency histogram: a command's own operations are not visible to perfsleuth (its syscalls are, with --syscalls); fio, sysbench, pgbench and redis-benchmark results are read from their output, and --metric reads another's")
+		}
 	}
 	return s
 }

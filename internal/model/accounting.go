@@ -389,9 +389,11 @@ const KernelSliceSec = 5e-6
 
 // ThreadTime is one thread's accounting.
 type ThreadTime struct {
-	PID     int                `json:"pid"`
-	TID     int                `json:"tid"`
-	Comm    string             `json:"comm"`
+	PID  int    `json:"pid"`
+	TID  int    `json:"tid"`
+	Comm string `json:"comm"`
+	// Title is the process's title, as ThreadUse's ("" when none).
+	Title   string             `json:"title,omitempty"`
 	WallSec float64            `json:"wall_sec"`
 	Seconds map[string]float64 `json:"seconds"`
 	// UserSec and SystemSec split the thread's cpu seconds.

@@ -75,7 +75,9 @@ type Measure struct {
 	Name string `json:"name"`
 	Unit string `json:"unit"`
 	// Source is "throughput" (a built-in benchmark's), "wall_time" (a
-	// command's) or "metric" (a number the command printed, --metric).
+	// command's), "metric" (a number the command printed, --metric) or
+	// "reported" (the result a known tool printed: fio's IOPS, pgbench's
+	// tps; Name is the figure's).
 	Source string `json:"source"`
 	// HigherIsBetter is true for rates and scores, false for times.
 	HigherIsBetter bool `json:"higher_is_better"`

@@ -96,9 +96,14 @@ type ProcessUse struct {
 
 // ThreadUse is one thread of the workload over the window.
 type ThreadUse struct {
-	PID        int     `json:"pid"`
-	TID        int     `json:"tid"`
-	Comm       string  `json:"comm"`
+	PID  int    `json:"pid"`
+	TID  int    `json:"tid"`
+	Comm string `json:"comm"`
+	// Title is the process's title when it sets one in its command line
+	// (PostgreSQL's "postgres: walwriter", nginx's "nginx: worker
+	// process") or runs a script ("python3 app.py": app.py), as last read;
+	// "" otherwise (Comm names it).
+	Title      string  `json:"title,omitempty"`
 	UserSec    float64 `json:"user_sec"`
 	SystemSec  float64 `json:"system_sec"`
 	VolCtxSw   int64   `json:"voluntary_ctxt_switches"`

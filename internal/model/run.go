@@ -58,6 +58,10 @@ type Target struct {
 	Null    *NullConfig    `json:"null,omitempty"`
 	Command *CommandConfig `json:"command,omitempty"`
 	PID     *PIDConfig     `json:"pid,omitempty"`
+	// With are running processes observed with the workload, as one: the
+	// server a client command talks to (observe -p PID -- CMD), or the
+	// other processes of observe -p A -p B.
+	With []PIDConfig `json:"with,omitempty"`
 	// Notices say in plain words what the run does that a user might not
 	// expect (an fsync at the end, O_DIRECT, page-cache reads, ...).
 	Notices []string `json:"notices,omitempty"`
@@ -98,6 +102,51 @@ type CommandResult struct {
 	// Exited is false when observation of a PID ended before the process did.
 	Exited  bool    `json:"exited"`
 	WallSec float64 `json:"wall_sec"`
+	// Reported is the result the command printed itself (fio's IOPS,
+	// sysbench's and pgbench's tps, redis-benchmark's requests/s, or the
+	// number --metric names), read from its output; nil when it printed
+	// none perfsleuth reads. Its primary figure, not the wall time, is the
+	// run's result.
+	Reported *ReportedResult `json:"reported,omitempty"`
+}
+
+// ReportedResult is what a program reported as its result, parsed from its
+// output.
+type ReportedResult struct {
+	// Tool is the program the output came from: fio, sysbench, pgbench,
+	// redis-benchmark, or metric (a --metric regex).
+	Tool string `json:"tool"`
+	// Format is the output's format when the tool has several: fio's
+	// json or normal, redis-benchmark's summary, quiet or csv.
+	Format string `json:"format,omitempty"`
+	// Metrics are the figures read, in the order the tool printed them.
+	Metrics []ReportedMetric `json:"metrics"`
+	// Primary indexes Metrics: the figure that is the run's result, which
+	// the result view, compare's headline and diagnose's measure use.
+	Primary int `json:"primary"`
+}
+
+// PrimaryMetric is the run's result figure.
+func (r *ReportedResult) PrimaryMetric() (ReportedMetric, bool) {
+	if r == nil || r.Primary < 0 || r.Primary >= len(r.Metrics) {
+		return ReportedMetric{}, false
+	}
+	return r.Metrics[r.Primary], true
+}
+
+// ReportedMetric is one figure a program reported.
+type ReportedMetric struct {
+	// Name says what it is, as the tool names it: "read IOPS", "tps",
+	// "SET requests/s", "latency average".
+	Name string `json:"name"`
+	// Job is the fio job, redis-benchmark test or pgbench statement it
+	// belongs to ("" for the whole run).
+	Job   string  `json:"job,omitempty"`
+	Value float64 `json:"value"`
+	// Unit is ops/s, B/s, s (latencies are in seconds), tx/s, or the
+	// tool's own word for a --metric.
+	Unit           string `json:"unit"`
+	HigherIsBetter bool   `json:"higher_is_better"`
 }
 
 // Latency summarises a latency distribution recorded in an HDR histogram

@@ -121,6 +121,22 @@ func (d *doc) result(run *model.Run) {
 		d.line("  latency is per transaction; rows is the table's row count after the phase")
 	case "command":
 		d.heading("result")
+		if rp := r.Reported; rp != nil {
+			d.line("  %s", printable(rp.Headline))
+			if len(rp.Rows) > 0 {
+				d.line("  %-24s %-28s %s", "job", "figure", "value")
+			}
+			for _, row := range rp.Rows {
+				job := row.Job
+				if job == "" {
+					job = "-"
+				}
+				d.line("  %-24s %-28s %s", fit(printable(job), 24), fit(printable(row.Name), 28), row.Value)
+			}
+			if rp.More > 0 {
+				d.line("  ... %d more figures in --json", rp.More)
+			}
+		}
 		d.line("  %s", r.Command)
 	}
 }
@@ -207,9 +223,10 @@ func (d *doc) threads(ts []model.ThreadUse) {
 	d.heading(title)
 	d.line("  %8s %8s %-16s %9s %9s %10s %10s", "pid", "tid", "comm", "user", "sys", "vol cs", "invol cs")
 	for _, th := range l.Rows {
-		comm := fit(th.Comm, 16)
+		name := rows.ThreadName(th.Comm, th.Title)
+		comm := fit(printable(name), 16)
 		if th.Exited {
-			comm = fit(th.Comm, 14) + " †"
+			comm = fit(printable(name), 14) + " †"
 		}
 		d.line("  %8d %8d %-16s %9s %9s %10s %10s", th.PID, th.TID, comm, rows.Secs(th.UserSec), rows.Secs(th.SystemSec),
 			units.FormatCount(th.VolCtxSw), units.FormatCount(th.InvolCtxSw))

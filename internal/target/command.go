@@ -31,6 +31,9 @@ type CommandOptions struct {
 	// Output, when set, takes the command's stdout and stderr (its stdin is
 	// then /dev/null); otherwise it has the terminal's.
 	Output io.Writer
+	// Stdout, when set (and Output is not), takes the command's stdout
+	// only: its stdin and stderr stay the terminal's.
+	Stdout io.Writer
 }
 
 // NewCommand returns argv as a target: its whole process tree is observed
@@ -93,8 +96,13 @@ func (c *command) Start(ctx context.Context) error {
 	}
 	cmd := exec.Command("/bin/sh", append([]string{"-c", gateScript, path}, c.argv[1:]...)...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	if c.opts.Output != nil {
+	switch {
+	case c.opts.Output != nil:
 		cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, c.opts.Output, c.opts.Output
+	case c.opts.Stdout != nil:
+		cmd.Stdout = c.opts.Stdout
+	}
+	if cmd.Stdout != os.Stdout {
 		// A daemon the command left behind may hold the output pipe open:
 		// stop copying from it a second after the command is gone.
 		cmd.WaitDelay = time.Second

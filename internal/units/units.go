@@ -148,3 +148,21 @@ func FormatChange(x float64) string {
 	}
 	return fmt.Sprintf("%+.0f%%", p)
 }
+
+// ShellJoin joins argv as a shell would read it back: an argument with
+// anything but letters, digits and -_./=:,+@% is single-quoted (a single
+// quote inside is closed, escaped and reopened), so that "bash -c 'sqlite3 t.db < script.sql'" is not
+// shown as bash -c sqlite3 t.db < script.sql.
+func ShellJoin(args []string) string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		if a != "" && strings.IndexFunc(a, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
+		}) < 0 {
+			out[i] = a
+			continue
+		}
+		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return strings.Join(out, " ")
+}

@@ -31,11 +31,11 @@ func (o *observer) Calibrate(probe.Options) {}
 // Start takes the window's first sample. ctx does not end the sampling
 // (Stop does), so that a workload stopping on Ctrl-C is sampled to its end.
 func (o *observer) Start(ctx context.Context, s *probe.Session) error {
-	if len(s.Roots) != 1 {
-		return fmt.Errorf("the /proc sampler follows one process tree, not %d", len(s.Roots))
+	if len(s.Roots) == 0 {
+		return errors.New("the /proc sampler was given no process to follow")
 	}
 	pid := s.Roots[0]
-	sm := NewSampler(Config{RootPID: pid, IncludeRoot: true, Interval: s.Interval, Disks: s.Disks})
+	sm := NewSampler(Config{RootPID: pid, OtherRoots: s.Roots[1:], IncludeRoot: true, Interval: s.Interval, Disks: s.Disks})
 	if err := sm.Start(context.WithoutCancel(ctx)); err != nil {
 		return fmt.Errorf("start /proc sampling of pid %d: %w", pid, err)
 	}

@@ -120,6 +120,9 @@ const tailMergeDivisor = 4
 type Config struct {
 	// RootPID is the workload's top process; its descendants are followed.
 	RootPID int
+	// OtherRoots are more processes followed with their descendants as
+	// part of the workload (a server observed with a client command).
+	OtherRoots []int
 	// IncludeRoot counts the root process itself; false when it is only a
 	// launcher (a shell, perfsleuth) whose children are the workload.
 	IncludeRoot bool
@@ -194,7 +197,7 @@ func (s *Sampler) Start(ctx context.Context) error {
 	if s.bd, err = blockdevice.NewFS(s.cfg.ProcRoot, s.cfg.SysRoot); err != nil {
 		return fmt.Errorf("procfs sampler: %w", err)
 	}
-	if s.tree, err = newTree(s.cfg.ProcRoot, s.cfg.RootPID, s.cfg.IncludeRoot, s.r, s.warnLocked); err != nil {
+	if s.tree, err = newTree(s.cfg.ProcRoot, s.cfg.RootPID, s.cfg.OtherRoots, s.cfg.IncludeRoot, s.r, s.warnLocked); err != nil {
 		return err
 	}
 	var ts unix.Timespec

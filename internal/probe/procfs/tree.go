@@ -46,14 +46,19 @@ type proc struct {
 	threads    map[int]*thread
 	oldThreads []*thread // threads whose TID was reused
 	seenRound  int       // the last round that read it
+	// title is its title (Title), as last read.
+	title string
 }
 
 // tree follows the workload's process tree across snapshots and turns
 // cumulative counters into per-interval deltas (see the package comment for
 // the accounting scheme).
 type tree struct {
-	procRoot    string
-	rootPID     int
+	procRoot string
+	rootPID  int
+	// others are more roots, whose trees are followed as the root's (the
+	// server observed with a client command).
+	others      []int
 	includeRoot bool
 	startTicks  uint64 // window start, clock ticks after boot
 	// schedstat: read each thread's schedstat (the kernel keeps it);
@@ -79,13 +84,13 @@ type tree struct {
 	tids     []int
 }
 
-func newTree(procRoot string, rootPID int, includeRoot bool, r *reader, warn func(string)) (*tree, error) {
+func newTree(procRoot string, rootPID int, others []int, includeRoot bool, r *reader, warn func(string)) (*tree, error) {
 	fs, err := promfs.NewFS(procRoot)
 	if err != nil {
 		return nil, fmt.Errorf("procfs at %s: %w", procRoot, err)
 	}
 	return &tree{
-		procRoot: procRoot, rootPID: rootPID, includeRoot: includeRoot, fs: fs, r: r,
+		procRoot: procRoot, rootPID: rootPID, others: others, includeRoot: includeRoot, fs: fs, r: r,
 		procs: map[int]*proc{}, outside: map[int]bool{}, warn: warn,
 		present: map[int]bool{}, newPIDs: map[int]int{}, newStart: map[int]uint64{},
 	}, nil
@@ -173,6 +178,13 @@ func (t *tree) discover(first bool) error {
 		}
 		t.procs[t.rootPID] = &proc{pid: t.rootPID, root: true, included: t.includeRoot, start: t.newStart[t.rootPID], threads: map[int]*thread{}}
 		delete(t.newPIDs, t.rootPID)
+		for _, pid := range t.others {
+			if _, ok := t.newPIDs[pid]; !ok {
+				return fmt.Errorf("pid %d: %w", pid, fs.ErrNotExist)
+			}
+			t.procs[pid] = &proc{pid: pid, root: true, included: true, start: t.newStart[pid], threads: map[int]*thread{}}
+			delete(t.newPIDs, pid)
+		}
 	}
 	// Join new PIDs whose parent is in the tree, until nothing changes
 	// (a child and its grandchild can both be new).
@@ -218,8 +230,10 @@ func (t *tree) readOrder() []*proc {
 			walk(c)
 		}
 	}
-	if r := t.procs[t.rootPID]; r != nil && r.root {
-		walk(r)
+	for _, pid := range append([]int{t.rootPID}, t.others...) {
+		if r := t.procs[pid]; r != nil && r.root {
+			walk(r)
+		}
 	}
 	// Orphans re-parented outside the tree (to init or a subreaper).
 	rest := make([]*proc, 0)
@@ -264,6 +278,11 @@ func (t *tree) readProc(p *proc, first bool, use *model.ProcessUse) bool {
 	if p.included {
 		use.Processes++
 		t.readThreads(p, first, use)
+		if b, err := t.r.readFile(t.r.join(t.procRoot, p.pid, "cmdline")); err == nil {
+			if title := Title(b); title != "" {
+				p.title = title
+			}
+		}
 	}
 	return true
 }
@@ -449,7 +468,7 @@ func (t *tree) threadUses() []model.ThreadUse {
 	var out []model.ThreadUse
 	add := func(p *proc, th *thread) {
 		u := model.ThreadUse{
-			PID: p.pid, TID: th.tid, Comm: th.comm,
+			PID: p.pid, TID: th.tid, Comm: th.comm, Title: p.title,
 			UserSec:    float64(sat(th.user, th.baseUser)) / userHZ,
 			SystemSec:  float64(sat(th.sys, th.baseSys)) / userHZ,
 			VolCtxSw:   int64(sat(th.vol, th.baseVol)),

@@ -77,7 +77,7 @@ func writeFakeProc(t *testing.T, root string, procs []fakeProc) {
 // a fake /proc, round by round, with the figures worked out by hand.
 func TestTreeAccounting(t *testing.T) {
 	root := t.TempDir()
-	tr, err := newTree(root, 100, true, newReader(), func(string) {})
+	tr, err := newTree(root, 100, nil, true, newReader(), func(string) {})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -127,13 +127,13 @@ func BusyThreads(ta *model.TimeAccounting, n int) List[ThreadRow] {
 	out := List[ThreadRow]{Total: l.Total}
 	cp := CriticalPathSec(ta)
 	for _, t := range l.Rows {
-		r := ThreadRow{PID: t.PID, TID: t.TID, Name: t.Comm, Folded: t.Folded, Exited: t.Exited, Role: t.Role,
+		r := ThreadRow{PID: t.PID, TID: t.TID, Name: ThreadName(t.Comm, t.Title), Folded: t.Folded, Exited: t.Exited, Role: t.Role,
 			WallSec: t.WallSec, Seconds: t.Seconds, OnPath: cp > 0, Poller: t.Poller}
 		if cp > 0 {
 			r.PathShare = t.CriticalSec / cp
 		}
 		if t.Folded > 0 {
-			r.Name = fmt.Sprintf("%d× %s", t.Folded, t.Comm)
+			r.Name = fmt.Sprintf("%d× %s", t.Folded, ThreadName(t.Comm, t.Title))
 		}
 		for c, s := range t.Seconds {
 			if s > 0 {
@@ -609,4 +609,35 @@ func Locks(ta *model.TimeAccounting, n int) List[LockRow] {
 			Count: w.Count, Walked: w.Walked, Waiters: frames(w.User), Holder: frames(w.Holder)})
 	}
 	return first(out, n)
+}
+
+// ThreadName is how the views name a thread: its process's title when it
+// set one (PostgreSQL's "postgres: walwriter", a Python script's name),
+// with the thread's own comm when that says more ("postgres: walwriter"
+// for its main thread, "app.py/worker-1" for a named thread of app.py);
+// otherwise its comm.
+func ThreadName(comm, title string) string {
+	switch {
+	case title == "" || title == comm:
+		return comm
+	case strings.HasPrefix(title, comm) || strings.HasPrefix(comm, title) || procName(comm, title):
+		return title
+	}
+	return title + "/" + comm
+}
+
+// procName says whether comm is the process's own name (its main thread's
+// comm, which the kernel cuts to 15 bytes): the interpreter of a script
+// title, or the program a title begins with ("postgres" of "postgres:
+// walwriter").
+func procName(comm, title string) bool {
+	if i := strings.IndexAny(title, ": "); i > 0 && strings.HasPrefix(comm, title[:i]) {
+		return true
+	}
+	for _, p := range []string{"python", "node", "perl", "ruby", "php", "Rscript", "deno", "bun"} {
+		if strings.HasPrefix(comm, p) {
+			return true
+		}
+	}
+	return false
 }

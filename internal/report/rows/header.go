@@ -49,7 +49,7 @@ func Describe(t model.Target) string {
 		return fmt.Sprintf("sqlite %s, journal=%s sync=%s, %d rows, %d per tx",
 			strings.Join(c.Phases, "/"), c.Journal, c.Sync, c.Rows, c.TxSize)
 	case t.Command != nil:
-		return "command: " + strings.Join(t.Command.Argv, " ")
+		return "command: " + units.ShellJoin(t.Command.Argv)
 	case t.PID != nil:
 		return fmt.Sprintf("pid %d (%s)", t.PID.PID, t.PID.Comm)
 	}
@@ -182,10 +182,20 @@ func TargetSettings(t model.Target) ([]Setting, *float64) {
 	case t.SQLite != nil:
 		return Settings(t.SQLite), nil
 	case t.Command != nil:
-		return []Setting{{"argv", strings.Join(t.Command.Argv, " ")}, {"dir", t.Command.Dir}}, nil
+		// Quoted as a shell reads it: "bash -c 'sqlite3 t.db < s.sql'".
+		return append([]Setting{{"argv", units.ShellJoin(t.Command.Argv)}, {"dir", t.Command.Dir}}, with(t)...), nil
 	case t.PID != nil:
 		d := t.PID.DurationSec
-		return []Setting{{"pid", fmt.Sprint(t.PID.PID)}, {"comm", t.PID.Comm}, {"cmdline", t.PID.Cmdline}}, &d
+		return append([]Setting{{"pid", fmt.Sprint(t.PID.PID)}, {"comm", t.PID.Comm}, {"cmdline", t.PID.Cmdline}}, with(t)...), &d
 	}
 	return nil, nil
+}
+
+// with lists the running processes observed with the workload.
+func with(t model.Target) []Setting {
+	var out []Setting
+	for _, p := range t.With {
+		out = append(out, Setting{"with", fmt.Sprintf("pid %d (%s: %s)", p.PID, p.Comm, p.Cmdline)})
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package rows
 
 import (
 	"fmt"
+	"strconv"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/units"
@@ -23,6 +24,63 @@ type Result struct {
 	Phases   []PhaseRow
 	// Command says how a command or process ended, or that it still runs.
 	Command string
+	// Reported is the result the command printed itself, when perfsleuth
+	// read one (nil otherwise: the wall time is then the result).
+	Reported *Reported
+}
+
+// Reported is a command's own result: its primary figure, then each
+// figure it printed.
+type Reported struct {
+	// Headline is "fio reported read IOPS 18,033/s".
+	Headline string
+	Rows     []ReportedRow
+	// More counts the figures left out of Rows (all are in the record).
+	More int
+}
+
+// ReportedRow is one figure a command printed.
+type ReportedRow struct{ Job, Name, Value string }
+
+// reportedRows is how many of a command's figures the views list.
+const reportedRows = 24
+
+// ReportedOf is the views' form of a command's own result, nil without one.
+func ReportedOf(r *model.ReportedResult) *Reported {
+	p, ok := r.PrimaryMetric()
+	if !ok {
+		return nil
+	}
+	how := r.Tool + " reported"
+	if r.Tool == "metric" {
+		how = "the command's output gave"
+	}
+	out := &Reported{Headline: fmt.Sprintf("%s %s %s", how, p.Name, ReportedValue(p))}
+	for i, m := range r.Metrics {
+		if i == r.Primary {
+			continue
+		}
+		if len(out.Rows) == reportedRows {
+			out.More = len(r.Metrics) - 1 - reportedRows
+			break
+		}
+		out.Rows = append(out.Rows, ReportedRow{Job: m.Job, Name: m.Name, Value: ReportedValue(m)})
+	}
+	return out
+}
+
+// ReportedValue prints a command's figure in its unit: a rate with
+// separators, bytes per second in binary units, a latency as a duration.
+func ReportedValue(m model.ReportedMetric) string {
+	switch m.Unit {
+	case "s":
+		return units.FormatNs(m.Value * 1e9)
+	case "B/s":
+		return units.FormatSize(int64(m.Value+0.5)) + "/s"
+	case "":
+		return strconv.FormatFloat(m.Value, 'g', 6, 64)
+	}
+	return Rate(m.Value) + " " + m.Unit
 }
 
 // OpRow is one fileio op: its throughput and latency.
@@ -103,6 +161,7 @@ func ResultOf(run *model.Run) Result {
 		default:
 			out.Command = fmt.Sprintf("exit status %d after %s", c.ExitCode, Secs(c.WallSec))
 		}
+		out.Reported = ReportedOf(c.Reported)
 	}
 	return out
 }

@@ -1,0 +1,80 @@
+package procfs
+
+import (
+	"path/filepath"
+	"strings"
+)
+
+// Title is the name a process gives itself beyond its 15-byte comm, from
+// its command line (/proc/PID/cmdline), or "" when it gives none:
+//
+//   - a title it set over its argv (setproctitle, PostgreSQL's
+//     "postgres: walwriter", "postgres: app db [local] UPDATE", nginx's
+//     "nginx: worker process"): argv[0] with a space in it that is not a
+//     path, its other arguments cleared;
+//   - a script run by an interpreter ("python3 -u app.py": app.py;
+//     "python3 -m http.server": http.server; "node server.js"; "perl",
+//     "ruby", "php"), which comm names only as the interpreter.
+func Title(cmdline []byte) string {
+	args := strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00")
+	if len(args) == 0 || args[0] == "" {
+		return ""
+	}
+	a0 := strings.TrimSpace(args[0])
+	if strings.ContainsRune(a0, ' ') && !strings.HasPrefix(a0, "/") && nonEmpty(args[1:]) == 0 {
+		return printableTitle(a0)
+	}
+	if !interpreter(filepath.Base(a0)) {
+		return ""
+	}
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "-m" && i+1 < len(args):
+			return printableTitle(args[i+1])
+		case a == "-c" || a == "-e" || a == "--eval":
+			return "" // inline code: the interpreter's name is all there is
+		case strings.HasPrefix(a, "-"):
+			continue
+		case a != "":
+			return printableTitle(filepath.Base(a))
+		}
+	}
+	return ""
+}
+
+// interpreter says whether name runs scripts whose name matters more than
+// its own.
+func interpreter(name string) bool {
+	for _, p := range []string{"python", "node", "nodejs", "perl", "ruby", "php", "Rscript", "deno", "bun"} {
+		if name == p || strings.HasPrefix(name, p) && strings.Trim(name[len(p):], "0123456789.") == "" {
+			return true
+		}
+	}
+	return false
+}
+
+func nonEmpty(args []string) int {
+	n := 0
+	for _, a := range args {
+		if strings.TrimSpace(a) != "" {
+			n++
+		}
+	}
+	return n
+}
+
+// printableTitle drops control characters (a title is the process's to
+// set) and keeps 128 bytes at most.
+func printableTitle(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return -1
+		}
+		return r
+	}, strings.TrimSpace(s))
+	if len(s) > 128 {
+		s = s[:128]
+	}
+	return s
+}

@@ -1,0 +1,146 @@
+// Package toolresult reads a benchmark's own result from what it printed:
+// fio (json, json+ and normal output), sysbench (fileio, cpu, OLTP),
+// pgbench and redis-benchmark (summary, -q and --csv), or the number a
+// --metric regex names in any program's output. perfsleuth then presents
+// the program's result (IOPS, tps, requests/s) instead of the wall time of
+// a run the program timed itself.
+package toolresult
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/stats"
+)
+
+// captureMax is how much of a command's output Capture keeps: its last
+// 8 MiB. The results these tools print come at the end (fio's JSON,
+// sysbench's and pgbench's summaries); fio's json+ for a few dozen jobs is
+// a few MiB.
+const captureMax = 8 << 20
+
+// Capture keeps the end of a command's output, for Parse. It is safe for
+// concurrent writes (the command's stdout and stderr).
+type Capture struct {
+	mu  sync.Mutex
+	buf []byte
+	// Dropped counts the bytes let go from the front.
+	Dropped int64
+}
+
+func (c *Capture) Write(p []byte) (int, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.buf = append(c.buf, p...)
+	if len(c.buf) > 2*captureMax {
+		drop := len(c.buf) - captureMax
+		c.Dropped += int64(drop)
+		c.buf = append([]byte(nil), c.buf[drop:]...)
+	}
+	return len(p), nil
+}
+
+// Bytes is what was kept.
+func (c *Capture) Bytes() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]byte(nil), c.buf...)
+}
+
+// Known says whether argv starts a program whose result Parse reads, by
+// the program's name: perfsleuth then passes its output through a pipe to
+// read it (and the program sees a pipe, not a terminal).
+func Known(argv []string) bool {
+	if len(argv) == 0 {
+		return false
+	}
+	name := argv[0]
+	if i := strings.LastIndexByte(name, '/'); i >= 0 {
+		name = name[i+1:]
+	}
+	switch name {
+	case "fio", "sysbench", "pgbench", "redis-benchmark", "valkey-benchmark":
+		return true
+	}
+	return false
+}
+
+// Parse reads the result a benchmark printed, trying each format it
+// knows; nil when the output holds none.
+func Parse(out []byte) *model.ReportedResult {
+	text := lines(out)
+	for _, p := range []func(string, []byte) *model.ReportedResult{fioJSON, fioNormal, sysbench, pgbench, redis} {
+		if r := p(text, out); r != nil && len(r.Metrics) > 0 {
+			return r
+		}
+	}
+	return nil
+}
+
+// Metric is the result a --metric regex names: the median of its first
+// group over every line it matches (as diagnose takes it), nil when no
+// line matched. name says what it is in the views.
+func Metric(out []byte, re *regexp.Regexp, lowerIsBetter bool) *model.ReportedResult {
+	var vals []float64
+	for _, l := range strings.Split(lines(out), "\n") {
+		if m := re.FindStringSubmatch(l); len(m) > 1 {
+			if v, err := strconv.ParseFloat(strings.ReplaceAll(m[1], ",", ""), 64); err == nil {
+				vals = append(vals, v)
+			}
+		}
+	}
+	if len(vals) == 0 {
+		return nil
+	}
+	name := "--metric " + re.String()
+	if len(vals) > 1 {
+		name += " (median of " + strconv.Itoa(len(vals)) + " lines)"
+	}
+	return &model.ReportedResult{Tool: "metric", Metrics: []model.ReportedMetric{{Name: name, Value: stats.Median(vals), HigherIsBetter: !lowerIsBetter}}}
+}
+
+// lines is out with \r\n and \r (progress lines redrawn in place) as \n.
+func lines(out []byte) string {
+	return strings.NewReplacer("\r\n", "\n", "\r", "\n").Replace(string(out))
+}
+
+// metrics builds a result's list.
+type metrics struct{ m []model.ReportedMetric }
+
+func (ms *metrics) add(job, name string, v float64, unit string, higher bool) {
+	ms.m = append(ms.m, model.ReportedMetric{Job: job, Name: name, Value: v, Unit: unit, HigherIsBetter: higher})
+}
+
+// rate is a throughput (higher is better); latency a time in seconds.
+func (ms *metrics) rate(job, name string, v float64, unit string) { ms.add(job, name, v, unit, true) }
+func (ms *metrics) latency(job, name string, sec float64)         { ms.add(job, name, sec, "s", false) }
+
+// float parses a number that may carry thousands separators.
+func float(s string) (float64, bool) {
+	v, err := strconv.ParseFloat(strings.ReplaceAll(strings.TrimSpace(s), ",", ""), 64)
+	return v, err == nil
+}
+
+// harmonicRate is the rate of the tests taken together, each weighed by
+// its requests (equal when unknown): total requests over total time.
+func harmonicRate(rates, weights []float64) float64 {
+	var req, sec float64
+	for i, r := range rates {
+		if r <= 0 {
+			return 0
+		}
+		w := 1.0
+		if i < len(weights) && weights[i] > 0 {
+			w = weights[i]
+		}
+		req += w
+		sec += w / r
+	}
+	if sec == 0 {
+		return 0
+	}
+	return req / sec
+}
