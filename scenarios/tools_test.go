@@ -2,6 +2,7 @@ package scenarios
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -160,6 +161,10 @@ func TestFioAgrees(t *testing.T) {
 			dir := t.TempDir()
 			fio, run := runFio(t, dir, tc.engine, tc.depth)
 			r := readOp(t, run, dir)
+			// fio's own result, read from its --output file, is the run's.
+			if p, ok := run.Result.Command.Reported.PrimaryMetric(); !ok || p.Name != "read IOPS" || math.Abs(p.Value-fio.IOPS) > 1e-6*fio.IOPS {
+				t.Errorf("the record's result %+v, want fio's read IOPS %.1f", run.Result.Command.Reported, fio.IOPS)
+			}
 			got := r.WorkloadRequests + r.Missed
 			t.Logf("fio: %d reads, %.0f IOPS, clat mean %.1f µs; probe: %d workload reads (%d missed), latency %.1f µs, service %.1f µs, depth %+v",
 				fio.TotalIOs, fio.IOPS, fio.Clat.Mean/1e3, r.WorkloadRequests, r.Missed, r.WorkloadLatencyMeanSec*1e6, r.WorkloadServiceMeanSec*1e6, r.WorkloadDepth)
@@ -264,6 +269,37 @@ func iostatX(t *testing.T, disk string, sec int) chan map[string]float64 {
 // reads per second and their mean wait agree with the device table within
 // 10% and 20%, and the probe's busy time lies between fio's requests'
 // service times end to end (it keeps one in flight) and all requests'.
+// observe -- fio --output-format=json: fio's JSON on perfsleuth's stdout,
+// byte for byte (| jq works), and its IOPS the run's result.
+func TestFioStdoutIsFios(t *testing.T) {
+	needTool(t, "fio")
+	dir := t.TempDir()
+	rec := filepath.Join(dir, "run.json")
+	cmd := exec.Command(filepath.Join(bin, "perfsleuth"), "observe", "--json", rec, "--", "fio", "--name=r", "--filename="+filepath.Join(dir, "fio.dat"),
+		"--size=16m", "--rw=randread", "--bs=4k", "--runtime=1", "--time_based", "--output-format=json")
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("perfsleuth observe -- fio: %v\n%s", err, stderr.String())
+	}
+	var res struct {
+		Jobs []struct {
+			Read fioRead `json:"read"`
+		} `json:"jobs"`
+	}
+	if err := json.Unmarshal(stdout.Bytes(), &res); err != nil || len(res.Jobs) != 1 {
+		t.Fatalf("stdout is not fio's JSON alone: %v\n%.300s", err, stdout.String())
+	}
+	run := loadRecord(t, rec)
+	if p, ok := run.Result.Command.Reported.PrimaryMetric(); !ok || math.Abs(p.Value-res.Jobs[0].Read.IOPS) > 1e-6*res.Jobs[0].Read.IOPS {
+		t.Errorf("the record's result %+v, want fio's %.1f IOPS", run.Result.Command.Reported, res.Jobs[0].Read.IOPS)
+	}
+	if !strings.Contains(stderr.String(), "fio reported read IOPS") {
+		t.Errorf("the report (on stderr) does not give fio's result:\n%s", stderr.String())
+	}
+}
+
 func TestIostatAgrees(t *testing.T) {
 	needTool(t, "fio")
 	needTool(t, "iostat")

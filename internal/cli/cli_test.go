@@ -517,6 +517,66 @@ func TestObserveServerWithClient(t *testing.T) {
 	}
 }
 
+// A process that sets its title (as PostgreSQL's walwriter does) is named
+// by it in the record and the views, not by its comm (issue 18: 14
+// PostgreSQL processes all labelled postgres).
+func TestProcessTitles(t *testing.T) {
+	if _, err := exec.LookPath("perl"); err != nil {
+		t.Skip("no perl here to set a process title")
+	}
+	work := t.TempDir()
+	rec := filepath.Join(work, "run.json")
+	r := run(t, work, "observe", "--interval", "100ms", "--json", rec, "--", "perl", "-e", `$0 = "sleuthtest: worker"; my $i = 0; $i++ while $i < 5e7;`)
+	if r.code != 0 {
+		t.Fatalf("observe failed (%d): %s", r.code, r.stderr)
+	}
+	loaded, err := model.Load(rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	titled := 0
+	for _, th := range loaded.Observation.Totals.Threads {
+		if th.Title == "sleuthtest: worker" {
+			titled++
+		}
+	}
+	if titled == 0 {
+		t.Errorf("no thread of perl carries its title: %+v", loaded.Observation.Totals.Threads)
+	}
+	if ta := loaded.TimeAccounting; ta != nil {
+		found := false
+		for _, th := range ta.Threads {
+			found = found || th.Title == "sleuthtest: worker"
+		}
+		if !found {
+			t.Errorf("the accounting's threads lack the title: %+v", ta.Threads)
+		}
+	}
+	if !strings.Contains(r.stderr, "sleuthtest: worker") {
+		t.Errorf("the report does not name the process by its title:\n%s", r.stderr)
+	}
+	// A script: comm says only "perl"; the script's name is its title.
+	script := filepath.Join(work, "sleuth-script.pl")
+	if err := os.WriteFile(script, []byte("my $i = 0; $i++ while $i < 5e7;\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = run(t, work, "observe", "--interval", "100ms", "--json", rec, "--", "perl", script)
+	if r.code != 0 {
+		t.Fatalf("observe failed (%d): %s", r.code, r.stderr)
+	}
+	if loaded, err = model.Load(rec); err != nil {
+		t.Fatal(err)
+	}
+	for _, th := range loaded.Observation.Totals.Threads {
+		if th.Comm != "perl" || th.Title != "sleuth-script.pl" {
+			t.Errorf("thread %+v: want comm perl, title sleuth-script.pl", th)
+		}
+	}
+	if !strings.Contains(r.stderr, "sleuth-script.pl") {
+		t.Errorf("the report does not name the script:\n%s", r.stderr)
+	}
+}
+
 func TestCtrlCStopsTheRunPrintsWhatWasMeasuredAndCleansUp(t *testing.T) {
 	for _, args := range [][]string{
 		{"bench", "fileio", "--rw", "randwrite", "--size", "16m", "--duration", "60s"},

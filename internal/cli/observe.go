@@ -162,8 +162,12 @@ func (f *observeFlags) readResult(run *model.Run) {
 		}
 		return
 	}
-	if c.Reported = toolresult.Parse(out); c.Reported == nil && c.ExitCode == 0 {
-		run.Warnings = append(run.Warnings, fmt.Sprintf("%s printed no result perfsleuth reads on its stdout (docs/tool-results.md: fio's json or normal output, sysbench's, pgbench's and redis-benchmark's reports): the wall time is the result; --metric REGEX names another", f.tool))
+	tc := run.Target.Command
+	if tc == nil {
+		return
+	}
+	if c.Reported = toolresult.ParseRun(tc.Argv, tc.Dir, out); c.Reported == nil && c.ExitCode == 0 {
+		run.Warnings = append(run.Warnings, fmt.Sprintf("%s printed no result perfsleuth reads (docs/tool-results.md: fio's json or normal output on stdout or in its --output file, sysbench's, pgbench's and redis-benchmark's reports on stdout): the wall time is the result; --metric REGEX names another", f.tool))
 	}
 }
 

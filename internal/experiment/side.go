@@ -143,7 +143,7 @@ func (s *side) once(ctx context.Context, before func([]int) error, hooks Hooks, 
 		return &result{run: run}, nil
 	}
 	if capture != nil && run.Result != nil && run.Result.Command != nil {
-		run.Result.Command.Reported = toolresult.Parse(capture.Bytes())
+		run.Result.Command.Reported = toolresult.ParseRun(s.argv, s.dir, capture.Bytes())
 	}
 	value, err := s.value(run, out)
 	if err != nil {

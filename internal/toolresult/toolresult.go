@@ -7,6 +7,9 @@
 package toolresult
 
 import (
+	"io"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -78,6 +81,52 @@ func Parse(out []byte) *model.ReportedResult {
 		}
 	}
 	return nil
+}
+
+// ParseRun is Parse for a run of argv in dir: what it printed, or, for fio
+// given --output FILE (which then prints nothing on stdout), that file, as
+// far as its first outputMax bytes.
+func ParseRun(argv []string, dir string, out []byte) *model.ReportedResult {
+	if r := Parse(out); r != nil {
+		return r
+	}
+	f := fioOutputFile(argv)
+	if f == "" {
+		return nil
+	}
+	if !filepath.IsAbs(f) {
+		f = filepath.Join(dir, f)
+	}
+	fh, err := os.Open(f)
+	if err != nil {
+		return nil
+	}
+	defer fh.Close()
+	b, err := io.ReadAll(io.LimitReader(fh, outputMax))
+	if err != nil {
+		return nil
+	}
+	return Parse(b)
+}
+
+// outputMax bounds the fio --output file read.
+const outputMax = 64 << 20
+
+// fioOutputFile is the file fio's --output names, "" when argv is not fio
+// or has none.
+func fioOutputFile(argv []string) string {
+	if len(argv) == 0 || filepath.Base(argv[0]) != "fio" {
+		return ""
+	}
+	for i, a := range argv[1:] {
+		switch {
+		case strings.HasPrefix(a, "--output="):
+			return strings.TrimPrefix(a, "--output=")
+		case a == "--output" && i+2 < len(argv):
+			return argv[i+2]
+		}
+	}
+	return ""
 }
 
 // Metric is the result a --metric regex names: the median of its first

@@ -211,3 +211,27 @@ func TestKnown(t *testing.T) {
 		}
 	}
 }
+
+// fio --output FILE prints nothing on stdout: its result is read from the
+// file, relative to the command's directory.
+func TestParseRunFioOutputFile(t *testing.T) {
+	dir := t.TempDir()
+	b, err := os.ReadFile(filepath.Join("testdata", "fio-json-randrw-2jobs.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "out.json"), b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, argv := range [][]string{{"fio", "--name=x", "--output=out.json"}, {"/usr/bin/fio", "--output", "out.json", "--name=x"}} {
+		r := ParseRun(argv, dir, nil)
+		if p, ok := r.PrimaryMetric(); !ok || math.Abs(p.Value-63756.243756) > 1e-3 {
+			t.Errorf("%v: %+v, want the file's 63,756 IOPS", argv, r)
+		}
+	}
+	for _, argv := range [][]string{{"fio", "--name=x"}, {"fio", "--output=missing.json"}, {"sysbench", "--output=out.json"}} {
+		if r := ParseRun(argv, dir, nil); r != nil {
+			t.Errorf("%v: read %+v, want nothing", argv, r)
+		}
+	}
+}
