@@ -1107,6 +1107,7 @@ static __always_inline struct st_file *file_entry(struct st_file_key *k, struct 
 	if (d) {
 		fill_names(f->names, &f->depth, &f->truncated, d);
 		f->unlinked = BPF_CORE_READ(file, f_inode, i_nlink) == 0;
+		f->generation = BPF_CORE_READ(file, f_inode, i_generation);
 		if (f->depth > 0)
 			f->kind = kind_by_name(f->names[0]);
 	}

@@ -170,6 +170,8 @@ struct st_file {
 	__u32 depth;       /* path components filled */
 	__u32 truncated;   /* the path is deeper than ST_PATH_DEPTH */
 	__u32 unlinked;    /* no name left when it was first seen */
+	__u32 generation;  /* the inode's i_generation, which tells a file from a later one given its inode number */
+	__u32 pad;
 	__u32 announced;   /* an event of it woke the reader */
 	__u32 threads[2];  /* threads that read it, wrote it (thread_files) */
 	__u8 names[ST_PATH_DEPTH][ST_NAME_LEN]; /* leaf first */

@@ -217,6 +217,14 @@ type FileIO struct {
 	Ino  uint64 `json:"ino"`
 	// Deleted: it had no name left when first seen.
 	Deleted bool `json:"deleted,omitempty"`
+	// Path is the file's name at the run's end when it was renamed during
+	// the run (a PostgreSQL WAL segment from xlogtemp.N, rsync's and
+	// editors' temporary names, a rotated log): FirstPath is then the name
+	// it had when first seen. Gone: at the run's end its name named no
+	// file and no entry of its directory was it (deleted, or moved to
+	// another directory): a SQLite rollback journal, a temporary file.
+	FirstPath string `json:"first_path,omitempty"`
+	Gone      bool   `json:"gone,omitempty"`
 	// Instances counts the files that had this path in the window (a
 	// rollback journal is a new file in every transaction); the figures
 	// are their sums, Dev and Ino the first one's.

@@ -634,6 +634,7 @@ func (p *Probe) readFiles() ([]model.FileIO, error) {
 	var k storageStFileKey
 	var f storageStFile
 	var out []model.FileIO
+	var gens []uint32
 	it := p.objs.Files.Iterate()
 	for it.Next(&k, &f) {
 		if f.Ops[0]+f.Ops[1]+f.Syncs+f.Errors == 0 {
@@ -649,10 +650,12 @@ func (p *Probe) readFiles() ([]model.FileIO, error) {
 		}
 		fi.Instances = 1
 		out = append(out, fi)
+		gens = append(gens, f.Generation)
 	}
 	if err := it.Err(); err != nil {
 		return nil, fmt.Errorf("map files: %w", err)
 	}
+	finalPaths(out, gens)
 	out = mergeByPath(out)
 	slices.SortFunc(out, func(a, b model.FileIO) int {
 		ta, tb := a.Reads.CallSec+a.Writes.CallSec+a.SyncSec, b.Reads.CallSec+b.Writes.CallSec+b.SyncSec

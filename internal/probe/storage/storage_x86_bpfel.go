@@ -127,29 +127,31 @@ type storageStEvent struct {
 }
 
 type storageStFile struct {
-	_         structs.HostLayout
-	Ops       [2]uint64
-	Bytes     [2]uint64
-	Seq       [2]uint64
-	Random    [2]uint64
-	CallNs    [2]uint64
-	BlockedNs uint64
-	LockNs    uint64
-	Syncs     uint64
-	SyncNs    uint64
-	Errors    uint64
-	SizeSlots [2][32]uint64
-	LastFile  uint64
-	LastNext  int64
-	LastStart int64
-	Tgid      uint32
-	Kind      uint32
-	Depth     uint32
-	Truncated uint32
-	Unlinked  uint32
-	Announced uint32
-	Threads   [2]uint32
-	Names     [8][64]uint8
+	_          structs.HostLayout
+	Ops        [2]uint64
+	Bytes      [2]uint64
+	Seq        [2]uint64
+	Random     [2]uint64
+	CallNs     [2]uint64
+	BlockedNs  uint64
+	LockNs     uint64
+	Syncs      uint64
+	SyncNs     uint64
+	Errors     uint64
+	SizeSlots  [2][32]uint64
+	LastFile   uint64
+	LastNext   int64
+	LastStart  int64
+	Tgid       uint32
+	Kind       uint32
+	Depth      uint32
+	Truncated  uint32
+	Unlinked   uint32
+	Generation uint32
+	Pad        uint32
+	Announced  uint32
+	Threads    [2]uint32
+	Names      [8][64]uint8
 }
 
 type storageStFileKey struct {

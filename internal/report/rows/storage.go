@@ -221,8 +221,13 @@ func Files(fs []model.FileIO, n int) List[FileRow] {
 	out := List[FileRow]{Total: l.Total}
 	for _, f := range l.Rows {
 		path := f.Path
-		if f.Deleted {
+		switch {
+		case f.Deleted:
 			path += " (deleted)"
+		case f.Gone:
+			path += " (gone at the end)"
+		case f.FirstPath != "":
+			path += " (renamed from " + filepath.Base(f.FirstPath) + ")"
 		}
 		out.Rows = append(out.Rows, FileRow{Path: path, Dev: f.Dev, Ino: f.Ino, PID: f.PID, Instances: f.Instances, SQLite: f.SQLite,
 			Reads: fileSide(f.Reads), Writes: fileSide(f.Writes), Syncs: f.Syncs, Errors: f.Errors,
