@@ -32,6 +32,8 @@ type observeFlags struct {
 	// a time or a cost.
 	metric      string
 	metricLower bool
+	// metricRe is metric compiled, by check.
+	metricRe *regexp.Regexp
 	// output is the observed command's stdout as it passed through, when
 	// perfsleuth reads the command's own result from it (a known tool, or
 	// --metric); tool is the program's name then.
@@ -72,7 +74,8 @@ func (f *observeFlags) check() error {
 	if f.noEBPF && (f.syscalls || f.stacks || f.storage) {
 		return errors.New("--syscalls, --stacks and --storage need the eBPF probes: drop --no-ebpf")
 	}
-	if err := checkMetric(f.metric, f.metricLower); err != nil {
+	var err error
+	if f.metricRe, err = metricOf(f.metric, f.metricLower); err != nil {
 		return err
 	}
 	return f.out.check()
@@ -128,12 +131,6 @@ func pidWords(pids []int) string {
 	return "pids " + strings.Join(s, ", ")
 }
 
-// checkMetric checks --metric and --metric-lower before anything runs.
-func checkMetric(metric string, lower bool) error {
-	_, err := metricOf(metric, lower)
-	return err
-}
-
 // teeStdout is the observed command's stdout when perfsleuth reads it: each
 // write goes to perfsleuth's stdout as it came, then to capture. A reader
 // that goes away (| head) ends the copy, and the command then meets a
@@ -155,9 +152,8 @@ func (f *observeFlags) readResult(run *model.Run) {
 	}
 	out := f.output.Bytes()
 	c := run.Result.Command
-	if f.metric != "" {
-		re := regexp.MustCompile(f.metric) // checked before the run
-		if c.Reported = toolresult.Metric(out, re, f.metricLower); c.Reported == nil {
+	if f.metricRe != nil {
+		if c.Reported = toolresult.Metric(out, f.metricRe, f.metricLower); c.Reported == nil {
 			run.Warnings = append(run.Warnings, fmt.Sprintf("--metric %q matched no line of the command's output (its first group must be a number): the wall time is the result", f.metric))
 		}
 		return

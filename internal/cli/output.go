@@ -38,49 +38,48 @@ func (o *outputFlags) bind(cmd *cobra.Command) {
 // could not be saved.
 func (o *outputFlags) check() error {
 	if o.json != "" && o.json != "-" {
-		dir := filepath.Dir(o.json)
-		if err := unix.Access(dir, unix.W_OK); err != nil {
-			return fmt.Errorf("--json %s: directory %s is not writable (%v): choose another path", o.json, dir, err)
+		if err := writableDir("--json", o.json); err != nil {
+			return err
 		}
 	}
 	if err := checkHTML(o.html, o.json); err != nil {
 		return err
 	}
-	return checkText(o.text, o.json, o.html)
-}
-
-// checkText checks that the terminal report can be written to path, a file
-// of its own.
-func checkText(path, json, html string) error {
-	switch {
-	case path == "":
-		return nil
-	case path == "-":
-		return errors.New("--output needs a file name: without it the report goes to the terminal")
-	case (json != "" && json != "-" && filepath.Clean(path) == filepath.Clean(json)) || (html != "" && filepath.Clean(path) == filepath.Clean(html)):
-		return fmt.Errorf("--output %s is also the JSON record's or the HTML page's path: give the report its own file", path)
-	}
-	dir := filepath.Dir(path)
-	if err := unix.Access(dir, unix.W_OK); err != nil {
-		return fmt.Errorf("--output %s: directory %s is not writable (%v): choose another path", path, dir, err)
-	}
-	return nil
+	return ownFile("--output", o.text, "--output needs a file name: without it the report goes to the terminal",
+		"the JSON record's or the HTML page's path: give the report its own file", o.json, o.html)
 }
 
 // checkHTML checks that the HTML page can be written to path (and does not
 // overwrite the JSON record, other).
 func checkHTML(path, other string) error {
-	switch {
-	case path == "":
+	return ownFile("--html", path, "--html needs a file name: the page is written to a file, not to stdout",
+		"the JSON record's path: give the page its own file", other)
+}
+
+// ownFile checks that flag's file can be written at path, a file of its
+// own: not "-" (dash says why), none of others (clash says what they
+// are; "" and "-" among them name no file), in a writable directory.
+func ownFile(flag, path, dash, clash string, others ...string) error {
+	switch path {
+	case "":
 		return nil
-	case path == "-":
-		return errors.New("--html needs a file name: the page is written to a file, not to stdout")
-	case other != "" && other != "-" && filepath.Clean(path) == filepath.Clean(other):
-		return fmt.Errorf("--html %s is also the JSON record's path: give the page its own file", path)
+	case "-":
+		return errors.New(dash)
 	}
+	for _, o := range others {
+		if o != "" && o != "-" && filepath.Clean(path) == filepath.Clean(o) {
+			return fmt.Errorf("%s %s is also %s", flag, path, clash)
+		}
+	}
+	return writableDir(flag, path)
+}
+
+// writableDir checks that flag's file can be made at path: its directory
+// is writable.
+func writableDir(flag, path string) error {
 	dir := filepath.Dir(path)
 	if err := unix.Access(dir, unix.W_OK); err != nil {
-		return fmt.Errorf("--html %s: directory %s is not writable (%v): choose another path", path, dir, err)
+		return fmt.Errorf("%s %s: directory %s is not writable (%v): choose another path", flag, path, dir, err)
 	}
 	return nil
 }

@@ -105,7 +105,7 @@ func measureOf(r *model.Run) model.Measure {
 	case "command":
 		if res := r.Result; res != nil && res.Command != nil {
 			if p, ok := res.Command.Reported.PrimaryMetric(); ok {
-				return model.Measure{Name: p.Name, Unit: p.Unit, Source: "reported", HigherIsBetter: p.HigherIsBetter}
+				return p.Measure()
 			}
 		}
 		return model.Measure{Name: "wall time", Unit: "s", Source: "wall_time"}

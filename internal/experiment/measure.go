@@ -4,13 +4,13 @@ import (
 	"bytes"
 	"fmt"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/stats"
 	"github.com/perfsleuth/perfsleuth/internal/target"
+	"github.com/perfsleuth/perfsleuth/internal/toolresult"
 )
 
 // measureOf says what a run's number will be.
@@ -90,7 +90,7 @@ func (s *side) reported(c *model.CommandResult, out *outputTail) (float64, error
 	if !ok {
 		return 0, fmt.Errorf("%s printed no result perfsleuth reads (docs/tool-results.md): give --metric REGEX to name the number to compare; its last output:\n%s", s.argv[0], out.tail())
 	}
-	m := model.Measure{Name: p.Name, Unit: p.Unit, Source: "reported", HigherIsBetter: p.HigherIsBetter}
+	m := p.Measure()
 	switch {
 	case s.measure.Source != "reported":
 		s.measure = m
@@ -141,10 +141,8 @@ func (o *outputTail) Write(p []byte) (int, error) {
 func (o *outputTail) line(l string) {
 	for _, part := range strings.Split(l, "\r") {
 		if o.re != nil {
-			if m := o.re.FindStringSubmatch(part); len(m) > 1 {
-				if v, err := strconv.ParseFloat(strings.ReplaceAll(m[1], ",", ""), 64); err == nil {
-					o.vals = append(o.vals, v)
-				}
+			if v, ok := toolresult.Number(o.re, part); ok {
+				o.vals = append(o.vals, v)
 			}
 		}
 	}

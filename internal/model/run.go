@@ -134,6 +134,12 @@ func (r *ReportedResult) PrimaryMetric() (ReportedMetric, bool) {
 	return r.Metrics[r.Primary], true
 }
 
+// Measure is the figure as the measure compare and diagnose compare runs
+// by (Source "reported").
+func (m ReportedMetric) Measure() Measure {
+	return Measure{Name: m.Name, Unit: m.Unit, Source: "reported", HigherIsBetter: m.HigherIsBetter}
+}
+
 // ReportedMetric is one figure a program reported.
 type ReportedMetric struct {
 	// Name says what it is, as the tool names it: "read IOPS", "tps",

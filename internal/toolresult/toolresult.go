@@ -135,10 +135,8 @@ func fioOutputFile(argv []string) string {
 func Metric(out []byte, re *regexp.Regexp, lowerIsBetter bool) *model.ReportedResult {
 	var vals []float64
 	for _, l := range strings.Split(lines(out), "\n") {
-		if m := re.FindStringSubmatch(l); len(m) > 1 {
-			if v, err := strconv.ParseFloat(strings.ReplaceAll(m[1], ",", ""), 64); err == nil {
-				vals = append(vals, v)
-			}
+		if v, ok := Number(re, l); ok {
+			vals = append(vals, v)
 		}
 	}
 	if len(vals) == 0 {
@@ -149,6 +147,18 @@ func Metric(out []byte, re *regexp.Regexp, lowerIsBetter bool) *model.ReportedRe
 		name += " (median of " + strconv.Itoa(len(vals)) + " lines)"
 	}
 	return &model.ReportedResult{Tool: "metric", Metrics: []model.ReportedMetric{{Name: name, Value: stats.Median(vals), HigherIsBetter: !lowerIsBetter}}}
+}
+
+// Number is the number a --metric regex's first group finds in line
+// (thousands separators allowed: "1,200" is 1200), false when it finds
+// none. diagnose reads its lines as they come with it too.
+func Number(re *regexp.Regexp, line string) (float64, bool) {
+	m := re.FindStringSubmatch(line)
+	if len(m) < 2 {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(strings.ReplaceAll(m[1], ",", ""), 64)
+	return v, err == nil
 }
 
 // lines is out with \r\n and \r (progress lines redrawn in place) as \n.

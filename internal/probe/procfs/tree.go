@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/proctree"
 )
 
 // userHZ is the unit of every time in /proc/PID/stat. It is 100 on every
@@ -279,7 +280,7 @@ func (t *tree) readProc(p *proc, first bool, use *model.ProcessUse) bool {
 		use.Processes++
 		t.readThreads(p, first, use)
 		if b, err := t.r.readFile(t.r.join(t.procRoot, p.pid, "cmdline")); err == nil {
-			if title := Title(b); title != "" {
+			if title := proctree.Title(b); title != "" {
 				p.title = title
 			}
 		}

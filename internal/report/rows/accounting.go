@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/proctree"
 	"github.com/perfsleuth/perfsleuth/internal/units"
 )
 
@@ -634,10 +635,5 @@ func procName(comm, title string) bool {
 	if i := strings.IndexAny(title, ": "); i > 0 && strings.HasPrefix(comm, title[:i]) {
 		return true
 	}
-	for _, p := range []string{"python", "node", "perl", "ruby", "php", "Rscript", "deno", "bun"} {
-		if strings.HasPrefix(comm, p) {
-			return true
-		}
-	}
-	return false
+	return proctree.Interpreter(comm)
 }

@@ -1,4 +1,4 @@
-package procfs
+package proctree
 
 import "testing"
 

@@ -1,4 +1,4 @@
-package procfs
+package proctree
 
 import (
 	"path/filepath"
@@ -24,7 +24,7 @@ func Title(cmdline []byte) string {
 	if strings.ContainsRune(a0, ' ') && !strings.HasPrefix(a0, "/") && nonEmpty(args[1:]) == 0 {
 		return printableTitle(a0)
 	}
-	if !interpreter(filepath.Base(a0)) {
+	if !Interpreter(filepath.Base(a0)) {
 		return ""
 	}
 	for i := 1; i < len(args); i++ {
@@ -43,9 +43,10 @@ func Title(cmdline []byte) string {
 	return ""
 }
 
-// interpreter says whether name runs scripts whose name matters more than
-// its own.
-func interpreter(name string) bool {
+// Interpreter says whether name (a program's, or a comm, which the kernel
+// cuts to 15 bytes) runs scripts whose name matters more than its own:
+// python3.11, node, perl, ruby, php, ...
+func Interpreter(name string) bool {
 	for _, p := range []string{"python", "node", "nodejs", "perl", "ruby", "php", "Rscript", "deno", "bun"} {
 		if name == p || strings.HasPrefix(name, p) && strings.Trim(name[len(p):], "0123456789.") == "" {
 			return true
