@@ -128,10 +128,30 @@ struct {
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 4096);
+	__uint(max_entries, ST_MAX_FILES);
 	__type(key, struct st_file_key);
 	__type(value, struct st_file);
 } files SEC(".maps");
+
+/* Directories' entries, for files that found files full (st_file_key):
+ * allocated as they come, since most runs need none. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, ST_MAX_DIRS);
+	__type(key, struct st_file_key);
+	__type(value, struct st_file);
+} dirs SEC(".maps");
+
+/* The files folded into a directory's entry, each counted once in its
+ * files. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, ST_MAX_FOLDED);
+	__type(key, struct st_file_key);
+	__type(value, __u8);
+} folded SEC(".maps");
 
 /* The last inode marked or found in written, per CPU: a writer dirties
  * page after page of the same file, and the LRU lookup costs ~100 ns. */
@@ -191,7 +211,8 @@ struct st_call {
 	__u64 aio_events;
 };
 
-/* The threads that read or wrote each file, counted once each in the
+/* The threads that read or wrote each file (or directory's entry: a
+ * directory's inode is no regular file's), counted once each in the
  * file's threads[]: whether 16 threads write one file or one each is
  * what tells an inode lock's queue from spread-out IO. */
 struct {
@@ -205,19 +226,19 @@ struct {
 
 /* count_thread counts tid among the threads that read (i 0) or wrote (i
  * 1) the file of st's call, once. */
-static __always_inline void count_thread(struct st_call *st, struct st_file *f, __u32 tid, __u32 i, struct st_counters *c)
+static __always_inline void count_thread(struct st_call *st, struct st_file *f, struct st_file_key *fk, __u32 tid, __u32 i, struct st_counters *c)
 {
 	struct st_thread_file_key k = {};
 	__u8 one = 1;
 	long err;
 
 	i &= 1;
-	if (st->tf_ino[i] == st->key.ino && st->tf_dev[i] == st->key.dev)
+	if (st->tf_ino[i] == fk->ino && st->tf_dev[i] == fk->dev)
 		return;
-	st->tf_ino[i] = st->key.ino;
-	st->tf_dev[i] = st->key.dev;
-	k.ino = st->key.ino;
-	k.dev = st->key.dev;
+	st->tf_ino[i] = fk->ino;
+	st->tf_dev[i] = fk->dev;
+	k.ino = fk->ino;
+	k.dev = fk->dev;
 	k.tid_op = tid | (i << 31);
 	err = bpf_map_update_elem(&thread_files, &k, &one, BPF_NOEXIST);
 	if (err == 0)
@@ -1088,19 +1109,68 @@ static __always_inline __u32 kind_by_name(__u8 *name)
 	return ST_KIND_NONE;
 }
 
-static __always_inline struct st_file *file_entry(struct st_file_key *k, struct file *file, __u32 tgid, struct st_counters *c)
+/* fold_entry is the entry of the directory that file is in, for a file
+ * that found files full, with its key in *dk; the catch-all {0, 0} when
+ * dirs is full too. The file is counted in the entry's files once. */
+static __noinline struct st_file *fold_entry(struct st_file_key *k, struct file *file, __u32 tgid, struct st_counters *c, struct st_file_key *dk)
+{
+	struct dentry *d = BPF_CORE_READ(file, f_path.dentry);
+	struct dentry *parent = d ? BPF_CORE_READ(d, d_parent) : NULL;
+	struct st_file *f = NULL;
+	__u8 one = 1;
+	long err;
+
+	dk->ino = 0;
+	dk->dev = 0;
+	dk->_pad = 0;
+	if (parent && parent != d) {
+		dk->ino = BPF_CORE_READ(parent, d_inode, i_ino);
+		dk->dev = k->dev;
+		f = bpf_map_lookup_elem(&dirs, dk);
+		if (!f) {
+			bpf_map_update_elem(&dirs, dk, &zero_file, BPF_NOEXIST);
+			f = bpf_map_lookup_elem(&dirs, dk);
+			if (f && f->depth == 0) {
+				f->tgid = tgid;
+				fill_names(f->names, &f->depth, &f->truncated, parent);
+				f->generation = BPF_CORE_READ(parent, d_inode, i_generation);
+			}
+		}
+	}
+	if (!f) {
+		dk->ino = 0;
+		dk->dev = 0;
+		f = bpf_map_lookup_elem(&dirs, dk);
+		if (!f)
+			return NULL;
+	}
+	err = bpf_map_update_elem(&folded, k, &one, BPF_NOEXIST);
+	if (err == 0)
+		__sync_fetch_and_add(&f->files, 1);
+	else if (err != -ST_EEXIST && c)
+		c->fold_uncounted++;
+	return f;
+}
+
+/* file_entry is the entry that counts a call on file k, with its key in
+ * *ek: the file's own, or its directory's when files is full. */
+static __always_inline struct st_file *file_entry(struct st_file_key *k, struct file *file, __u32 tgid, struct st_counters *c, struct st_file_key *ek)
 {
 	struct st_file *f = bpf_map_lookup_elem(&files, k);
 	struct dentry *d;
 
+	*ek = *k;
 	if (f)
 		return f;
+	if (bpf_map_lookup_elem(&folded, k)) {
+		f = fold_entry(k, file, tgid, c, ek);
+		goto folded;
+	}
 	bpf_map_update_elem(&files, k, &zero_file, BPF_NOEXIST);
 	f = bpf_map_lookup_elem(&files, k);
 	if (!f) {
-		if (c)
-			c->file_dropped++;
-		return NULL;
+		f = fold_entry(k, file, tgid, c, ek);
+		goto folded;
 	}
 	f->tgid = tgid;
 	d = BPF_CORE_READ(file, f_path.dentry);
@@ -1110,6 +1180,14 @@ static __always_inline struct st_file *file_entry(struct st_file_key *k, struct 
 		f->generation = BPF_CORE_READ(file, f_inode, i_generation);
 		if (f->depth > 0)
 			f->kind = kind_by_name(f->names[0]);
+	}
+	return f;
+folded:
+	if (c) {
+		if (f)
+			c->file_folded++;
+		else
+			c->file_dropped++;
 	}
 	return f;
 }
@@ -1327,6 +1405,7 @@ static __always_inline void exit_call(struct task_struct *task, struct st_call *
 	__u8 head[ST_HEAD] = {};
 	__u64 delta, file;
 	struct st_pos *pos, prev = {};
+	struct st_file_key ek;
 	bool known;
 	__u32 op, tid;
 
@@ -1334,7 +1413,7 @@ static __always_inline void exit_call(struct task_struct *task, struct st_call *
 	st->ts = 0;
 	/* The file is still open (the call holds it): its entry is made
 	 * here, one map lookup a call instead of one at each end. */
-	f = file_entry(&st->key, (struct file *)st->file, task->tgid, c);
+	f = file_entry(&st->key, (struct file *)st->file, task->tgid, c, &ek);
 	if (!f)
 		return;
 	op = st->op;
@@ -1358,7 +1437,7 @@ static __always_inline void exit_call(struct task_struct *task, struct st_call *
 		__sync_fetch_and_add(&f->bytes[i], ret);
 		__sync_fetch_and_add(&f->call_ns[i], delta);
 		__sync_fetch_and_add(&f->size_slots[i][slot_of(ret, ST_SLOTS)], 1);
-		count_thread(st, f, tid, i, c);
+		count_thread(st, f, &ek, tid, i, c);
 		file = st->file;
 		if (f->last_file == file) {
 			known = true;
@@ -1398,7 +1477,9 @@ static __always_inline void exit_call(struct task_struct *task, struct st_call *
 		 * call at offset 0 that may show one. */
 		if (ret > 0 && (f->kind != ST_KIND_NONE || st->off == 0))
 			bpf_probe_read_user(head, ret < ST_HEAD ? (ret & (ST_HEAD - 1)) : ST_HEAD, (void *)st->buf);
-		if (st->off == 0 && ret >= 16 && f->kind == ST_KIND_NONE)
+		/* A directory's entry (ek is not the file's key) is never a
+		 * SQLite file: its files' events would go up as one file's. */
+		if (st->off == 0 && ret >= 16 && f->kind == ST_KIND_NONE && ek.ino == st->key.ino)
 			f->kind = sniff(head);
 	}
 	if (f->kind == ST_KIND_NONE)

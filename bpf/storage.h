@@ -124,6 +124,15 @@ struct st_file_key {
 	__u32 _pad;
 };
 
+/* A directory's entry in dirs holds the files of it that found files
+ * full (ST_FOLD_FILES files a run keeps one by one): key {ino: the
+ * directory's inode, dev}; {0, 0} is the entry of files whose directory
+ * found dirs full too, made by user space at load, so a call is never
+ * lost, only counted with less detail. */
+#define ST_MAX_FILES 4096
+#define ST_MAX_DIRS 2048
+#define ST_MAX_FOLDED 131072
+
 /* Where an open file's last call began and ended (positions). */
 struct st_pos {
 	__s64 start;
@@ -171,7 +180,7 @@ struct st_file {
 	__u32 truncated;   /* the path is deeper than ST_PATH_DEPTH */
 	__u32 unlinked;    /* no name left when it was first seen */
 	__u32 generation;  /* the inode's i_generation, which tells a file from a later one given its inode number */
-	__u32 pad;
+	__u32 files;       /* a directory's entry: the files folded into it (folded) */
 	__u32 announced;   /* an event of it woke the reader */
 	__u32 threads[2];  /* threads that read it, wrote it (thread_files) */
 	__u8 names[ST_PATH_DEPTH][ST_NAME_LEN]; /* leaf first */
@@ -244,6 +253,8 @@ struct st_counters {
 	__u64 file_dropped;  /* file operations not counted: files full */
 	__u64 ev_dropped;    /* SQLite events lost: ring buffer full */
 	__u64 tf_dropped;    /* threads not counted on a file: thread_files full */
+	__u64 file_folded;   /* file operations counted in a directory's entry: files full */
+	__u64 fold_uncounted; /* files folded into a directory's entry but not counted in its files: folded full */
 };
 
 #endif /* __STORAGE_H */

@@ -298,6 +298,25 @@ struct {
 
 const struct ta_file zero_file = {};
 
+/* Directories' entries of synced files that found files full
+ * (TA_FILE_DIR), allocated as they come; sync_folded counts each file
+ * once in its directory's files. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 1024);
+	__type(key, struct ta_file_key);
+	__type(value, struct ta_file);
+} sync_dirs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__uint(max_entries, 131072);
+	__type(key, struct ta_file_key);
+	__type(value, __u8);
+} sync_folded SEC(".maps");
+
 /* Lock waits by what they wait on (ta_lock_key), the files they were on,
  * and the stacks walked for them: a stack map of their own, as the
  * off-CPU stacks' is there only with --stacks. 4096 distinct stacks keep
@@ -1785,6 +1804,46 @@ static __always_inline bool thread_cats(__u32 tid, __u64 now, __u64 *out)
 	return true;
 }
 
+/* sync_fold charges a sync call on a file that found files full to its
+ * directory's entry in sync_dirs (the catch-all when that is full too):
+ * st's key becomes the entry's. */
+static __noinline void sync_fold(struct ta_sync_start *st, struct file *file, __u32 tgid, struct ta_counters *c)
+{
+	struct dentry *d = file->f_path.dentry;
+	struct dentry *parent = d ? d->d_parent : NULL;
+	struct ta_file_key k = st->file;
+	struct ta_file *f = NULL;
+	__u8 one = 1;
+
+	st->file._pad = TA_FILE_DIR;
+	if (parent && parent != d) {
+		st->file.ino = BPF_CORE_READ(parent, d_inode, i_ino);
+		f = bpf_map_lookup_elem(&sync_dirs, &st->file);
+		if (!f) {
+			bpf_map_update_elem(&sync_dirs, &st->file, &zero_file, BPF_NOEXIST);
+			f = bpf_map_lookup_elem(&sync_dirs, &st->file);
+			if (f && f->depth == 0) {
+				f->tgid = tgid;
+				fill_path(f, parent);
+			}
+		}
+	}
+	if (!f) {
+		st->file.ino = 0;
+		st->file.dev = 0;
+		f = bpf_map_lookup_elem(&sync_dirs, &st->file);
+	}
+	if (!f) {
+		if (c)
+			c->file_dropped++;
+		return;
+	}
+	if (c)
+		c->file_folded++;
+	if (bpf_map_update_elem(&sync_folded, &k, &one, BPF_NOEXIST) == 0)
+		__sync_fetch_and_add(&f->files, 1);
+}
+
 SEC("tp_btf/ext4_sync_file_enter")
 int BPF_PROG(ext4_sync_enter, struct file *file, int datasync)
 {
@@ -1806,16 +1865,18 @@ int BPF_PROG(ext4_sync_enter, struct file *file, int datasync)
 	st.kind = sync_kind(task);
 	st.datasync = datasync != 0;
 	if (!bpf_map_lookup_elem(&files, &st.file)) {
-		struct ta_file *f;
+		struct ta_file *f = NULL;
 
-		bpf_map_update_elem(&files, &st.file, &zero_file, BPF_NOEXIST);
-		f = bpf_map_lookup_elem(&files, &st.file);
-		if (f) {
-			f->tgid = task->tgid;
-			fill_path(f, file->f_path.dentry);
-		} else if (c) {
-			c->file_dropped++;
+		if (!bpf_map_lookup_elem(&sync_folded, &st.file)) {
+			bpf_map_update_elem(&files, &st.file, &zero_file, BPF_NOEXIST);
+			f = bpf_map_lookup_elem(&files, &st.file);
+			if (f) {
+				f->tgid = task->tgid;
+				fill_path(f, file->f_path.dentry);
+			}
 		}
+		if (!f)
+			sync_fold(&st, file, task->tgid, c);
 	}
 	st.ts = bpf_ktime_get_ns();
 	st.has_cats = thread_cats(tid, st.ts, st.cat_ns);
@@ -1866,7 +1927,10 @@ int BPF_PROG(ext4_sync_exit, struct inode *inode, int ret)
 			split = false;
 	}
 	k = st->kind;
-	f = bpf_map_lookup_elem(&files, &st->file);
+	if (st->file._pad == TA_FILE_DIR)
+		f = bpf_map_lookup_elem(&sync_dirs, &st->file);
+	else
+		f = bpf_map_lookup_elem(&files, &st->file);
 	if (f) {
 		__sync_fetch_and_add(&f->count, 1);
 		__sync_fetch_and_add(&f->total_ns, delta);

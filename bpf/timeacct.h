@@ -287,7 +287,8 @@ struct ta_counters {
 	__u64 tracked[TA_NUM_PROGS]; /* of those, runs about a tracked thread */
 	__u64 stack_walks;           /* off-CPU stacks taken (want_stacks) */
 	__u64 sys_dropped;           /* syscalls not counted: sys_stats full */
-	__u64 file_dropped;          /* synced files not listed: files full */
+	__u64 file_dropped;          /* synced files not listed: files and sync_dirs full */
+	__u64 file_folded;           /* sync calls counted in a directory's entry: files full */
 	__u64 edge_dropped;          /* waits not in the edges map: full */
 	__u64 rq_reads;              /* switch-ins whose run queue clocks were read (rq_clocks) */
 	__u64 rq_misses;             /* switch-ins in the window where they could not be */
@@ -342,9 +343,15 @@ struct ta_file {
 	__u32 tgid;     /* the first process that synced it */
 	__u32 depth;    /* path components filled */
 	__u32 truncated; /* the path is deeper than TA_PATH_DEPTH */
-	__u32 _pad;
+	__u32 files;    /* a directory's entry (sync_dirs): the files folded into it */
 	__u8 names[TA_PATH_DEPTH][TA_NAME_LEN];
 };
+
+/* Synced files that found files full are counted in their directory's
+ * entry in sync_dirs (key {ino: the directory's inode, dev, _pad:
+ * TA_FILE_DIR}); {0, 0, TA_FILE_DIR} is the entry of those whose
+ * directory found it full too, made by user space at load. */
+#define TA_FILE_DIR 1
 
 /* Per-syscall statistics of one thread (want_syscalls). */
 struct ta_sys_key {

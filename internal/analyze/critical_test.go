@@ -111,6 +111,21 @@ func TestCriticalPath(t *testing.T) {
 				model.Wait{PID: 1, TID: 1, Activity: "net", Category: "sleep", Waker: "outside", WakerPID: 4343, WakerTID: 4343, WakerComm: "other", Seconds: 0.3, Count: 10}),
 			primary: "sleep", says: "waiting for postgres (pid 4242), outside the workload (90% of the critical path's time asleep until it woke it): observe it with the workload, -p 4242",
 		},
+		{
+			// pgbench's connections each end on a backend of their own:
+			// none woke most of it, the name did.
+			name: "a client waiting on a server's backends outside the workload",
+			run: withWaits(runWith(2, 2, thread(1, map[string]float64{"cpu": 0.2, "sleep": 1.8})),
+				model.Wait{PID: 1, TID: 1, Activity: "net", Category: "sleep", Waker: "outside", WakerPID: 4242, WakerTID: 4242, WakerComm: "postgres", Seconds: 0.5, Count: 300},
+				model.Wait{PID: 1, TID: 1, Activity: "net", Category: "sleep", Waker: "outside", WakerPID: 4243, WakerTID: 4243, WakerComm: "postgres", Seconds: 0.4, Count: 300},
+				model.Wait{PID: 1, TID: 1, Activity: "net", Category: "sleep", Waker: "outside", WakerPID: 4244, WakerTID: 4244, WakerComm: "postgres", Seconds: 0.4, Count: 300},
+				model.Wait{PID: 1, TID: 1, Activity: "net", Category: "sleep", Waker: "outside", WakerPID: 4245, WakerTID: 4245, WakerComm: "postgres", Seconds: 0.3, Count: 300},
+				model.Wait{PID: 1, TID: 1, Activity: "net", Category: "sleep", Waker: "outside", WakerPID: 4246, WakerTID: 4246, WakerComm: "postgres", Seconds: 0.1, Count: 300},
+				model.Wait{PID: 1, TID: 1, Activity: "net", Category: "sleep", Waker: "outside", WakerPID: 99, WakerTID: 99, WakerComm: "sshd", Seconds: 0.1, Count: 10}),
+			primary: "sleep", says: "waiting for processes outside the workload (90% of the critical path's time asleep until one woke it): " +
+				"postgres (pids 4242, 4243, 4244, 4245 and 1 more) woke it for 94%, sshd (pid 99) 6% of that: observe them with the workload, " +
+				"-p 4242 -p 4243 -p 4244 -p 4245 -p 99 beside the command",
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package analyze
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -374,6 +375,13 @@ func sleepVerdict(ta *model.TimeAccounting) string {
 			return "waiting for " + strings.ReplaceAll(fmt.Sprintf("%s (pid %d)", o.comm, o.pid), "%", "%%") +
 				", outside the workload (%.0f%% of the critical path's time asleep until it woke it): observe it with the workload, -p " + fmt.Sprint(o.pid) + " beside the command"
 		}
+		// Several processes of one name (a server's backends, one per
+		// client connection) or of several: the names that woke most of
+		// it, with their processes.
+		if names := outsidersByName(outside, by[top]); names != "" {
+			return "waiting for processes outside the workload (%.0f%% of the critical path's time asleep until one woke it): " +
+				strings.ReplaceAll(names, "%", "%%") + " beside the command"
+		}
 		fallthrough
 	case model.WakerSoftirq, model.WakerIRQ, model.WakerKthread:
 		return "waiting for something outside the workload (%.0f%% of the critical path's time asleep until " + wakerWords[top] + "): the work happens elsewhere"
@@ -398,6 +406,59 @@ func topOutsider(by map[outsider]float64) (outsider, float64) {
 		}
 	}
 	return top, best
+}
+
+// outsidersByName words the outsiders that ended sec of waiting, by
+// name, most first, at most three names and four pids of each: "postgres
+// (pids 4242, 4243 and 6 more) woke it for 90% of it, sshd (pid 99) for
+// 5%: observe them with the workload, -p 4242 -p 4243 -p 99".
+func outsidersByName(by map[outsider]float64, sec float64) string {
+	type name struct {
+		comm string
+		sec  float64
+		pids []int
+	}
+	at := map[string]*name{}
+	for o, s := range by {
+		if at[o.comm] == nil {
+			at[o.comm] = &name{comm: o.comm}
+		}
+		at[o.comm].sec += s
+		at[o.comm].pids = append(at[o.comm].pids, o.pid)
+	}
+	var names []*name
+	for _, n := range at {
+		slices.SortFunc(n.pids, func(a, b int) int {
+			return cmp.Or(cmp.Compare(by[outsider{b, n.comm}], by[outsider{a, n.comm}]), cmp.Compare(a, b))
+		})
+		names = append(names, n)
+	}
+	if len(names) == 0 || sec <= 0 {
+		return ""
+	}
+	slices.SortFunc(names, func(a, b *name) int { return cmp.Or(cmp.Compare(b.sec, a.sec), strings.Compare(a.comm, b.comm)) })
+	var parts, flags []string
+	for i, n := range names[:min(3, len(names))] {
+		pids := n.pids[:min(4, len(n.pids))]
+		var ps []string
+		for _, p := range pids {
+			ps = append(ps, fmt.Sprint(p))
+			flags = append(flags, fmt.Sprintf("-p %d", p))
+		}
+		who := "pid " + ps[0]
+		if len(n.pids) > 1 {
+			who = "pids " + strings.Join(ps, ", ")
+			if more := len(n.pids) - len(pids); more > 0 {
+				who += fmt.Sprintf(" and %d more", more)
+			}
+		}
+		of := ""
+		if i == 0 {
+			of = " woke it for"
+		}
+		parts = append(parts, fmt.Sprintf("%s (%s)%s %.0f%%", n.comm, who, of, 100*n.sec/sec))
+	}
+	return strings.Join(parts, ", ") + " of that: observe them with the workload, " + strings.Join(flags, " ")
 }
 
 // activityWords say what a thread was doing, by Wait.Activity.

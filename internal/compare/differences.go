@@ -226,7 +226,9 @@ func measuredWriters(r *model.Run) float64 {
 	}
 	var most int64
 	for _, f := range r.Storage.Files {
-		most = max(most, f.Writes.Threads)
+		if !f.Folded { // a directory's files together: its writers wrote several files
+			most = max(most, f.Writes.Threads)
+		}
 	}
 	return float64(most)
 }

@@ -146,7 +146,21 @@ func files(s *section, fs []model.FileIO) {
 	}
 	tb.t.Foot += "most time first; per read, per write: mean size of a call; pattern: where each call began against the previous one on the same open file; readers, writers: the threads that read it, wrote it"
 	s.table(tb.t)
-	s.listIf(rows.TopFiles(fs, topFiles))
+	if dirs, n := rows.Directories(fs, maxFileRows); dirs != nil {
+		dt := newTable("~directory", "files", "reads", "read", "writes", "written", "syncs", "sync time", "blocked", "locked")
+		for _, d := range dirs[:min(len(dirs), maxFileRows)] {
+			dt.add(cell{Text: strings.TrimSuffix(d.Path, "/") + "/", Class: "mono path", Path: true}, cell{Text: units.FormatCount(d.Files)},
+				cell{Text: units.FormatCount(d.Reads)}, cell{Text: units.FormatSize(d.ReadBytes)}, cell{Text: units.FormatCount(d.Writes)},
+				cell{Text: units.FormatSize(d.WriteBytes)}, cell{Text: units.FormatCount(d.Syncs)}, cell{Text: durSec(d.SyncSec)},
+				cell{Text: durSec(d.BlockedSec)}, cell{Text: durSec(d.LockSec)})
+		}
+		dt.t.Foot = fmt.Sprintf("%s files in %s, the files of each directory and those below it together", units.FormatCount(n), rows.Dirs(len(dirs)))
+		if len(dirs) > maxFileRows {
+			dt.t.Foot += fmt.Sprintf("; and %d more directories", len(dirs)-maxFileRows)
+		}
+		s.table(dt.t)
+	}
+	s.listIf(rows.TopFiles(fs, topFiles, maxFileRows))
 }
 
 // topFiles is how many files each line of the top files names.

@@ -93,6 +93,10 @@ type TimeAccounting struct {
 	// Dropped counts events the probe could not record (full maps); the
 	// accounting is exact only when it is 0.
 	Dropped int64 `json:"dropped"`
+	// FoldedSyncs counts the sync calls counted in a directory's entry of
+	// SyncedFiles (Folded) rather than their file's: past 1,024 files
+	// the list counts by directory, in the kernel.
+	FoldedSyncs int64 `json:"folded_syncs,omitempty"`
 	// MissedRuns counts, per program, the runs the kernel skipped because
 	// the program was already running on that CPU (recursion misses): a
 	// missed sched_switch leaves a thread in its last state until its next
@@ -553,6 +557,13 @@ type SyncedFile struct {
 	// Dev is the filesystem's device as "major:minor", Ino the inode.
 	Dev string `json:"dev"`
 	Ino uint64 `json:"ino"`
+	// Folded: this entry is a directory's, and holds the sync calls on
+	// its files that came after the list of synced files was full
+	// (it keeps 1,024 files one by one): Path is the directory ("(other directories)" for
+	// files whose directory found the list of directories full too),
+	// FoldedFiles how many files.
+	Folded      bool  `json:"folded,omitempty"`
+	FoldedFiles int64 `json:"folded_files,omitempty"`
 	// PID is the first process that synced it.
 	PID   int   `json:"pid"`
 	Count int64 `json:"count"`

@@ -24,6 +24,15 @@ type StorageIO struct {
 	// made none, or when the kernel lacks the hooks (Notes say so).
 	// libaio's is counted only when FilesTraced.
 	AsyncIO []AsyncIO `json:"async_io,omitempty"`
+	// FoldedCalls counts the file calls counted in a directory's entry of
+	// Files (Folded) rather than their file's: the probe keeps MaxFiles
+	// files one by one, and counts the calls on files past them by
+	// directory, in the kernel, so that none is lost. 0 in a record made
+	// before, where such calls were lost (Dropped.FileOps).
+	FoldedCalls int64 `json:"folded_calls,omitempty"`
+	// MaxFiles is how many files the probe keeps one by one (0 in a
+	// record made before it was kept).
+	MaxFiles int `json:"max_files,omitempty"`
 	// FilesTraced: the read, write and sync calls were hooked (observe
 	// --storage), so Files and libaio's AsyncIO were counted.
 	FilesTraced bool `json:"files_traced,omitempty"`
@@ -225,6 +234,13 @@ type FileIO struct {
 	// another directory): a SQLite rollback journal, a temporary file.
 	FirstPath string `json:"first_path,omitempty"`
 	Gone      bool   `json:"gone,omitempty"`
+	// Folded: this entry is a directory's, and holds its files that came
+	// after the probe's map of files was full (StorageIO.MaxFiles):
+	// Path is the directory, FoldedFiles how many files, Ino the
+	// directory's inode. Path is "(other directories)" for the files whose
+	// directory found the map of directories full too (Ino 0).
+	Folded      bool  `json:"folded,omitempty"`
+	FoldedFiles int64 `json:"folded_files,omitempty"`
 	// Instances counts the files that had this path in the window (a
 	// rollback journal is a new file in every transaction); the figures
 	// are their sums, Dev and Ino the first one's.

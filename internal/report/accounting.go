@@ -26,6 +26,7 @@ func (d *doc) accounting(run *model.Run) {
 			}
 			d.line("  %-13s %-*s %5.1f%% %8s%s", c.Name, barWidth, strings.Repeat("#", n), c.Share*100, rows.Secs(c.Sec), extra)
 		}
+		d.roles(ta)
 		d.threadShares(ta)
 		if ta.Source == "ebpf" {
 			d.line("  threads: %d created, %d exited, at most %d alive at once", ta.ThreadsCreated, ta.ThreadsExited, ta.PeakThreads)
@@ -70,6 +71,38 @@ func (d *doc) accounting(run *model.Run) {
 				d.wrapped("      ", "      ", e)
 			}
 		}
+	}
+}
+
+// roles says each program's share of the CPU time when the workload ran
+// several (a server and its client), and sums the threads that play one
+// role (a server's backends, a pool's workers) when some role has several.
+func (d *doc) roles(ta *model.TimeAccounting) {
+	roles, programs := rows.Roles(ta)
+	if programs != nil {
+		var parts []string
+		for _, p := range programs {
+			n := fmt.Sprintf("%d processes", p.Processes)
+			if p.Processes == 1 {
+				n = "1 process"
+			}
+			parts = append(parts, fmt.Sprintf("%s (%s) %.0f%%", p.Name, n, p.CPUShare*100))
+		}
+		d.wrapped("  ", "    ", "CPU time by program: "+strings.Join(parts, ", "))
+	}
+	if roles == nil {
+		return
+	}
+	d.line("  %-26s %7s %8s  %s", "role", "threads", "wall", "largest shares")
+	for _, r := range roles[:min(len(roles), maxThreads)] {
+		var txt []string
+		for _, c := range r.Largest[:min(maxShares, len(r.Largest))] {
+			txt = append(txt, fmt.Sprintf("%s %.0f%%", c.Name, c.Share*100))
+		}
+		d.line("  %-26s %7d %8s  %s", fit(r.Name, 26), r.Threads, rows.Secs(r.WallSec), fit(strings.Join(txt, ", "), Width-47))
+	}
+	if len(roles) > maxThreads {
+		d.line("  ... and %d more roles", len(roles)-maxThreads)
 	}
 }
 
@@ -268,7 +301,14 @@ func (d *doc) syncedFiles(ta *model.TimeAccounting) {
 			units.FormatNs(f.MeanSec*1e9), units.FormatNs(f.MaxSec*1e9))
 	}
 	if n := files.More(); n > 0 {
-		d.line("  ... and %d more files", n)
+		what := "files"
+		for _, f := range ta.SyncedFiles {
+			if f.Folded {
+				what = "entries (files, and directories of files counted together)"
+				break
+			}
+		}
+		d.line("  ... and %d more %s", n, what)
 	}
 }
 

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/report/rows"
@@ -108,8 +109,31 @@ func (d *doc) files(fs []model.FileIO) {
 	}
 	d.line("  KiB: average per call; seq/rand/mixed: where each call began against the")
 	d.line("  previous one on the same open file; threads: that read it / that wrote it")
-	for _, l := range rows.TopFiles(fs, topFiles) {
+	d.directories(fs)
+	for _, l := range rows.TopFiles(fs, topFiles, maxIOFiles) {
 		d.wrapped("  ", "    ", l)
+	}
+}
+
+// directories sums the files by directory when the table above could not
+// show them all (rows.Directories).
+func (d *doc) directories(fs []model.FileIO) {
+	dirs, files := rows.Directories(fs, maxIOFiles)
+	if dirs == nil {
+		return
+	}
+	shown := dirs[:min(len(dirs), maxIOFiles)]
+	title := fmt.Sprintf("  %s files in %s, by time in calls", units.FormatCount(files), rows.Dirs(len(dirs)))
+	if len(shown) < len(dirs) {
+		title = fmt.Sprintf("  %s files in %s, top %d by time in calls", units.FormatCount(files), rows.Dirs(len(dirs)), len(shown))
+	}
+	d.line("%s", title)
+	const row = "    %7s %8s %9s %8s %9s %6s %8s %8s"
+	d.row(row, "files", "reads", "read", "writes", "written", "syncs", "blocked", "locked")
+	for _, r := range shown {
+		d.line("  %s/", fitLeft(strings.TrimSuffix(r.Path, "/"), Width-3))
+		d.row(row, units.FormatCount(r.Files), units.FormatCount(r.Reads), units.FormatSize(r.ReadBytes), units.FormatCount(r.Writes),
+			units.FormatSize(r.WriteBytes), units.FormatCount(r.Syncs), rows.Secs(r.BlockedSec), rows.Secs(r.LockSec))
 	}
 }
 

@@ -15,6 +15,9 @@ import (
 	"strings"
 	"sync"
 
+	"mvdan.cc/sh/v3/expand"
+	"mvdan.cc/sh/v3/syntax"
+
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/stats"
 )
@@ -53,23 +56,100 @@ func (c *Capture) Bytes() []byte {
 	return append([]byte(nil), c.buf...)
 }
 
-// Known says whether argv starts a program whose result Parse reads, by
-// the program's name: perfsleuth then passes its output through a pipe to
-// read it (and the program sees a pipe, not a terminal).
+// Known says whether argv runs a program whose result Parse reads
+// (Command): perfsleuth then passes its output through a pipe to read it
+// (and the program sees a pipe, not a terminal).
 func Known(argv []string) bool {
-	if len(argv) == 0 {
-		return false
-	}
-	name := argv[0]
-	if i := strings.LastIndexByte(name, '/'); i >= 0 {
-		name = name[i+1:]
-	}
-	switch name {
-	case "fio", "sysbench", "pgbench", "redis-benchmark", "valkey-benchmark":
-		return true
-	}
-	return false
+	return Command(argv) != nil
 }
+
+// Command is the argv of the program whose result Parse reads that argv
+// runs, by the program's name, looking through the wrappers that run a
+// command given after their own arguments (env, nice, taskset, timeout,
+// sudo, ...) and through a shell's -c script, each of its simple commands
+// ("cd /data && fio job.fio"); nil when it runs none.
+func Command(argv []string) []string {
+	return command(argv, 0)
+}
+
+// command is Command, depth wrappers and scripts deep.
+func command(argv []string, depth int) []string {
+	if len(argv) == 0 || depth > 4 {
+		return nil
+	}
+	name := filepath.Base(argv[0])
+	switch {
+	case knownTools[name]:
+		return argv
+	case wrappers[name]:
+		// The command is the first argument that names a program this
+		// knows, or a shell or wrapper: the wrapper's options and their
+		// values ("-n 10", "-c 0-1", "10s", "FOO=bar") name none.
+		for i, a := range argv[1:] {
+			if b := filepath.Base(a); knownTools[b] || shells[b] || wrappers[b] {
+				return command(argv[i+1:], depth+1)
+			}
+		}
+	case shells[name]:
+		script, ok := shellScript(argv[1:])
+		if !ok {
+			return nil
+		}
+		f, err := syntax.NewParser().Parse(strings.NewReader(script), "")
+		if err != nil {
+			return nil
+		}
+		var found []string
+		syntax.Walk(f, func(n syntax.Node) bool {
+			call, ok := n.(*syntax.CallExpr)
+			if !ok || found != nil {
+				return found == nil
+			}
+			var args []string
+			for _, w := range call.Args {
+				// Quotes removed; a word that needs the environment or a
+				// command's output to expand ($VAR, $(...)) is left as
+				// its literal parts.
+				a, err := expand.Literal(nil, w)
+				if err != nil {
+					a = w.Lit()
+				}
+				args = append(args, a)
+			}
+			found = command(args, depth+1)
+			return found == nil
+		})
+		return found
+	}
+	return nil
+}
+
+// shellScript is the script of a shell's -c option among args (given
+// alone, or with other one-letter options: "-ec"), false without one.
+func shellScript(args []string) (string, bool) {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--" || !strings.HasPrefix(a, "-"):
+			return "", false // a script file, which this does not read
+		case strings.HasPrefix(a, "--"):
+			continue // --norc, --login
+		case a == "-o":
+			i++ // -o pipefail
+		case strings.ContainsRune(a[1:], 'c') && i+1 < len(args):
+			return args[i+1], true
+		}
+	}
+	return "", false
+}
+
+var (
+	knownTools = map[string]bool{"fio": true, "sysbench": true, "pgbench": true, "redis-benchmark": true, "valkey-benchmark": true}
+	shells     = map[string]bool{"sh": true, "bash": true, "dash": true, "zsh": true, "ksh": true, "mksh": true}
+	wrappers   = map[string]bool{"env": true, "nice": true, "ionice": true, "taskset": true, "numactl": true, "stdbuf": true, "timeout": true,
+		"chrt": true, "time": true, "exec": true, "sudo": true, "doas": true, "setsid": true, "nohup": true, "cgexec": true, "runuser": true,
+		"unbuffer": true, "systemd-run": true, "prlimit": true, "chpst": true}
+)
 
 // Parse reads the result a benchmark printed, trying each format it
 // knows; nil when the output holds none.
@@ -115,6 +195,7 @@ const outputMax = 64 << 20
 // fioOutputFile is the file fio's --output names, "" when argv is not fio
 // or has none.
 func fioOutputFile(argv []string) string {
+	argv = Command(argv)
 	if len(argv) == 0 || filepath.Base(argv[0]) != "fio" {
 		return ""
 	}

@@ -212,6 +212,32 @@ func TestKnown(t *testing.T) {
 	}
 }
 
+// A benchmark run through a shell's -c script or a wrapper is found, with
+// its own argv; a program that only names one in its arguments is not.
+func TestCommand(t *testing.T) {
+	for _, c := range []struct {
+		argv []string
+		want string
+	}{
+		{[]string{"sh", "-c", "fio --name=x --output=out.json"}, "fio --name=x --output=out.json"},
+		{[]string{"bash", "-ec", "cd /tmp && exec fio 'job file.fio'"}, "fio job file.fio"},
+		{[]string{"/bin/bash", "-o", "pipefail", "-c", `sysbench fileio --file-test-mode="seqwr" run | tee log`}, "sysbench fileio --file-test-mode=seqwr run"},
+		{[]string{"env", "PGHOST=/tmp", "nice", "-n", "5", "pgbench", "-c", "8"}, "pgbench -c 8"},
+		{[]string{"taskset", "-c", "0-1", "sh", "-c", "redis-benchmark -q"}, "redis-benchmark -q"},
+		{[]string{"timeout", "10s", "/usr/bin/fio", "j.fio"}, "/usr/bin/fio j.fio"},
+		{[]string{"sh", "-c", "for i in 1 2; do fio --name=$i; done"}, "fio --name="},
+		{[]string{"sh", "script.sh"}, ""},
+		{[]string{"sh", "-c", "echo fio"}, ""},
+		{[]string{"grep", "fio", "log"}, ""},
+		{[]string{"sh", "-c", "fio 'unterminated"}, ""},
+		{[]string{"env"}, ""},
+	} {
+		if got := strings.Join(Command(c.argv), " "); got != c.want {
+			t.Errorf("Command(%q) = %q, want %q", c.argv, got, c.want)
+		}
+	}
+}
+
 // fio --output FILE prints nothing on stdout: its result is read from the
 // file, relative to the command's directory.
 func TestParseRunFioOutputFile(t *testing.T) {
@@ -223,7 +249,8 @@ func TestParseRunFioOutputFile(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "out.json"), b, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, argv := range [][]string{{"fio", "--name=x", "--output=out.json"}, {"/usr/bin/fio", "--output", "out.json", "--name=x"}} {
+	for _, argv := range [][]string{{"fio", "--name=x", "--output=out.json"}, {"/usr/bin/fio", "--output", "out.json", "--name=x"},
+		{"sh", "-c", "fio --output=out.json --name=x"}} {
 		r := ParseRun(argv, dir, nil)
 		if p, ok := r.PrimaryMetric(); !ok || math.Abs(p.Value-63756.243756) > 1e-3 {
 			t.Errorf("%v: %+v, want the file's 63,756 IOPS", argv, r)

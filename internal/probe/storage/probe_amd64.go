@@ -22,6 +22,7 @@ import (
 	"github.com/perfsleuth/perfsleuth/internal/probe"
 	"github.com/perfsleuth/perfsleuth/internal/sqlitetrace"
 	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
+	"github.com/perfsleuth/perfsleuth/internal/units"
 )
 
 // Probe is an attached storage probe. Stop it to read the result.
@@ -165,6 +166,8 @@ func Start(cfg Config, tracked, threads *ebpf.Map) (_ *Probe, err error) {
 	}
 	if !cfg.Files {
 		spec.Maps["files"].MaxEntries = 1
+		spec.Maps["dirs"].MaxEntries = 1
+		spec.Maps["folded"].MaxEntries = 1
 		spec.Maps["positions"].MaxEntries = 1
 		spec.Maps["events"].MaxEntries = uint32(os.Getpagesize())
 	}
@@ -179,6 +182,12 @@ func Start(cfg Config, tracked, threads *ebpf.Map) (_ *Probe, err error) {
 		return nil, fmt.Errorf("load storage: %w", err)
 	}
 	if cfg.Files {
+		// The catch-all entry of dirs (bpf/storage.h), which the programs
+		// do not make: a call on a file whose directory finds dirs full is
+		// counted there.
+		if err := p.objs.Dirs.Put(storageStFileKey{}, storageStFile{}); err != nil {
+			return nil, fmt.Errorf("storage: map dirs: %w", err)
+		}
 		if p.reader, err = ringbuf.NewReader(p.objs.Events); err != nil {
 			return nil, fmt.Errorf("storage: ring buffer: %w", err)
 		}
@@ -314,6 +323,10 @@ func (p *Probe) read(window time.Duration, end map[string]blockdevice.Diskstats)
 	}
 	st.Dropped = model.StorageDropped{Requests: int64(c.RqDropped), FileOps: int64(c.FileDropped), SQLiteEvents: int64(c.EvDropped),
 		MissedRuns: probe.MissedRuns(maps.All(p.coll.Programs)), ThreadFiles: int64(c.TfDropped)}
+	if p.cfg.Files {
+		st.MaxFiles = MaxFiles
+		st.FoldedCalls = int64(c.FileFolded)
+	}
 	missed, drift, driftNote, err := p.leftovers()
 	if err != nil {
 		errs = append(errs, err)
@@ -339,6 +352,20 @@ func (p *Probe) read(window time.Duration, end map[string]blockdevice.Diskstats)
 	if p.cfg.Files {
 		if st.Files, err = p.readFiles(); err != nil {
 			errs = append(errs, err)
+		}
+		if st.FoldedCalls > 0 {
+			dirs := 0
+			for _, f := range st.Files {
+				if f.Folded {
+					dirs++
+				}
+			}
+			note := fmt.Sprintf("%s file calls were counted by directory (%d entries marked as directories in the files table): past %s files the probe keeps no file's own counts",
+				units.FormatCount(st.FoldedCalls), dirs, units.FormatCount(MaxFiles))
+			if c.FoldUncounted > 0 {
+				note += fmt.Sprintf("; %s files were not counted among their directory's files (the set of folded files was full)", units.FormatCount(int64(c.FoldUncounted)))
+			}
+			st.Notes = append(st.Notes, note)
 		}
 	} else {
 		st.Notes = append(st.Notes, "per-file IO, SQLite pages and libaio's asynchronous IO not collected: run with --storage (it hooks the syscalls; docs/probes.md gives its cost)")
@@ -400,6 +427,8 @@ func (p *Probe) counters() (storageStCounters, error) {
 		sum.FileDropped += c.FileDropped
 		sum.EvDropped += c.EvDropped
 		sum.TfDropped += c.TfDropped
+		sum.FileFolded += c.FileFolded
+		sum.FoldUncounted += c.FoldUncounted
 	}
 	return sum, nil
 }
@@ -640,16 +669,7 @@ func (p *Probe) readFiles() ([]model.FileIO, error) {
 		if f.Ops[0]+f.Ops[1]+f.Syncs+f.Errors == 0 {
 			continue
 		}
-		dev := sysinfo.DevString(k.Dev)
-		fi := model.FileIO{Path: probe.PathOf(mounts[dev], dev, f.Names, f.Depth, f.Truncated != 0), Dev: dev, Ino: k.Ino,
-			Deleted: f.Unlinked != 0, PID: int(f.Tgid), SQLite: sqlitetrace.KindNames[int(f.Kind)], Syncs: int64(f.Syncs), SyncSec: float64(f.SyncNs) / 1e9,
-			BlockedSec: float64(f.BlockedNs) / 1e9, LockSec: float64(f.LockNs) / 1e9, Errors: int64(f.Errors)}
-		for i, ops := range []*model.FileOps{&fi.Reads, &fi.Writes} {
-			*ops = model.FileOps{Count: int64(f.Ops[i]), Bytes: int64(f.Bytes[i]), Sequential: int64(f.Seq[i]), Random: int64(f.Random[i]),
-				Pattern: pattern(int64(f.Seq[i]), int64(f.Random[i])), Threads: int64(f.Threads[i]), CallSec: float64(f.CallNs[i]) / 1e9, Sizes: ranges(f.SizeSlots[i][:], 1)}
-		}
-		fi.Instances = 1
-		out = append(out, fi)
+		out = append(out, fileIO(mounts, k, &f))
 		gens = append(gens, f.Generation)
 	}
 	if err := it.Err(); err != nil {
@@ -657,6 +677,11 @@ func (p *Probe) readFiles() ([]model.FileIO, error) {
 	}
 	finalPaths(out, gens)
 	out = mergeByPath(out)
+	folded, err := p.readDirs(mounts)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, folded...)
 	slices.SortFunc(out, func(a, b model.FileIO) int {
 		ta, tb := a.Reads.CallSec+a.Writes.CallSec+a.SyncSec, b.Reads.CallSec+b.Writes.CallSec+b.SyncSec
 		switch {
@@ -668,6 +693,53 @@ func (p *Probe) readFiles() ([]model.FileIO, error) {
 		return strings.Compare(a.Path, b.Path)
 	})
 	return out, nil
+}
+
+// MaxFiles is how many files the probe counts one by one: past them, a
+// file's calls are counted in its directory's entry (readDirs).
+const MaxFiles = 4096
+
+// readDirs lists the directories' entries (bpf/storage.h dirs): the calls
+// on files that found the map of files full, by directory.
+func (p *Probe) readDirs(mounts map[string]string) ([]model.FileIO, error) {
+	var k storageStFileKey
+	var f storageStFile
+	var out []model.FileIO
+	it := p.objs.Dirs.Iterate()
+	for it.Next(&k, &f) {
+		if f.Ops[0]+f.Ops[1]+f.Syncs+f.Errors == 0 {
+			continue
+		}
+		fi := fileIO(mounts, k, &f)
+		fi.Folded = true
+		fi.FoldedFiles = int64(f.Files)
+		fi.Deleted = false
+		if k.Ino == 0 && k.Dev == 0 {
+			fi.Path, fi.Dev = OtherDirectories, ""
+		}
+		out = append(out, fi)
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("map dirs: %w", err)
+	}
+	return out, nil
+}
+
+// OtherDirectories is the path of the entry of folded files whose
+// directory found the map of directories full too.
+const OtherDirectories = "(other directories)"
+
+// fileIO is the counts of one entry of files or dirs.
+func fileIO(mounts map[string]string, k storageStFileKey, f *storageStFile) model.FileIO {
+	dev := sysinfo.DevString(k.Dev)
+	fi := model.FileIO{Path: probe.PathOf(mounts[dev], dev, f.Names, f.Depth, f.Truncated != 0), Dev: dev, Ino: k.Ino,
+		Deleted: f.Unlinked != 0, PID: int(f.Tgid), SQLite: sqlitetrace.KindNames[int(f.Kind)], Syncs: int64(f.Syncs), SyncSec: float64(f.SyncNs) / 1e9,
+		BlockedSec: float64(f.BlockedNs) / 1e9, LockSec: float64(f.LockNs) / 1e9, Errors: int64(f.Errors), Instances: 1}
+	for i, ops := range []*model.FileOps{&fi.Reads, &fi.Writes} {
+		*ops = model.FileOps{Count: int64(f.Ops[i]), Bytes: int64(f.Bytes[i]), Sequential: int64(f.Seq[i]), Random: int64(f.Random[i]),
+			Pattern: pattern(int64(f.Seq[i]), int64(f.Random[i])), Threads: int64(f.Threads[i]), CallSec: float64(f.CallNs[i]) / 1e9, Sizes: ranges(f.SizeSlots[i][:], 1)}
+	}
+	return fi
 }
 
 // sweep runs the sweep program once over the requests' map: the

@@ -657,6 +657,63 @@ func TestFileThreads(t *testing.T) {
 	}
 }
 
+// Issue 18: rsync of 20,000 files lost 53,893 file calls once the map of
+// files was full. Past MaxFiles, a file's calls are counted in its
+// directory's entry, in the kernel: none is lost, each file is counted
+// once, and the entries name the directories.
+func TestManyFilesFolded(t *testing.T) {
+	dir := t.TempDir()
+	const files = MaxFiles + 1500
+	for i := range 3 {
+		if err := os.Mkdir(filepath.Join(dir, fmt.Sprintf("d%d", i)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop := start(t, Config{Files: true})
+	buf := make([]byte, 100)
+	for i := range files {
+		fd, err := unix.Open(filepath.Join(dir, fmt.Sprintf("d%d", i%3), fmt.Sprintf("f%d", i)), unix.O_CREAT|unix.O_WRONLY|unix.O_CLOEXEC, 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = unix.Write(fd, buf)
+		unix.Close(fd)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	st := stop()
+	root, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var writes, bytes, seen, folded, entries int64
+	for _, f := range st.Files {
+		if !strings.HasPrefix(f.Path, root+"/") {
+			continue
+		}
+		writes += f.Writes.Count
+		bytes += f.Writes.Bytes
+		if f.Folded {
+			folded += f.Writes.Count
+			seen += f.FoldedFiles
+			if b := filepath.Base(f.Path); b != "d0" && b != "d1" && b != "d2" {
+				t.Errorf("a directory's entry names %s, want one of %s/d0, d1, d2", f.Path, root)
+			}
+		} else {
+			seen++
+			entries++
+		}
+	}
+	if writes != files || bytes != files*100 || seen != files {
+		t.Errorf("the files under %s hold %d writes of %d bytes on %d files, want %d of %d on %d", root, writes, bytes, seen, files, files*100, files)
+	}
+	if st.Dropped.FileOps != 0 || entries > MaxFiles || folded < files-MaxFiles || st.FoldedCalls < folded || st.MaxFiles != MaxFiles {
+		t.Errorf("dropped %d calls; %d files one by one (at most %d); %d writes in directories' entries, the record's folded calls %d (max files %d)",
+			st.Dropped.FileOps, entries, MaxFiles, folded, st.FoldedCalls, st.MaxFiles)
+	}
+}
+
 // TestCostEstimate checks the probe's estimate of its own CPU time against
 // the kernel's BPF statistics over the same window: a workload of syscalls
 // the filters stop and 4 KiB reads, writes and syncs they pass.

@@ -55,15 +55,17 @@ type storageStCall struct {
 }
 
 type storageStCounters struct {
-	_           structs.HostLayout
-	Runs        [9]uint64
-	Worked      [9]uint64
-	Timed       [9]uint64
-	WorkNs      [9]uint64
-	RqDropped   uint64
-	FileDropped uint64
-	EvDropped   uint64
-	TfDropped   uint64
+	_             structs.HostLayout
+	Runs          [9]uint64
+	Worked        [9]uint64
+	Timed         [9]uint64
+	WorkNs        [9]uint64
+	RqDropped     uint64
+	FileDropped   uint64
+	EvDropped     uint64
+	TfDropped     uint64
+	FileFolded    uint64
+	FoldUncounted uint64
 }
 
 type storageStDevKey struct {
@@ -148,7 +150,7 @@ type storageStFile struct {
 	Truncated  uint32
 	Unlinked   uint32
 	Generation uint32
-	Pad        uint32
+	Files      uint32
 	Announced  uint32
 	Threads    [2]uint32
 	Names      [8][64]uint8
@@ -260,9 +262,11 @@ const (
 	storageMapCalls               = "calls"
 	storageMapCounters            = "counters"
 	storageMapDevs                = "devs"
+	storageMapDirs                = "dirs"
 	storageMapDisks               = "disks"
 	storageMapEvents              = "events"
 	storageMapFiles               = "files"
+	storageMapFolded              = "folded"
 	storageMapLastWritten         = "last_written"
 	storageMapPositions           = "positions"
 	storageMapRqs                 = "rqs"
@@ -370,9 +374,11 @@ type storageMapSpecs struct {
 	Calls       *ebpf.MapSpec `ebpf:"calls"`
 	Counters    *ebpf.MapSpec `ebpf:"counters"`
 	Devs        *ebpf.MapSpec `ebpf:"devs"`
+	Dirs        *ebpf.MapSpec `ebpf:"dirs"`
 	Disks       *ebpf.MapSpec `ebpf:"disks"`
 	Events      *ebpf.MapSpec `ebpf:"events"`
 	Files       *ebpf.MapSpec `ebpf:"files"`
+	Folded      *ebpf.MapSpec `ebpf:"folded"`
 	LastWritten *ebpf.MapSpec `ebpf:"last_written"`
 	Positions   *ebpf.MapSpec `ebpf:"positions"`
 	Rqs         *ebpf.MapSpec `ebpf:"rqs"`
@@ -420,9 +426,11 @@ type storageMaps struct {
 	Calls       *ebpf.Map `ebpf:"calls"`
 	Counters    *ebpf.Map `ebpf:"counters"`
 	Devs        *ebpf.Map `ebpf:"devs"`
+	Dirs        *ebpf.Map `ebpf:"dirs"`
 	Disks       *ebpf.Map `ebpf:"disks"`
 	Events      *ebpf.Map `ebpf:"events"`
 	Files       *ebpf.Map `ebpf:"files"`
+	Folded      *ebpf.Map `ebpf:"folded"`
 	LastWritten *ebpf.Map `ebpf:"last_written"`
 	Positions   *ebpf.Map `ebpf:"positions"`
 	Rqs         *ebpf.Map `ebpf:"rqs"`
@@ -439,9 +447,11 @@ func (m *storageMaps) Close() error {
 		m.Calls,
 		m.Counters,
 		m.Devs,
+		m.Dirs,
 		m.Disks,
 		m.Events,
 		m.Files,
+		m.Folded,
 		m.LastWritten,
 		m.Positions,
 		m.Rqs,

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/cilium/ebpf"
 	"github.com/perfsleuth/perfsleuth/internal/probe"
 	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
 )
@@ -17,23 +18,38 @@ func (p *Probe) readFiles(res *Result) error {
 	mounts := sysinfo.DeviceMounts()
 	var k timeacctTaFileKey
 	var f timeacctTaFile
-	it := p.objs.Files.Iterate()
-	for it.Next(&k, &f) {
-		if f.Count == 0 {
-			continue // entered but not finished in the window
+	for _, m := range []struct {
+		name   string
+		folded bool
+		it     *ebpf.MapIterator
+	}{{"files", false, p.objs.Files.Iterate()}, {"sync_dirs", true, p.objs.SyncDirs.Iterate()}} {
+		for m.it.Next(&k, &f) {
+			if f.Count == 0 {
+				continue // entered but not finished in the window
+			}
+			dev := sysinfo.DevString(k.Dev)
+			sf := SyncedFile{
+				Path: probe.PathOf(mounts[dev], dev, f.Names, f.Depth, f.Truncated != 0), Dev: dev, Ino: k.Ino, PID: int(f.Tgid),
+				Count: f.Count, DataSync: f.Datasync, TotalNs: f.TotalNs, MaxNs: f.MaxNs,
+			}
+			if m.folded {
+				sf.Folded, sf.FoldedFiles = true, uint64(f.Files)
+				if k.Ino == 0 && k.Dev == 0 {
+					sf.Path, sf.Dev = "(other directories)", ""
+				}
+			}
+			res.Files = append(res.Files, sf)
 		}
-		dev := sysinfo.DevString(k.Dev)
-		res.Files = append(res.Files, SyncedFile{
-			Path: probe.PathOf(mounts[dev], dev, f.Names, f.Depth, f.Truncated != 0), Dev: dev, Ino: k.Ino, PID: int(f.Tgid),
-			Count: f.Count, DataSync: f.Datasync, TotalNs: f.TotalNs, MaxNs: f.MaxNs,
-		})
+		if err := m.it.Err(); err != nil {
+			return fmt.Errorf("map %s: %w", m.name, err)
+		}
 	}
 	slices.SortFunc(res.Files, func(a, b SyncedFile) int { return cmpDesc(a.TotalNs, b.TotalNs) })
-	if err := it.Err(); err != nil {
-		return fmt.Errorf("map files: %w", err)
-	}
 	return nil
 }
+
+// fileDir marks a key of sync_dirs (bpf/timeacct.h TA_FILE_DIR).
+const fileDir = 1
 
 // readSyscalls lists the per-thread syscall counts, most time first.
 func (p *Probe) readSyscalls(res *Result) error {

@@ -52,6 +52,52 @@ func TestSyncedFilesExact(t *testing.T) {
 	}
 }
 
+// manySynced is how many files the manysync scenario syncs: more than
+// the probe lists one by one.
+const manySynced = 2500
+
+// Issue 18: rsync --fsync of 20,000 files listed 1,024 and counted the
+// rest as dropped events ("the accounting is incomplete"). Past
+// MaxSyncedFiles, each file's syncs are counted in its directory's entry:
+// every sync call is in the list, and every file is counted once.
+func TestManySyncedFilesFolded(t *testing.T) {
+	c, res := observe(t, "manysync")
+	if res.SyncNote != "" {
+		t.Skip(res.SyncNote)
+	}
+	root, err := filepath.EvalSymlinks(c.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls, files, folded, entries uint64
+	dirs := map[string]bool{}
+	for _, f := range res.Files {
+		if !strings.HasPrefix(f.Path, root+"/") {
+			continue
+		}
+		calls += f.Count
+		if f.Folded {
+			folded += f.Count
+			files += f.FoldedFiles
+			dirs[f.Path] = true
+		} else {
+			files++
+			entries++
+		}
+	}
+	if calls != manySynced || files != manySynced {
+		t.Errorf("the list holds %d sync calls on %d files under %s, want %d on %d", calls, files, root, manySynced, manySynced)
+	}
+	if entries > MaxSyncedFiles || folded != res.FoldedSyncs || folded < manySynced-MaxSyncedFiles {
+		t.Errorf("%d files listed one by one (at most %d), %d calls in directories' entries (the record: %d)", entries, MaxSyncedFiles, folded, res.FoldedSyncs)
+	}
+	for d := range dirs {
+		if b := filepath.Base(d); b != "d0" && b != "d1" && b != "d2" {
+			t.Errorf("a directory's entry names %s, want one of %s/d0, d1, d2", d, root)
+		}
+	}
+}
+
 func TestDsyncWritesKind(t *testing.T) {
 	c, res := observe(t, "dsync")
 	if res.SyncNote != "" {

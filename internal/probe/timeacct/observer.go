@@ -228,6 +228,7 @@ func toModel(r *Result) *model.TimeAccounting {
 		ThreadsExited:    int64(r.Exits),
 		ProcessesCreated: int64(r.Forks),
 		Dropped:          int64(r.Dropped),
+		FoldedSyncs:      int64(r.FoldedSyncs),
 		SyncNote:         r.SyncNote,
 		ProbeCPUSec:      float64(r.EstimatedNs) / 1e9,
 		ProbeNote:        r.CostNote,
@@ -277,7 +278,7 @@ func toModel(r *Result) *model.TimeAccounting {
 	}
 	for _, f := range r.Files {
 		ta.SyncedFiles = append(ta.SyncedFiles, model.SyncedFile{Path: f.Path, Dev: f.Dev, Ino: f.Ino, PID: f.PID,
-			Count: int64(f.Count), DataSync: int64(f.DataSync), TotalSec: float64(f.TotalNs) / 1e9, MaxSec: float64(f.MaxNs) / 1e9})
+			Folded: f.Folded, FoldedFiles: int64(f.FoldedFiles), Count: int64(f.Count), DataSync: int64(f.DataSync), TotalSec: float64(f.TotalNs) / 1e9, MaxSec: float64(f.MaxNs) / 1e9})
 	}
 	if r.Syscalls {
 		ta.Syscalls = []model.SyscallStat{}

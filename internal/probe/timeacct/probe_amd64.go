@@ -164,6 +164,11 @@ func start(cfg Config) (_ *Probe, err error) {
 		return nil, fmt.Errorf("load timeacct: %w", err)
 	}
 	p.loaded = true
+	// The catch-all entry of sync_dirs (bpf/timeacct.h TA_FILE_DIR), which
+	// the programs do not make.
+	if err := p.objs.SyncDirs.Put(timeacctTaFileKey{Pad: fileDir}, timeacctTaFile{}); err != nil {
+		return nil, fmt.Errorf("timeacct: map sync_dirs: %w", err)
+	}
 	o := &p.objs
 	p.progs = [NumPrograms]*ebpf.Program{o.HandleSwitch, o.HandleWakeup, o.HandleWakeupNew, o.HandleFork, o.HandleExit,
 		coll.Programs["ext4_sync_enter"], coll.Programs["ext4_sync_exit"], coll.Programs["sys_enter"], coll.Programs["sys_exit"], nil, o.HandleWaking, nil, coll.Programs["handle_enqueue"]}
@@ -396,6 +401,7 @@ func (p *Probe) read() (*Result, error) {
 		res.ThreadCreates += c.ThreadCreates
 		res.Exits += c.Exits
 		res.Dropped += c.Dropped + c.SysDropped + c.FileDropped + c.EdgeDropped
+		res.FoldedSyncs += c.FileFolded
 		res.StackWalks += c.StackWalks
 		res.LockWalks += c.LockWalks
 		res.LockDropped += c.LockDropped

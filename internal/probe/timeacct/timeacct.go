@@ -171,6 +171,9 @@ type Result struct {
 	// followed, a sync call not timed) and threads whose tid was reused
 	// within the window. Non-zero means the result is incomplete.
 	Dropped uint64
+	// FoldedSyncs counts the sync calls counted in a directory's entry of
+	// Files: their files came after MaxSyncedFiles.
+	FoldedSyncs uint64
 	// Runs counts each program's runs (indexed by Prog*), machine-wide;
 	// TrackedRuns those about a thread of the tree. StackWalks counts the
 	// off-CPU stacks taken (Config.Stacks).
@@ -320,7 +323,15 @@ type SyncedFile struct {
 	// Count syncs took TotalNs in all, MaxNs the longest; DataSync of
 	// them synced data only (fdatasync, O_DSYNC).
 	Count, DataSync, TotalNs, MaxNs uint64
+	// Folded: a directory's entry, for files synced after the map of
+	// files was full (MaxSyncedFiles); FoldedFiles counts them.
+	Folded      bool
+	FoldedFiles uint64
 }
+
+// MaxSyncedFiles is how many synced files the probe lists one by one:
+// past them, a file's syncs are counted in its directory's entry.
+const MaxSyncedFiles = 1024
 
 // SyscallStats is one thread's use of one syscall (Config.Syscalls).
 type SyscallStats struct {

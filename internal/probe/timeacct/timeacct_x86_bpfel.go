@@ -53,6 +53,7 @@ type timeacctTaCounters struct {
 	StackWalks      uint64
 	SysDropped      uint64
 	FileDropped     uint64
+	FileFolded      uint64
 	EdgeDropped     uint64
 	RqReads         uint64
 	RqMisses        uint64
@@ -117,7 +118,7 @@ type timeacctTaFile struct {
 	Tgid      uint32
 	Depth     uint32
 	Truncated uint32
-	Pad       uint32
+	Files     uint32
 	Names     [8][64]uint8
 }
 
@@ -303,6 +304,8 @@ const (
 	timeacctMapRqEnq             = "rq_enq"
 	timeacctMapStackScratch      = "stack_scratch"
 	timeacctMapStacks            = "stacks"
+	timeacctMapSyncDirs          = "sync_dirs"
+	timeacctMapSyncFolded        = "sync_folded"
 	timeacctMapSyncStart         = "sync_start"
 	timeacctMapSyncStats         = "sync_stats"
 	timeacctMapSysStart          = "sys_start"
@@ -429,6 +432,8 @@ type timeacctMapSpecs struct {
 	RqEnq        *ebpf.MapSpec `ebpf:"rq_enq"`
 	StackScratch *ebpf.MapSpec `ebpf:"stack_scratch"`
 	Stacks       *ebpf.MapSpec `ebpf:"stacks"`
+	SyncDirs     *ebpf.MapSpec `ebpf:"sync_dirs"`
+	SyncFolded   *ebpf.MapSpec `ebpf:"sync_folded"`
 	SyncStart    *ebpf.MapSpec `ebpf:"sync_start"`
 	SyncStats    *ebpf.MapSpec `ebpf:"sync_stats"`
 	SysStart     *ebpf.MapSpec `ebpf:"sys_start"`
@@ -495,6 +500,8 @@ type timeacctMaps struct {
 	RqEnq        *ebpf.Map `ebpf:"rq_enq"`
 	StackScratch *ebpf.Map `ebpf:"stack_scratch"`
 	Stacks       *ebpf.Map `ebpf:"stacks"`
+	SyncDirs     *ebpf.Map `ebpf:"sync_dirs"`
+	SyncFolded   *ebpf.Map `ebpf:"sync_folded"`
 	SyncStart    *ebpf.Map `ebpf:"sync_start"`
 	SyncStats    *ebpf.Map `ebpf:"sync_stats"`
 	SysStart     *ebpf.Map `ebpf:"sys_start"`
@@ -522,6 +529,8 @@ func (m *timeacctMaps) Close() error {
 		m.RqEnq,
 		m.StackScratch,
 		m.Stacks,
+		m.SyncDirs,
+		m.SyncFolded,
 		m.SyncStart,
 		m.SyncStats,
 		m.SysStart,

@@ -1,9 +1,12 @@
 package rows
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"math"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -241,6 +244,9 @@ func SyncedFiles(ta *model.TimeAccounting, n int) List[SyncedFileRow] {
 	l := first(ta.SyncedFiles, n)
 	out := List[SyncedFileRow]{Total: l.Total}
 	for _, f := range l.Rows {
+		if f.Folded {
+			f.Path = FoldedName(f.Path, f.FoldedFiles)
+		}
 		out.Rows = append(out.Rows, SyncedFileRow{f, f.TotalSec / float64(max(f.Count, 1))})
 	}
 	return out
@@ -473,7 +479,7 @@ func Waits(ta *model.TimeAccounting, n int) List[WaitRow] {
 
 // WakerWords names what ended a wait, in a few words: "the disk (read)",
 // "timer", "peer fio 1234", "kernel thread jbd2/vda1-8", "outside: sshd
-// 99", "softirq net_rx", "irq 24", "not ended".
+// 99 (pid 98)", "softirq net_rx", "irq 24", "not ended".
 func WakerWords(w model.Wait) string {
 	switch w.Waker {
 	case model.WakerDevice:
@@ -488,6 +494,10 @@ func WakerWords(w model.Wait) string {
 	case model.WakerKthread:
 		return "kernel thread " + orNum(w.WakerComm, w.WakerTID)
 	case model.WakerOutside:
+		// The process, which -p takes to observe it with the workload.
+		if w.WakerPID != 0 {
+			return fmt.Sprintf("outside: %s (pid %d)", orNum(w.WakerComm, w.WakerTID), w.WakerPID)
+		}
 		return "outside: " + orNum(w.WakerComm, w.WakerTID)
 	case model.WakerSoftirq:
 		return "softirq " + w.Softirq
@@ -636,4 +646,165 @@ func procName(comm, title string) bool {
 		return true
 	}
 	return proctree.Interpreter(comm)
+}
+
+// Program is the program a thread belongs to: the first word of its
+// process's title ("postgres" of "postgres: walwriter", the script an
+// interpreter runs), or its comm without a title.
+func Program(comm, title string) string {
+	if title == "" {
+		return comm
+	}
+	p, _, _ := strings.Cut(title, " ")
+	if p = strings.TrimSuffix(p, ":"); p == "" {
+		return comm
+	}
+	return filepath.Base(p)
+}
+
+// RoleOf names the part a thread plays in its program, so that threads of
+// one part group together: a PostgreSQL process by its title's role
+// ("postgres: walwriter", every client's backend "postgres: backend"), an
+// nginx worker by its title, a named thread by its name with its numbers
+// cut ("mysqld/ib_io_wr-N"), else the program.
+func RoleOf(comm, title string) string {
+	return roleOf(comm, title, Program(comm, title))
+}
+
+// roleOf is RoleOf for a thread of program prog.
+func roleOf(comm, title, prog string) string {
+	rest := ""
+	if _, r, ok := strings.Cut(title, " "); ok && strings.HasSuffix(strings.Fields(title)[0], ":") {
+		rest = strings.TrimSpace(r)
+	}
+	if rest != "" {
+		for _, aux := range pgAux {
+			if strings.HasPrefix(rest, aux) {
+				return prog + ": " + aux
+			}
+		}
+		if prog == "postgres" || prog == "postmaster" {
+			return prog + ": backend" // "USER DB HOST STATEMENT"
+		}
+		return prog + ": " + numbered.ReplaceAllString(rest, "N")
+	}
+	if c := numbered.ReplaceAllString(comm, "N"); comm != prog && !strings.HasPrefix(prog, comm) && !strings.HasPrefix(comm, prog) && !proctree.Interpreter(comm) {
+		return prog + "/" + c
+	}
+	return prog
+}
+
+// pgAux are the titles of PostgreSQL's own processes (its backends'
+// titles are their user, database, client and statement).
+var pgAux = []string{"checkpointer", "background writer", "walwriter", "autovacuum launcher", "autovacuum worker",
+	"logical replication launcher", "logical replication worker", "stats collector", "archiver", "walsender", "walreceiver",
+	"startup", "walsummarizer", "io worker", "parallel worker", "background worker"}
+
+// numbered matches the numbers that tell threads of one kind apart.
+var numbered = regexp.MustCompile(`[0-9]+`)
+
+// RoleRow is the busy threads of one role together.
+type RoleRow struct {
+	Name    string
+	Threads int
+	WallSec float64
+	// Largest are the categories with time, most first, each with its
+	// share of WallSec.
+	Largest []Cat
+}
+
+// ProgramShare is one program's part of the busy threads' time.
+type ProgramShare struct {
+	Name string
+	// Processes counts its processes among the busy threads, Threads
+	// its busy threads.
+	Processes, Threads int
+	// CPUSec is its time on a CPU, CPUShare that of all the busy threads';
+	// WallShare its share of their wall time.
+	CPUSec, CPUShare, WallShare float64
+}
+
+// Roles groups the busy threads by role (RoleOf), most wall time first,
+// when some role has two threads or more (a server's backends, a pool's
+// workers); nil otherwise. Programs gives each program's share of the CPU
+// time when the workload ran more than one (a server and its client).
+func Roles(ta *model.TimeAccounting) (roles []RoleRow, programs []ProgramShare) {
+	at := map[string]int{}
+	secs := map[string]map[string]float64{}
+	pat := map[string]int{}
+	procs := map[string]map[int]bool{}
+	var cpu, wall float64
+	several := false
+	// A process without a title is its main thread's comm.
+	main := map[int]string{}
+	for _, t := range ta.Threads {
+		if t.TID == t.PID {
+			main[t.PID] = t.Comm
+		}
+	}
+	for _, t := range ta.Threads {
+		if t.Idle {
+			continue
+		}
+		n := max(t.Folded, 1)
+		p := Program(t.Comm, t.Title)
+		if c := main[t.PID]; t.Title == "" && c != "" {
+			p = c
+		}
+		r := roleOf(t.Comm, t.Title, p)
+		i, ok := at[r]
+		if !ok {
+			i = len(roles)
+			at[r] = i
+			roles = append(roles, RoleRow{Name: r})
+			secs[r] = map[string]float64{}
+		}
+		roles[i].Threads += n
+		roles[i].WallSec += t.WallSec
+		several = several || roles[i].Threads > 1
+		for c, s := range t.Seconds {
+			secs[r][c] += s
+		}
+		j, ok := pat[p]
+		if !ok {
+			j = len(programs)
+			pat[p] = j
+			programs = append(programs, ProgramShare{Name: p})
+			procs[p] = map[int]bool{}
+		}
+		procs[p][t.PID] = true
+		programs[j].Threads += n
+		programs[j].CPUSec += t.Seconds[model.CatCPU]
+		programs[j].WallShare += t.WallSec
+		cpu += t.Seconds[model.CatCPU]
+		wall += t.WallSec
+	}
+	if !several || len(roles) < 2 {
+		roles = nil // one role: the threads' own rows say it all
+	}
+	for i := range roles {
+		r := &roles[i]
+		for c, s := range secs[r.Name] {
+			if s > 0 && r.WallSec > 0 {
+				r.Largest = append(r.Largest, Cat{c, s, s / r.WallSec})
+			}
+		}
+		slices.SortFunc(r.Largest, func(a, b Cat) int { return cmp.Or(cmp.Compare(b.Sec, a.Sec), strings.Compare(a.Name, b.Name)) })
+	}
+	slices.SortStableFunc(roles, func(a, b RoleRow) int { return cmp.Compare(b.WallSec, a.WallSec) })
+	if len(programs) < 2 {
+		programs = nil
+	}
+	for i := range programs {
+		p := &programs[i]
+		p.Processes = len(procs[p.Name])
+		if cpu > 0 {
+			p.CPUShare = p.CPUSec / cpu
+		}
+		if wall > 0 {
+			p.WallShare /= wall
+		}
+	}
+	slices.SortStableFunc(programs, func(a, b ProgramShare) int { return cmp.Compare(b.CPUSec, a.CPUSec) })
+	return roles, programs
 }

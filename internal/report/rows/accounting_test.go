@@ -1,6 +1,7 @@
 package rows
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -83,5 +84,57 @@ func TestUnseenSwitchesLine(t *testing.T) {
 	part := UnseenSwitches(&model.UnseenSwitches{Switches: 5, Ins: 3, InsTimed: 1})
 	if !strings.Contains(part, "1 timed") || !strings.Contains(part, "2 not") {
 		t.Errorf("one of three timed: %q", part)
+	}
+}
+
+// Issue 18: PostgreSQL's processes group by role, its backends as one,
+// and a server and its client each get their share of the CPU time.
+func TestRoles(t *testing.T) {
+	for _, c := range []struct{ comm, title, want string }{
+		{"postgres", "postgres: walwriter", "postgres: walwriter"},
+		{"postgres", "postgres: background writer   ", "postgres: background writer"},
+		{"postgres", "postgres: bench bench [local] UPDATE", "postgres: backend"},
+		{"postgres", "postgres: bench bench 127.0.0.1(40312) idle in transaction", "postgres: backend"},
+		{"nginx", "nginx: worker process", "nginx: worker process"},
+		{"python3", "load.py", "load.py"},
+		{"fio", "", "fio"},
+	} {
+		if got := RoleOf(c.comm, c.title); got != c.want {
+			t.Errorf("RoleOf(%q, %q) = %q, want %q", c.comm, c.title, got, c.want)
+		}
+	}
+	thread := func(pid, tid int, comm, title string, cpu, sleep float64) model.ThreadTime {
+		return model.ThreadTime{PID: pid, TID: tid, Comm: comm, Title: title, WallSec: cpu + sleep,
+			Seconds: map[string]float64{model.CatCPU: cpu, model.CatSleep: sleep}}
+	}
+	ta := &model.TimeAccounting{Threads: []model.ThreadTime{
+		thread(10, 10, "pgbench", "", 1, 1),
+		thread(10, 11, "pgbench", "", 1, 1),
+		thread(20, 20, "postgres", "postgres: bench bench [local] UPDATE", 1.5, 0.5),
+		thread(21, 21, "postgres", "postgres: bench bench [local] idle", 1.5, 0.5),
+		thread(22, 22, "postgres", "postgres: walwriter", 1, 1),
+		thread(30, 30, "mysqld", "", 0, 2),
+		thread(30, 31, "ib_io_wr-1", "", 0, 2),
+		thread(30, 32, "ib_io_wr-2", "", 0, 2),
+	}}
+	roles, programs := Roles(ta)
+	var got []string
+	for _, r := range roles {
+		got = append(got, fmt.Sprintf("%s %d %.1f", r.Name, r.Threads, r.WallSec))
+	}
+	want := []string{"pgbench 2 4.0", "postgres: backend 2 4.0", "mysqld/ib_io_wr-N 2 4.0", "postgres: walwriter 1 2.0", "mysqld 1 2.0"}
+	if strings.Join(got, "; ") != strings.Join(want, "; ") {
+		t.Errorf("roles: got %q, want %q", got, want)
+	}
+	if roles[1].Largest[0].Name != model.CatCPU || math.Abs(roles[1].Largest[0].Share-0.75) > 1e-9 {
+		t.Errorf("backends' largest share: %+v, want cpu 75%%", roles[1].Largest)
+	}
+	got = nil
+	for _, p := range programs {
+		got = append(got, fmt.Sprintf("%s %d/%d %.0f%%", p.Name, p.Processes, p.Threads, p.CPUShare*100))
+	}
+	want = []string{"postgres 3/3 67%", "pgbench 1/2 33%", "mysqld 1/3 0%"}
+	if strings.Join(got, "; ") != strings.Join(want, "; ") {
+		t.Errorf("programs: got %q, want %q", got, want)
 	}
 }

@@ -222,6 +222,8 @@ func Files(fs []model.FileIO, n int) List[FileRow] {
 	for _, f := range l.Rows {
 		path := f.Path
 		switch {
+		case f.Folded:
+			path = FoldedName(path, f.FoldedFiles)
 		case f.Deleted:
 			path += " (deleted)"
 		case f.Gone:
@@ -239,33 +241,53 @@ func Files(fs []model.FileIO, n int) List[FileRow] {
 // TopFiles names the n files first by time blocked on storage, by bytes
 // read and written, and by calls (reads, writes, syncs), one line each, as
 // filetop sorts by any column; none with fewer than two files. A file's
-// entry is its path's last element (the table above has the whole path).
-func TopFiles(fs []model.FileIO, n int) []string {
-	if len(fs) < 2 {
+// entry is its path's last element (the table above has the whole path);
+// a directory's entry (the probe's, for files past the ones it keeps one by
+// one) is its path and how many files it holds. When the files fall into
+// two directories or more at the level Directories groups them, the lines
+// name directories instead: a copy of a tree reads as its directories, not
+// as the one file that happened to be largest.
+func TopFiles(fs []model.FileIO, n, rows int) []string {
+	var items []topItem
+	if dirs, _ := Directories(fs, rows); len(dirs) >= 2 {
+		for _, d := range dirs {
+			items = append(items, topItem{name: FoldedName(d.Path, d.Files),
+				blocked: d.BlockedSec, bytes: float64(d.ReadBytes + d.WriteBytes), calls: float64(d.Reads + d.Writes + d.Syncs)})
+		}
+	} else {
+		for i := range fs {
+			f := &fs[i]
+			name := filepath.Base(f.Path)
+			if f.Folded {
+				name = FoldedName(f.Path, f.FoldedFiles)
+			}
+			items = append(items, topItem{name: name, blocked: f.BlockedSec, bytes: float64(f.Reads.Bytes + f.Writes.Bytes),
+				calls: float64(f.Reads.Count + f.Writes.Count + f.Syncs)})
+		}
+	}
+	if len(items) < 2 {
 		return nil
 	}
 	type by struct {
 		what  string
-		key   func(f *model.FileIO) float64
+		key   func(t *topItem) float64
 		shown func(v float64) string
 	}
 	var out []string
 	for _, b := range []by{
-		{"blocked on storage", func(f *model.FileIO) float64 { return f.BlockedSec }, Secs},
-		{"bytes", func(f *model.FileIO) float64 { return float64(f.Reads.Bytes + f.Writes.Bytes) },
-			func(v float64) string { return units.FormatSize(int64(v)) }},
-		{"calls", func(f *model.FileIO) float64 { return float64(f.Reads.Count + f.Writes.Count + f.Syncs) },
-			func(v float64) string { return units.FormatCount(int64(v)) }},
+		{"blocked on storage", func(t *topItem) float64 { return t.blocked }, Secs},
+		{"bytes", func(t *topItem) float64 { return t.bytes }, func(v float64) string { return units.FormatSize(int64(v)) }},
+		{"calls", func(t *topItem) float64 { return t.calls }, func(v float64) string { return units.FormatCount(int64(v)) }},
 	} {
-		idx := make([]int, len(fs))
+		idx := make([]int, len(items))
 		for i := range idx {
 			idx[i] = i
 		}
-		slices.SortStableFunc(idx, func(i, j int) int { return cmp.Compare(b.key(&fs[j]), b.key(&fs[i])) })
+		slices.SortStableFunc(idx, func(i, j int) int { return cmp.Compare(b.key(&items[j]), b.key(&items[i])) })
 		var parts []string
 		for _, i := range idx[:min(n, len(idx))] {
-			if v := b.key(&fs[i]); v > 0 {
-				parts = append(parts, fmt.Sprintf("%s %s", filepath.Base(fs[i].Path), b.shown(v)))
+			if v := b.key(&items[i]); v > 0 {
+				parts = append(parts, fmt.Sprintf("%s %s", items[i].name, b.shown(v)))
 			}
 		}
 		if len(parts) > 0 {
@@ -273,6 +295,122 @@ func TopFiles(fs []model.FileIO, n int) []string {
 		}
 	}
 	return out
+}
+
+// topItem is a file or a directory TopFiles ranks.
+type topItem struct {
+	name                  string
+	blocked, bytes, calls float64
+}
+
+// DirRow is the files of one directory and the directories below it
+// together, as du sums them.
+type DirRow struct {
+	Path string
+	// Files counts the files: the paths, the files that had each path
+	// (Instances), and those the probe counted by directory.
+	Files                                 int64
+	Reads, Writes, ReadBytes, WriteBytes  int64
+	Syncs                                 int64
+	CallSec, SyncSec, BlockedSec, LockSec float64
+}
+
+// Directories groups the files by directory when the files table has
+// more than n entries (files is how many files they stand for): at the deepest level of the tree where they fall
+// into n groups or fewer (the top level when none does), most time in calls
+// first. nil with n files or fewer. A copy of a tree of 20,000 files reads
+// as the few directories it went to.
+func Directories(fs []model.FileIO, n int) (dirs []DirRow, files int64) {
+	// parts are each entry's directory's names; nil for an entry with no
+	// absolute path ("(other directories)", a path the probe could not
+	// name), which is a group of its own.
+	parts := make([][]string, len(fs))
+	deepest := 0
+	for i, f := range fs {
+		files += fileCount(f)
+		dir := f.Path
+		if !f.Folded {
+			dir = filepath.Dir(f.Path)
+		}
+		if strings.HasPrefix(dir, "/") {
+			parts[i] = strings.Split(strings.Trim(dir, "/"), "/")
+			deepest = max(deepest, len(parts[i]))
+		}
+	}
+	if len(fs) <= n {
+		return nil, files // the files table lists them all
+	}
+	key := func(i, depth int) string {
+		p := parts[i]
+		if p == nil {
+			return fs[i].Path
+		}
+		return "/" + strings.Join(p[:min(depth, len(p))], "/")
+	}
+	depth := 1
+	for d := deepest; d >= 1; d-- {
+		seen := map[string]bool{}
+		for i := range fs {
+			seen[key(i, d)] = true
+		}
+		if len(seen) <= n {
+			depth = d
+			break
+		}
+	}
+	at := map[string]int{}
+	for i, f := range fs {
+		k := key(i, depth)
+		j, ok := at[k]
+		if !ok {
+			j = len(dirs)
+			at[k] = j
+			dirs = append(dirs, DirRow{Path: k})
+		}
+		d := &dirs[j]
+		d.Files += fileCount(f)
+		d.Reads += f.Reads.Count
+		d.Writes += f.Writes.Count
+		d.ReadBytes += f.Reads.Bytes
+		d.WriteBytes += f.Writes.Bytes
+		d.Syncs += f.Syncs
+		d.CallSec += f.Reads.CallSec + f.Writes.CallSec
+		d.SyncSec += f.SyncSec
+		d.BlockedSec += f.BlockedSec
+		d.LockSec += f.LockSec
+	}
+	slices.SortStableFunc(dirs, func(a, b DirRow) int {
+		return cmp.Or(cmp.Compare(b.CallSec+b.SyncSec, a.CallSec+a.SyncSec), strings.Compare(a.Path, b.Path))
+	})
+	return dirs, files
+}
+
+// FoldedName names a directory's files together: "/srv/dst/ (1,203
+// files)".
+func FoldedName(dir string, files int64) string {
+	if strings.HasPrefix(dir, "/") && dir != "/" {
+		dir += "/"
+	}
+	if files == 1 {
+		return dir + " (1 file)"
+	}
+	return fmt.Sprintf("%s (%s files)", dir, units.FormatCount(files))
+}
+
+// Dirs says n directories: "1 directory", "12 directories".
+func Dirs(n int) string {
+	if n == 1 {
+		return "1 directory"
+	}
+	return fmt.Sprintf("%d directories", n)
+}
+
+// fileCount is how many files an entry of the files table stands for.
+func fileCount(f model.FileIO) int64 {
+	if f.Folded {
+		return f.FoldedFiles
+	}
+	return int64(max(f.Instances, 1))
 }
 
 // SQLitePages is the workload's SQLite files mapped to pages.

@@ -1,6 +1,7 @@
 package rows
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -24,7 +25,7 @@ func TestStorageLost(t *testing.T) {
 }
 
 func TestTopFiles(t *testing.T) {
-	if got := TopFiles([]model.FileIO{{Path: "/a"}}, 3); got != nil {
+	if got := TopFiles([]model.FileIO{{Path: "/a"}}, 3, 8); got != nil {
 		t.Errorf("one file: got %q, want no lines", got)
 	}
 	fs := []model.FileIO{
@@ -32,7 +33,7 @@ func TestTopFiles(t *testing.T) {
 		{Path: "/d/db-wal", BlockedSec: 0.1, Writes: model.FileOps{Count: 1000, Bytes: 4 << 20}, Syncs: 3},
 		{Path: "/d/log", BlockedSec: 0, Writes: model.FileOps{Count: 20, Bytes: 100}},
 	}
-	got := TopFiles(fs, 2)
+	got := TopFiles(fs, 2, 8)
 	want := []string{
 		"most blocked on storage: db 500ms, db-wal 100ms",
 		"most bytes: db-wal 4 MiB, db 60 KiB",
@@ -40,5 +41,60 @@ func TestTopFiles(t *testing.T) {
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// A copy of a tree (rsync of 20,000 files): past the rows, the files are
+// summed by directory at the deepest level that gives few enough groups,
+// with the probe's directory entries (files past the ones it keeps one by
+// one) in theirs, and the most lines name directories, not the one largest
+// file.
+func TestDirectories(t *testing.T) {
+	var fs []model.FileIO
+	file := func(path string, bytes int64, sec float64) {
+		fs = append(fs, model.FileIO{Path: path, Instances: 1, Writes: model.FileOps{Count: 1, Bytes: bytes, CallSec: sec}})
+	}
+	file("/dst/etc/ssl/openssl.cnf", 24<<10, 0.001)
+	for i := range 5 {
+		file(fmt.Sprintf("/dst/usr/share/doc/f%d", i), 1<<10, 0.0001)
+		file(fmt.Sprintf("/dst/usr/lib/x/lib%d.so", i), 1<<20, 0.002)
+	}
+	fs = append(fs, model.FileIO{Path: "/dst/usr/lib/y", Folded: true, FoldedFiles: 3000, Writes: model.FileOps{Count: 3000, Bytes: 70 << 20, CallSec: 0.5}, Syncs: 3000, BlockedSec: 2},
+		model.FileIO{Path: "(other directories)", Folded: true, FoldedFiles: 10, Writes: model.FileOps{Count: 10, Bytes: 10 << 10, CallSec: 0.01}})
+
+	if dirs, n := Directories(fs[:3], 8); dirs != nil || n != 3 {
+		t.Errorf("3 files, 8 rows: got %v (%d files), want no directories", dirs, n)
+	}
+	dirs, n := Directories(fs, 3)
+	if n != 1+10+3000+10 {
+		t.Errorf("files = %d, want %d", n, 1+10+3000+10)
+	}
+	var got []string
+	for _, d := range dirs {
+		got = append(got, fmt.Sprintf("%s %d %d", d.Path, d.Files, d.WriteBytes))
+	}
+	// Depth 2 (/dst/etc, /dst/usr, other) is the deepest with 3 groups.
+	want := []string{fmt.Sprintf("/dst/usr 3010 %d", 70<<20+5<<20+5<<10), "(other directories) 10 10240", "/dst/etc 1 24576"}
+	if strings.Join(got, "; ") != strings.Join(want, "; ") {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	lines := TopFiles(fs, 2, 3)
+	if len(lines) != 3 || lines[1] != "most bytes: /dst/usr/ (3,010 files) 75 MiB, /dst/etc/ (1 file) 24 KiB" {
+		t.Errorf("most lines: %q", lines)
+	}
+	// All in one directory: the lines name files (a directory alone says
+	// nothing the table does not).
+	var libs []model.FileIO
+	for _, f := range fs {
+		if strings.Contains(f.Path, "/lib/x/") {
+			libs = append(libs, f)
+		}
+	}
+	if lines := TopFiles(libs, 1, 3); len(lines) != 2 || !strings.HasPrefix(lines[0], "most bytes: lib0.so") {
+		t.Errorf("one directory's files: %q", lines)
+	}
+	// A folded entry in the files table says what it holds.
+	if l := Files(fs, 20); l.Rows[len(l.Rows)-2].Path != "/dst/usr/lib/y/ (3,000 files)" {
+		t.Errorf("folded row: %q", l.Rows[len(l.Rows)-2].Path)
 	}
 }
