@@ -225,6 +225,8 @@ struct waker_name {
 	__u32 tgid;
 	__u32 kthread;
 	__u8 comm[TA_COMM_LEN];
+	__u32 ppid;  /* its process's parent (a server's backends: the postmaster) */
+	__u32 _pad;
 };
 
 struct {
@@ -1185,6 +1187,7 @@ static __always_inline void name_waker(struct task_struct *cur, __u32 kthread)
 		return;
 	n.tgid = cur->tgid;
 	n.kthread = kthread;
+	n.ppid = BPF_CORE_READ(cur, real_parent, tgid);
 	bpf_probe_read_kernel_str(n.comm, sizeof(n.comm), cur->comm);
 	bpf_map_update_elem(&waker_names, &pid, &n, BPF_NOEXIST);
 }
@@ -1872,6 +1875,7 @@ int BPF_PROG(ext4_sync_enter, struct file *file, int datasync)
 			f = bpf_map_lookup_elem(&files, &st.file);
 			if (f) {
 				f->tgid = task->tgid;
+				f->generation = inode->i_generation;
 				fill_path(f, file->f_path.dentry);
 			}
 		}

@@ -344,6 +344,8 @@ struct ta_file {
 	__u32 depth;    /* path components filled */
 	__u32 truncated; /* the path is deeper than TA_PATH_DEPTH */
 	__u32 files;    /* a directory's entry (sync_dirs): the files folded into it */
+	__u32 generation; /* the inode's i_generation, which tells a file from a later one given its inode number */
+	__u32 _pad;
 	__u8 names[TA_PATH_DEPTH][TA_NAME_LEN];
 };
 

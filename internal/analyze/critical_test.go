@@ -116,15 +116,17 @@ func TestCriticalPath(t *testing.T) {
 			// none woke most of it, the name did.
 			name: "a client waiting on a server's backends outside the workload",
 			run: withWaits(runWith(2, 2, thread(1, map[string]float64{"cpu": 0.2, "sleep": 1.8})),
-				model.Wait{PID: 1, TID: 1, Activity: "net", Category: "sleep", Waker: "outside", WakerPID: 4242, WakerTID: 4242, WakerComm: "postgres", Seconds: 0.5, Count: 300},
-				model.Wait{PID: 1, TID: 1, Activity: "net", Category: "sleep", Waker: "outside", WakerPID: 4243, WakerTID: 4243, WakerComm: "postgres", Seconds: 0.4, Count: 300},
-				model.Wait{PID: 1, TID: 1, Activity: "net", Category: "sleep", Waker: "outside", WakerPID: 4244, WakerTID: 4244, WakerComm: "postgres", Seconds: 0.4, Count: 300},
-				model.Wait{PID: 1, TID: 1, Activity: "net", Category: "sleep", Waker: "outside", WakerPID: 4245, WakerTID: 4245, WakerComm: "postgres", Seconds: 0.3, Count: 300},
-				model.Wait{PID: 1, TID: 1, Activity: "net", Category: "sleep", Waker: "outside", WakerPID: 4246, WakerTID: 4246, WakerComm: "postgres", Seconds: 0.1, Count: 300},
-				model.Wait{PID: 1, TID: 1, Activity: "net", Category: "sleep", Waker: "outside", WakerPID: 99, WakerTID: 99, WakerComm: "sshd", Seconds: 0.1, Count: 10}),
+				model.Wait{PID: 1, TID: 1, Activity: "net", Category: "sleep", Waker: "outside", WakerPID: 4242, WakerTID: 4242, WakerPPID: 4200, WakerComm: "postgres", Seconds: 0.5, Count: 300},
+				model.Wait{PID: 1, TID: 1, Activity: "net", Category: "sleep", Waker: "outside", WakerPID: 4243, WakerTID: 4243, WakerPPID: 4200, WakerComm: "postgres", Seconds: 0.4, Count: 300},
+				model.Wait{PID: 1, TID: 1, Activity: "net", Category: "sleep", Waker: "outside", WakerPID: 4244, WakerTID: 4244, WakerPPID: 4200, WakerComm: "postgres", Seconds: 0.4, Count: 300},
+				model.Wait{PID: 1, TID: 1, Activity: "net", Category: "sleep", Waker: "outside", WakerPID: 4245, WakerTID: 4245, WakerPPID: 4200, WakerComm: "postgres", Seconds: 0.3, Count: 300},
+				model.Wait{PID: 1, TID: 1, Activity: "net", Category: "sleep", Waker: "outside", WakerPID: 4246, WakerTID: 4246, WakerPPID: 4200, WakerComm: "postgres", Seconds: 0.08, Count: 300},
+				model.Wait{PID: 1, TID: 1, Activity: "net", Category: "sleep", Waker: "outside", WakerPID: 99, WakerTID: 99, WakerPPID: 1, WakerComm: "sshd", Seconds: 0.1, Count: 10},
+				model.Wait{PID: 1, TID: 1, Activity: "net", Category: "sleep", Waker: "outside", WakerPID: 7, WakerTID: 7, WakerComm: "perfsleuth", Seconds: 0.01, Count: 1},
+				model.Wait{PID: 1, TID: 1, Activity: "net", Category: "sleep", Waker: "outside", WakerPID: 98, WakerTID: 98, WakerPPID: 1, WakerComm: "sshd", Seconds: 0.01, Count: 1}),
 			primary: "sleep", says: "waiting for processes outside the workload (90% of the critical path's time asleep until one woke it): " +
-				"postgres (pids 4242, 4243, 4244, 4245 and 1 more) woke it for 94%, sshd (pid 99) 6% of that: observe them with the workload, " +
-				"-p 4242 -p 4243 -p 4244 -p 4245 -p 99 beside the command",
+				"postgres (pids 4242, 4243, 4244, 4245 and 1 more, children of pid 4200) woke it for 93%, sshd (pids 99, 98) 6% of that: " +
+				"observe them with the workload, -p 4200 -p 99 -p 98 beside the command",
 		},
 	}
 	for _, tc := range cases {
@@ -191,5 +193,25 @@ func TestEndedBy(t *testing.T) {
 	}
 	if got := endedBy(&model.TimeAccounting{}, model.CatLock, 2); got != nil {
 		t.Errorf("without waits: %q, want nil", got)
+	}
+}
+
+// Issue 18: a server and its client on 2 CPUs (-p PID -- CMD): the verdict
+// says how the CPU time divides between them, by program (the backends'
+// titles name theirs).
+func TestVerdictCPUByProgram(t *testing.T) {
+	run := runWith(2, 2,
+		model.ThreadTime{PID: 10, TID: 10, Comm: "pgbench", WallSec: 2, Seconds: map[string]float64{"cpu": 0.5, "cpu-wait": 1.5}},
+		model.ThreadTime{PID: 20, TID: 20, Comm: "postgres", Title: "postgres: bench bench [local] UPDATE", WallSec: 2, Seconds: map[string]float64{"cpu": 0.6, "cpu-wait": 1.4}},
+		model.ThreadTime{PID: 21, TID: 21, Comm: "postgres", Title: "postgres: bench bench [local] SELECT", WallSec: 2, Seconds: map[string]float64{"cpu": 0.4, "cpu-wait": 1.6}})
+	Analyze(run)
+	if v := run.Verdict; v.Primary != model.CatCPUWait || !strings.HasSuffix(v.Summary, "; the CPU time went to postgres 67%, pgbench 33%") {
+		t.Errorf("verdict %q (%s)", v.Summary, v.Primary)
+	}
+	// One program: nothing to divide.
+	one := runWith(2, 2, thread(1, map[string]float64{"cpu": 1.9, "sleep": 0.1}), thread(2, map[string]float64{"cpu": 1.9, "sleep": 0.1}))
+	Analyze(one)
+	if strings.Contains(one.Verdict.Summary, "went to") {
+		t.Errorf("one program: %q", one.Verdict.Summary)
 	}
 }

@@ -170,10 +170,47 @@ func verdict(ta *model.TimeAccounting, c *cells) *model.Verdict {
 			v.Summary += "; its waits were ended " + strings.Join(by, ", ")
 		}
 	}
+	if best == model.CatCPU || best == model.CatCPUWait {
+		if by := cpuByProgram(ta); by != "" {
+			v.Summary += "; " + by
+		}
+	}
 	if n := pollers(ta); len(n) > 0 {
 		v.Summary += fmt.Sprintf("; left out: %s, which slept on timers or waited the whole window while the others worked", strings.Join(n, ", "))
 	}
 	return v
+}
+
+// cpuByProgram says how the busy threads' CPU time divides between the
+// programs of a workload that ran several (a server and its client, -p
+// PID -- CMD): "the CPU time went to mariadbd 77%, sysbench 23%"; "" with
+// one program, or when one took 95% or more.
+func cpuByProgram(ta *model.TimeAccounting) string {
+	progs := ta.ProgramNames()
+	by := map[string]float64{}
+	total := 0.0
+	for _, t := range ta.Threads {
+		if t.Idle {
+			continue
+		}
+		by[progs[t.PID]] += t.Seconds[model.CatCPU]
+		total += t.Seconds[model.CatCPU]
+	}
+	if len(by) < 2 || total <= 0 {
+		return ""
+	}
+	names := slices.Collect(maps.Keys(by))
+	slices.SortFunc(names, func(a, b string) int { return cmp.Or(cmp.Compare(by[b], by[a]), strings.Compare(a, b)) })
+	if by[names[0]] >= 0.95*total {
+		return ""
+	}
+	var parts []string
+	for _, n := range names[:min(4, len(names))] {
+		if by[n] >= 0.01*total {
+			parts = append(parts, fmt.Sprintf("%s %.0f%%", n, 100*by[n]/total))
+		}
+	}
+	return "the CPU time went to " + strings.Join(parts, ", ")
 }
 
 // idleVerdict is the verdict of a workload none of whose threads was
@@ -329,6 +366,7 @@ func sleepVerdict(ta *model.TimeAccounting) string {
 	acts := map[string]float64{}
 	count := map[string]int64{}
 	outside := map[outsider]float64{}
+	parents := map[int]int{}
 	skip := map[int]bool{}
 	for _, t := range ta.Threads {
 		if t.Idle || t.Poller {
@@ -342,6 +380,9 @@ func sleepVerdict(ta *model.TimeAccounting) string {
 		by[w.Waker] += w.Seconds
 		if w.Waker == model.WakerOutside && w.WakerPID != 0 {
 			outside[outsider{w.WakerPID, w.WakerComm}] += w.Seconds
+			if w.WakerPPID != 0 {
+				parents[w.WakerPID] = w.WakerPPID
+			}
 		}
 		if w.Waker == model.WakerTimer {
 			acts[w.Activity] += w.Seconds
@@ -378,7 +419,7 @@ func sleepVerdict(ta *model.TimeAccounting) string {
 		// Several processes of one name (a server's backends, one per
 		// client connection) or of several: the names that woke most of
 		// it, with their processes.
-		if names := outsidersByName(outside, by[top]); names != "" {
+		if names := outsidersByName(outside, parents, by[top]); names != "" {
 			return "waiting for processes outside the workload (%.0f%% of the critical path's time asleep until one woke it): " +
 				strings.ReplaceAll(names, "%", "%%") + " beside the command"
 		}
@@ -409,10 +450,13 @@ func topOutsider(by map[outsider]float64) (outsider, float64) {
 }
 
 // outsidersByName words the outsiders that ended sec of waiting, by
-// name, most first, at most three names and four pids of each: "postgres
-// (pids 4242, 4243 and 6 more) woke it for 90% of it, sshd (pid 99) for
-// 5%: observe them with the workload, -p 4242 -p 4243 -p 99".
-func outsidersByName(by map[outsider]float64, sec float64) string {
+// name, most first: at most three names that ended 1% of it or more, and
+// four pids of each: "postgres (pids 4242, 4243 and 6 more) woke it for
+// 90%, sshd (pid 99) 5% of that: observe them with the workload, -p 4242
+// -p 4243 -p 99". The processes of one name that share a parent (a
+// server's backends, parents their ppid) are observed through it: "-p
+// 4200, their parent".
+func outsidersByName(by map[outsider]float64, parents map[int]int, sec float64) string {
 	type name struct {
 		comm string
 		sec  float64
@@ -428,12 +472,15 @@ func outsidersByName(by map[outsider]float64, sec float64) string {
 	}
 	var names []*name
 	for _, n := range at {
+		if sec <= 0 || n.sec < 0.01*sec {
+			continue
+		}
 		slices.SortFunc(n.pids, func(a, b int) int {
 			return cmp.Or(cmp.Compare(by[outsider{b, n.comm}], by[outsider{a, n.comm}]), cmp.Compare(a, b))
 		})
 		names = append(names, n)
 	}
-	if len(names) == 0 || sec <= 0 {
+	if len(names) == 0 {
 		return ""
 	}
 	slices.SortFunc(names, func(a, b *name) int { return cmp.Or(cmp.Compare(b.sec, a.sec), strings.Compare(a.comm, b.comm)) })
@@ -443,13 +490,20 @@ func outsidersByName(by map[outsider]float64, sec float64) string {
 		var ps []string
 		for _, p := range pids {
 			ps = append(ps, fmt.Sprint(p))
-			flags = append(flags, fmt.Sprintf("-p %d", p))
 		}
 		who := "pid " + ps[0]
 		if len(n.pids) > 1 {
 			who = "pids " + strings.Join(ps, ", ")
 			if more := len(n.pids) - len(pids); more > 0 {
 				who += fmt.Sprintf(" and %d more", more)
+			}
+		}
+		if pp := sharedParent(n.pids, parents); pp > 1 && len(n.pids) > 1 {
+			who += fmt.Sprintf(", children of pid %d", pp)
+			flags = append(flags, fmt.Sprintf("-p %d", pp))
+		} else {
+			for _, p := range pids {
+				flags = append(flags, fmt.Sprintf("-p %d", p))
 			}
 		}
 		of := ""
@@ -459,6 +513,20 @@ func outsidersByName(by map[outsider]float64, sec float64) string {
 		parts = append(parts, fmt.Sprintf("%s (%s)%s %.0f%%", n.comm, who, of, 100*n.sec/sec))
 	}
 	return strings.Join(parts, ", ") + " of that: observe them with the workload, " + strings.Join(flags, " ")
+}
+
+// sharedParent is the parent all pids have, 0 when they have several or
+// one is unknown.
+func sharedParent(pids []int, parents map[int]int) int {
+	pp := 0
+	for _, p := range pids {
+		q := parents[p]
+		if q == 0 || pp != 0 && q != pp {
+			return 0
+		}
+		pp = q
+	}
+	return pp
 }
 
 // activityWords say what a thread was doing, by Wait.Activity.

@@ -1,6 +1,10 @@
 package model
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/perfsleuth/perfsleuth/internal/proctree"
+)
 
 // Category ids of the time accounting, in display order. A thread's seconds
 // in these categories add up to its wall-clock time in the window.
@@ -249,14 +253,18 @@ const (
 // it (Waker, with WakerTID, WakerPID and WakerComm for a thread, Op for a
 // device completion, IRQ or Softirq).
 type Wait struct {
-	PID       int     `json:"pid"`
-	TID       int     `json:"tid"`
-	Activity  string  `json:"activity"`
-	Category  string  `json:"category"`
-	Waker     string  `json:"waker"`
-	WakerTID  int     `json:"waker_tid,omitempty"`
-	WakerPID  int     `json:"waker_pid,omitempty"`
-	WakerComm string  `json:"waker_comm,omitempty"`
+	PID       int    `json:"pid"`
+	TID       int    `json:"tid"`
+	Activity  string `json:"activity"`
+	Category  string `json:"category"`
+	Waker     string `json:"waker"`
+	WakerTID  int    `json:"waker_tid,omitempty"`
+	WakerPID  int    `json:"waker_pid,omitempty"`
+	WakerComm string `json:"waker_comm,omitempty"`
+	// WakerPPID is the parent of an outside waker's process, as it was
+	// when it woke the thread: a server's backends share their server's
+	// (PostgreSQL's postmaster), which -p observes with them all.
+	WakerPPID int     `json:"waker_ppid,omitempty"`
 	Op        string  `json:"op,omitempty"`
 	IRQ       int     `json:"irq,omitempty"`
 	Softirq   string  `json:"softirq,omitempty"`
@@ -564,6 +572,12 @@ type SyncedFile struct {
 	// FoldedFiles how many files.
 	Folded      bool  `json:"folded,omitempty"`
 	FoldedFiles int64 `json:"folded_files,omitempty"`
+	// FirstPath is the name it had when first synced, when it was renamed
+	// during the run (PostgreSQL's pg_wal/xlogtemp.N became a WAL
+	// segment): Path is its name at the end. Gone: no name led to it at
+	// the end (deleted, or moved to another directory).
+	FirstPath string `json:"first_path,omitempty"`
+	Gone      bool   `json:"gone,omitempty"`
 	// PID is the first process that synced it.
 	PID   int   `json:"pid"`
 	Count int64 `json:"count"`
@@ -692,4 +706,21 @@ func (w Wait) WakerWords() string {
 		return fmt.Sprintf("irq %d", w.IRQ)
 	}
 	return "not ended in the window"
+}
+
+// ProgramNames names the program of each process the threads belong to, by
+// pid: the first word of its title (proctree.Program), or without one its
+// main thread's comm (a process's threads may name themselves).
+func (ta *TimeAccounting) ProgramNames() map[int]string {
+	out := map[int]string{}
+	for _, t := range ta.Threads {
+		if t.TID == t.PID || out[t.PID] == "" {
+			p := proctree.Program(t.Comm, t.Title)
+			if t.Title == "" && t.TID != t.PID {
+				p = t.Comm // until its main thread is seen
+			}
+			out[t.PID] = p
+		}
+	}
+	return out
 }

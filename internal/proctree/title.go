@@ -2,6 +2,7 @@ package proctree
 
 import (
 	"path/filepath"
+	"regexp"
 	"strings"
 )
 
@@ -79,3 +80,54 @@ func printableTitle(s string) string {
 	}
 	return s
 }
+
+// Program is the program a thread belongs to: the first word of its
+// process's title ("postgres" of "postgres: walwriter", the script an
+// interpreter runs), or its comm without a title.
+func Program(comm, title string) string {
+	if title == "" {
+		return comm
+	}
+	p, _, _ := strings.Cut(title, " ")
+	if p = strings.TrimSuffix(p, ":"); p == "" {
+		return comm
+	}
+	return filepath.Base(p)
+}
+
+// Role names the part a thread of program prog (Program, or its
+// process's main thread's comm) plays in it, so that threads of
+// one part group together: a PostgreSQL process by its title's role
+// ("postgres: walwriter", every client's backend "postgres: backend"), an
+// nginx worker by its title, a named thread by its name with its numbers
+// cut ("mysqld/ib_io_wr-N"), else the program.
+func Role(comm, title, prog string) string {
+	rest := ""
+	if _, r, ok := strings.Cut(title, " "); ok && strings.HasSuffix(strings.Fields(title)[0], ":") {
+		rest = strings.TrimSpace(r)
+	}
+	if rest != "" {
+		for _, aux := range pgAux {
+			if strings.HasPrefix(rest, aux) {
+				return prog + ": " + aux
+			}
+		}
+		if prog == "postgres" || prog == "postmaster" {
+			return prog + ": backend" // "USER DB HOST STATEMENT"
+		}
+		return prog + ": " + numbered.ReplaceAllString(rest, "N")
+	}
+	if c := numbered.ReplaceAllString(comm, "N"); comm != prog && !strings.HasPrefix(prog, comm) && !strings.HasPrefix(comm, prog) && !Interpreter(comm) {
+		return prog + "/" + c
+	}
+	return prog
+}
+
+// pgAux are the titles of PostgreSQL's own processes (its backends'
+// titles are their user, database, client and statement).
+var pgAux = []string{"checkpointer", "background writer", "walwriter", "autovacuum launcher", "autovacuum worker",
+	"logical replication launcher", "logical replication worker", "stats collector", "archiver", "walsender", "walreceiver",
+	"startup", "walsummarizer", "io worker", "parallel worker", "background worker"}
+
+// numbered matches the numbers that tell threads of one kind apart.
+var numbered = regexp.MustCompile(`[0-9]+`)

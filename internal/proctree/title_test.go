@@ -26,3 +26,21 @@ func TestTitle(t *testing.T) {
 		}
 	}
 }
+
+// Issue 18: PostgreSQL's processes group by role, every client's backend
+// as one.
+func TestRole(t *testing.T) {
+	for _, c := range []struct{ comm, title, want string }{
+		{"postgres", "postgres: walwriter", "postgres: walwriter"},
+		{"postgres", "postgres: background writer   ", "postgres: background writer"},
+		{"postgres", "postgres: bench bench [local] UPDATE", "postgres: backend"},
+		{"postgres", "postgres: bench bench 127.0.0.1(40312) idle in transaction", "postgres: backend"},
+		{"nginx", "nginx: worker process", "nginx: worker process"},
+		{"python3", "load.py", "load.py"},
+		{"fio", "", "fio"},
+	} {
+		if got := Role(c.comm, c.title, Program(c.comm, c.title)); got != c.want {
+			t.Errorf("Role(%q, %q) = %q, want %q", c.comm, c.title, got, c.want)
+		}
+	}
+}

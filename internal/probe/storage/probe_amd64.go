@@ -675,7 +675,14 @@ func (p *Probe) readFiles() ([]model.FileIO, error) {
 	if err := it.Err(); err != nil {
 		return nil, fmt.Errorf("map files: %w", err)
 	}
-	finalPaths(out, gens)
+	names := make([]probe.FileName, len(out))
+	for i, f := range out {
+		names[i] = probe.FileName{Path: f.Path, Dev: f.Dev, Ino: f.Ino, Gen: gens[i], Deleted: f.Deleted}
+	}
+	probe.FinalPaths(names)
+	for i, n := range names {
+		out[i].Path, out[i].FirstPath, out[i].Gone = n.Path, n.FirstPath, n.Gone
+	}
 	out = mergeByPath(out)
 	folded, err := p.readDirs(mounts)
 	if err != nil {

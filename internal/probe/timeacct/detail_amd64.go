@@ -30,7 +30,7 @@ func (p *Probe) readFiles(res *Result) error {
 			dev := sysinfo.DevString(k.Dev)
 			sf := SyncedFile{
 				Path: probe.PathOf(mounts[dev], dev, f.Names, f.Depth, f.Truncated != 0), Dev: dev, Ino: k.Ino, PID: int(f.Tgid),
-				Count: f.Count, DataSync: f.Datasync, TotalNs: f.TotalNs, MaxNs: f.MaxNs,
+				Count: f.Count, DataSync: f.Datasync, TotalNs: f.TotalNs, MaxNs: f.MaxNs, gen: f.Generation,
 			}
 			if m.folded {
 				sf.Folded, sf.FoldedFiles = true, uint64(f.Files)
@@ -43,6 +43,21 @@ func (p *Probe) readFiles(res *Result) error {
 		if err := m.it.Err(); err != nil {
 			return fmt.Errorf("map %s: %w", m.name, err)
 		}
+	}
+	// Each file as it is at the end: PostgreSQL syncs a WAL segment as
+	// xlogtemp.PID, then renames it.
+	var names []probe.FileName
+	var at []int
+	for i, f := range res.Files {
+		if !f.Folded {
+			names = append(names, probe.FileName{Path: f.Path, Dev: f.Dev, Ino: f.Ino, Gen: f.gen})
+			at = append(at, i)
+		}
+	}
+	probe.FinalPaths(names)
+	for j, n := range names {
+		f := &res.Files[at[j]]
+		f.Path, f.FirstPath, f.Gone = n.Path, n.FirstPath, n.Gone
 	}
 	slices.SortFunc(res.Files, func(a, b SyncedFile) int { return cmpDesc(a.TotalNs, b.TotalNs) })
 	return nil

@@ -98,6 +98,20 @@ func TestManySyncedFilesFolded(t *testing.T) {
 	}
 }
 
+// Issue 18: PostgreSQL's WAL syncs were listed under pg_wal/xlogtemp.N,
+// a name that no longer existed: a synced file is named as it is at the
+// end, with its first name kept.
+func TestSyncedFileRenamed(t *testing.T) {
+	c, res := observe(t, "renamesync")
+	if res.SyncNote != "" {
+		t.Skip(res.SyncNote)
+	}
+	f := syncFile(t, res, filepath.Join(c.dir, "000000010000000000000005"))
+	if f.Count != 10 || filepath.Base(f.FirstPath) != "xlogtemp.4242" || f.Gone {
+		t.Errorf("%s: %d syncs, first path %q, gone %v; want 10, xlogtemp.4242, false", f.Path, f.Count, f.FirstPath, f.Gone)
+	}
+}
+
 func TestDsyncWritesKind(t *testing.T) {
 	c, res := observe(t, "dsync")
 	if res.SyncNote != "" {

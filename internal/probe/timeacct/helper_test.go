@@ -118,6 +118,25 @@ func runScenario(name string) error {
 		}
 	case "inodelock":
 		return inodeLockScenario()
+	case "renamesync":
+		// PostgreSQL's WAL: a segment is made and synced as xlogtemp.PID,
+		// then renamed.
+		dir := os.Getenv(dirEnv)
+		f, err := os.Create(filepath.Join(dir, "xlogtemp.4242"))
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		announce(unix.Gettid())
+		if err := waitGo(); err != nil {
+			return err
+		}
+		for range 10 {
+			if err := unix.Fdatasync(int(f.Fd())); err != nil {
+				return err
+			}
+		}
+		return os.Rename(f.Name(), filepath.Join(dir, "000000010000000000000005"))
 	case "manysync":
 		// One fsync each of manySynced files in three directories, past
 		// the 1,024 the probe lists one by one: the files are made and

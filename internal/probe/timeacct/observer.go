@@ -278,7 +278,7 @@ func toModel(r *Result) *model.TimeAccounting {
 	}
 	for _, f := range r.Files {
 		ta.SyncedFiles = append(ta.SyncedFiles, model.SyncedFile{Path: f.Path, Dev: f.Dev, Ino: f.Ino, PID: f.PID,
-			Folded: f.Folded, FoldedFiles: int64(f.FoldedFiles), Count: int64(f.Count), DataSync: int64(f.DataSync), TotalSec: float64(f.TotalNs) / 1e9, MaxSec: float64(f.MaxNs) / 1e9})
+			Folded: f.Folded, FoldedFiles: int64(f.FoldedFiles), FirstPath: f.FirstPath, Gone: f.Gone, Count: int64(f.Count), DataSync: int64(f.DataSync), TotalSec: float64(f.TotalNs) / 1e9, MaxSec: float64(f.MaxNs) / 1e9})
 	}
 	if r.Syscalls {
 		ta.Syscalls = []model.SyscallStat{}
@@ -387,6 +387,9 @@ func waitsOf(r *Result) []model.Wait {
 			w.WakerTID = int(e.ID)
 			if n, ok := r.WakerNames[e.ID]; ok {
 				w.WakerPID, w.WakerComm = n.PID, n.Comm
+				if e.Kind == WakerOutside {
+					w.WakerPPID = n.PPID
+				}
 			}
 		case WakerDevice:
 			w.Op = DeviceOps[min(int(e.ID), len(DeviceOps)-1)]

@@ -524,7 +524,7 @@ func (p *Probe) readEdges(res *Result, entries []timeacctTaThread, end uint64) e
 	var n timeacctWakerName
 	nit := p.objs.WakerNames.Iterate()
 	for nit.Next(&pid, &n) {
-		res.WakerNames[pid] = WakerName{PID: int(n.Tgid), Comm: unix.ByteSliceToString(n.Comm[:]), Kthread: n.Kthread != 0}
+		res.WakerNames[pid] = WakerName{PID: int(n.Tgid), PPID: int(n.Ppid), Comm: unix.ByteSliceToString(n.Comm[:]), Kthread: n.Kthread != 0}
 	}
 	if err := nit.Err(); err != nil {
 		errs = append(errs, fmt.Errorf("map waker_names: %w", err))

@@ -148,9 +148,10 @@ type Edge struct {
 
 // WakerName names a waker outside the workload, by its pid.
 type WakerName struct {
-	PID     int
-	Comm    string
-	Kthread bool
+	// PPID is its process's parent's pid.
+	PID, PPID int
+	Comm      string
+	Kthread   bool
 }
 
 // Result is what the probe counted between Start and Stop.
@@ -327,6 +328,12 @@ type SyncedFile struct {
 	// files was full (MaxSyncedFiles); FoldedFiles counts them.
 	Folded      bool
 	FoldedFiles uint64
+	// FirstPath is the name the file had when first synced, when it was
+	// renamed after (Path is its name at the end); Gone: no name led to it
+	// at the end (probe.FinalPaths).
+	FirstPath string
+	Gone      bool
+	gen       uint32
 }
 
 // MaxSyncedFiles is how many synced files the probe lists one by one:

@@ -110,16 +110,18 @@ type timeacctTaEnq struct {
 }
 
 type timeacctTaFile struct {
-	_         structs.HostLayout
-	Count     uint64
-	TotalNs   uint64
-	MaxNs     uint64
-	Datasync  uint64
-	Tgid      uint32
-	Depth     uint32
-	Truncated uint32
-	Files     uint32
-	Names     [8][64]uint8
+	_          structs.HostLayout
+	Count      uint64
+	TotalNs    uint64
+	MaxNs      uint64
+	Datasync   uint64
+	Tgid       uint32
+	Depth      uint32
+	Truncated  uint32
+	Files      uint32
+	Generation uint32
+	Pad        uint32
+	Names      [8][64]uint8
 }
 
 type timeacctTaFileKey struct {
@@ -285,6 +287,8 @@ type timeacctWakerName struct {
 	Tgid    uint32
 	Kthread uint32
 	Comm    [16]uint8
+	Ppid    uint32
+	Pad     uint32
 }
 
 // Names of all BPF objects in the ELF.

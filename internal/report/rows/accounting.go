@@ -6,7 +6,6 @@ import (
 	"maps"
 	"math"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"sort"
 	"strings"
@@ -244,8 +243,13 @@ func SyncedFiles(ta *model.TimeAccounting, n int) List[SyncedFileRow] {
 	l := first(ta.SyncedFiles, n)
 	out := List[SyncedFileRow]{Total: l.Total}
 	for _, f := range l.Rows {
-		if f.Folded {
+		switch {
+		case f.Folded:
 			f.Path = FoldedName(f.Path, f.FoldedFiles)
+		case f.Gone:
+			f.Path += " (gone at the end)"
+		case f.FirstPath != "":
+			f.Path += " (renamed from " + filepath.Base(f.FirstPath) + ")"
 		}
 		out.Rows = append(out.Rows, SyncedFileRow{f, f.TotalSec / float64(max(f.Count, 1))})
 	}
@@ -648,61 +652,6 @@ func procName(comm, title string) bool {
 	return proctree.Interpreter(comm)
 }
 
-// Program is the program a thread belongs to: the first word of its
-// process's title ("postgres" of "postgres: walwriter", the script an
-// interpreter runs), or its comm without a title.
-func Program(comm, title string) string {
-	if title == "" {
-		return comm
-	}
-	p, _, _ := strings.Cut(title, " ")
-	if p = strings.TrimSuffix(p, ":"); p == "" {
-		return comm
-	}
-	return filepath.Base(p)
-}
-
-// RoleOf names the part a thread plays in its program, so that threads of
-// one part group together: a PostgreSQL process by its title's role
-// ("postgres: walwriter", every client's backend "postgres: backend"), an
-// nginx worker by its title, a named thread by its name with its numbers
-// cut ("mysqld/ib_io_wr-N"), else the program.
-func RoleOf(comm, title string) string {
-	return roleOf(comm, title, Program(comm, title))
-}
-
-// roleOf is RoleOf for a thread of program prog.
-func roleOf(comm, title, prog string) string {
-	rest := ""
-	if _, r, ok := strings.Cut(title, " "); ok && strings.HasSuffix(strings.Fields(title)[0], ":") {
-		rest = strings.TrimSpace(r)
-	}
-	if rest != "" {
-		for _, aux := range pgAux {
-			if strings.HasPrefix(rest, aux) {
-				return prog + ": " + aux
-			}
-		}
-		if prog == "postgres" || prog == "postmaster" {
-			return prog + ": backend" // "USER DB HOST STATEMENT"
-		}
-		return prog + ": " + numbered.ReplaceAllString(rest, "N")
-	}
-	if c := numbered.ReplaceAllString(comm, "N"); comm != prog && !strings.HasPrefix(prog, comm) && !strings.HasPrefix(comm, prog) && !proctree.Interpreter(comm) {
-		return prog + "/" + c
-	}
-	return prog
-}
-
-// pgAux are the titles of PostgreSQL's own processes (its backends'
-// titles are their user, database, client and statement).
-var pgAux = []string{"checkpointer", "background writer", "walwriter", "autovacuum launcher", "autovacuum worker",
-	"logical replication launcher", "logical replication worker", "stats collector", "archiver", "walsender", "walreceiver",
-	"startup", "walsummarizer", "io worker", "parallel worker", "background worker"}
-
-// numbered matches the numbers that tell threads of one kind apart.
-var numbered = regexp.MustCompile(`[0-9]+`)
-
 // RoleRow is the busy threads of one role together.
 type RoleRow struct {
 	Name    string
@@ -724,7 +673,7 @@ type ProgramShare struct {
 	CPUSec, CPUShare, WallShare float64
 }
 
-// Roles groups the busy threads by role (RoleOf), most wall time first,
+// Roles groups the busy threads by role (proctree.Role), most wall time first,
 // when some role has two threads or more (a server's backends, a pool's
 // workers); nil otherwise. Programs gives each program's share of the CPU
 // time when the workload ran more than one (a server and its client).
@@ -735,23 +684,14 @@ func Roles(ta *model.TimeAccounting) (roles []RoleRow, programs []ProgramShare) 
 	procs := map[string]map[int]bool{}
 	var cpu, wall float64
 	several := false
-	// A process without a title is its main thread's comm.
-	main := map[int]string{}
-	for _, t := range ta.Threads {
-		if t.TID == t.PID {
-			main[t.PID] = t.Comm
-		}
-	}
+	progs := ta.ProgramNames()
 	for _, t := range ta.Threads {
 		if t.Idle {
 			continue
 		}
 		n := max(t.Folded, 1)
-		p := Program(t.Comm, t.Title)
-		if c := main[t.PID]; t.Title == "" && c != "" {
-			p = c
-		}
-		r := roleOf(t.Comm, t.Title, p)
+		p := progs[t.PID]
+		r := proctree.Role(t.Comm, t.Title, p)
 		i, ok := at[r]
 		if !ok {
 			i = len(roles)

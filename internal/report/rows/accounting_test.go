@@ -90,19 +90,6 @@ func TestUnseenSwitchesLine(t *testing.T) {
 // Issue 18: PostgreSQL's processes group by role, its backends as one,
 // and a server and its client each get their share of the CPU time.
 func TestRoles(t *testing.T) {
-	for _, c := range []struct{ comm, title, want string }{
-		{"postgres", "postgres: walwriter", "postgres: walwriter"},
-		{"postgres", "postgres: background writer   ", "postgres: background writer"},
-		{"postgres", "postgres: bench bench [local] UPDATE", "postgres: backend"},
-		{"postgres", "postgres: bench bench 127.0.0.1(40312) idle in transaction", "postgres: backend"},
-		{"nginx", "nginx: worker process", "nginx: worker process"},
-		{"python3", "load.py", "load.py"},
-		{"fio", "", "fio"},
-	} {
-		if got := RoleOf(c.comm, c.title); got != c.want {
-			t.Errorf("RoleOf(%q, %q) = %q, want %q", c.comm, c.title, got, c.want)
-		}
-	}
 	thread := func(pid, tid int, comm, title string, cpu, sleep float64) model.ThreadTime {
 		return model.ThreadTime{PID: pid, TID: tid, Comm: comm, Title: title, WallSec: cpu + sleep,
 			Seconds: map[string]float64{model.CatCPU: cpu, model.CatSleep: sleep}}

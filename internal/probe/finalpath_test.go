@@ -1,4 +1,4 @@
-package storage
+package probe
 
 import (
 	"os"
@@ -6,8 +6,6 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/perfsleuth/perfsleuth/internal/model"
 )
 
 // Files renamed or deleted during a run are reported under their name at
@@ -15,8 +13,7 @@ import (
 // syncs listed under pg_wal/xlogtemp.9517, a name that no longer existed).
 func TestFinalPaths(t *testing.T) {
 	dir := t.TempDir()
-	var gens []uint32
-	file := func(name string) model.FileIO {
+	file := func(name string) FileName {
 		t.Helper()
 		p := filepath.Join(dir, name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
@@ -29,11 +26,8 @@ func TestFinalPaths(t *testing.T) {
 		if err := unix.Stat(p, &st); err != nil {
 			t.Fatal(err)
 		}
-		gens = append(gens, 0)
-		if g, ok := generation(p); ok {
-			gens[len(gens)-1] = g
-		}
-		return model.FileIO{Path: p, Dev: devOf(st.Dev), Ino: st.Ino}
+		g, _ := Generation(p)
+		return FileName{Path: p, Dev: DevOf(st.Dev), Ino: st.Ino, Gen: g}
 	}
 	kept := file("kept")
 	renamed := file("xlogtemp.9517")
@@ -51,11 +45,11 @@ func TestFinalPaths(t *testing.T) {
 	os.WriteFile(replaced.Path, []byte("new"), 0o644)
 	os.RemoveAll(filepath.Join(dir, "sub"))
 
-	files := []model.FileIO{kept, renamed, deleted, replaced, inGoneDir}
-	if _, ok := generation(kept.Path); !ok {
+	files := []FileName{kept, renamed, deleted, replaced, inGoneDir}
+	if _, ok := Generation(kept.Path); !ok {
 		t.Skipf("the file system under %s reports no inode generation: a deleted file's inode given to a new one would read as a rename", dir)
 	}
-	finalPaths(files, gens)
+	FinalPaths(files)
 	want := []struct {
 		path, first string
 		gone        bool

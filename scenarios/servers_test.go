@@ -1,0 +1,357 @@
+package scenarios
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/report/rows"
+)
+
+// Issue 18's matrix of real software: each server is started by hand in a
+// temporary directory on a unix socket, observed with its client as one
+// workload (observe -p SERVER -- CLIENT), stopped and removed. .ci/run
+// installs the packages; a test skips, saying which, only where one is
+// missing.
+
+// serverDir is a temporary directory owned by uid, removed at the test's
+// end (after the server's own cleanup, registered later, has stopped it).
+func serverDir(t *testing.T, uid, gid int) string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "perfsleuth-server-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chown(dir, uid, gid); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// waitFor waits up to 30 s for path to exist (a server's socket).
+func waitFor(t *testing.T, path string, srv *exec.Cmd) {
+	t.Helper()
+	for range 300 {
+		if _, err := os.Stat(path); err == nil {
+			return
+		}
+		if srv != nil && srv.ProcessState != nil {
+			t.Fatalf("the server exited before making %s", path)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Fatalf("no %s after 30s", path)
+}
+
+// startServer starts a server in the background, stopped (SIGTERM, then
+// SIGKILL after 10 s) at the test's end.
+func startServer(t *testing.T, cmd *exec.Cmd, log string) {
+	t.Helper()
+	f, err := os.Create(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = f, f
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start %s: %v", cmd.Path, err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); f.Close(); close(done) }()
+	t.Cleanup(func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+}
+
+// run runs a setup command, failing the test with its output.
+func run(t *testing.T, cmd *exec.Cmd) string {
+	t.Helper()
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: %v\n%s", strings.Join(cmd.Args, " "), err, out)
+	}
+	return string(out)
+}
+
+// observeServer runs perfsleuth observe -p pid -- client..., and returns
+// the record, the report and the client's own stdout, which perfsleuth
+// leaves the client's.
+func observeServer(t *testing.T, dir string, pid int, client ...string) (*model.Run, string, string) {
+	t.Helper()
+	rec := filepath.Join(t.TempDir(), "run.json")
+	report := filepath.Join(t.TempDir(), "report.txt")
+	args := []string{"observe", "--interval", "200ms", "--json", rec, "--output", report}
+	if pid != 0 {
+		args = append(args, "-p", strconv.Itoa(pid))
+	}
+	args = append(append(args, "--"), client...)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "perfsleuth"), args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("perfsleuth %s: %v\n%s\n%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+	}
+	text, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := loadRecord(t, rec)
+	if r.TimeAccounting == nil || r.TimeAccounting.Source != "ebpf" {
+		t.Skip("no eBPF time accounting here: the server and its client cannot be told apart")
+	}
+	if strings.Contains(stdout.String(), "where the time goes") {
+		t.Errorf("perfsleuth's report is on the client's stdout:\n%s", stdout.String())
+	}
+	return r, string(text), stdout.String()
+}
+
+// reported is the record's figure named name (of job, "" for the whole
+// run), failing without it.
+func reported(t *testing.T, r *model.Run, job, name string) float64 {
+	t.Helper()
+	if r.Result == nil || r.Result.Command == nil || r.Result.Command.Reported == nil {
+		t.Fatal("the record holds no result the program reported")
+	}
+	for _, m := range r.Result.Command.Reported.Metrics {
+		if m.Job == job && m.Name == name {
+			return m.Value
+		}
+	}
+	t.Fatalf("no %q of %q among %+v", name, job, r.Result.Command.Reported.Metrics)
+	return 0
+}
+
+// printed is the number the regex's first group finds in out.
+func printed(t *testing.T, out string, re *regexp.Regexp) float64 {
+	t.Helper()
+	m := re.FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("%v not in the client's output:\n%s", re, out)
+	}
+	v, err := strconv.ParseFloat(m[1], 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// sameFigure: the record's figure is the one the tool printed.
+func sameFigure(t *testing.T, what string, got, want float64) {
+	t.Helper()
+	if math.Abs(got-want) > 1e-9*math.Max(1, math.Abs(want)) {
+		t.Errorf("%s: the record says %v, the tool printed %v", what, got, want)
+	}
+}
+
+// cpuVerdictNamesBoth: a server and its client saturating 2 CPUs are
+// CPU-bound or CPU-starved together, and the verdict gives each its share
+// of the CPU time.
+func cpuVerdictNamesBoth(t *testing.T, r *model.Run, server, client string) {
+	t.Helper()
+	v := r.Verdict
+	if v.Primary != model.CatCPU && v.Primary != model.CatCPUWait {
+		t.Errorf("verdict %q (%s): want CPU-bound or CPU-starved, server and client sharing 2 CPUs", v.Summary, v.Primary)
+		return
+	}
+	if !strings.Contains(v.Summary, "the CPU time went to") || !strings.Contains(v.Summary, server+" ") || !strings.Contains(v.Summary, client+" ") {
+		t.Errorf("verdict %q does not give %s's and %s's shares of the CPU time", v.Summary, server, client)
+	}
+	_, programs := rows.Roles(r.TimeAccounting)
+	names := map[string]bool{}
+	for _, p := range programs {
+		names[p.Name] = p.CPUShare > 0
+	}
+	if !names[server] || !names[client] {
+		t.Errorf("programs %+v: want %s and %s, each with CPU time", programs, server, client)
+	}
+}
+
+// pgBin is the directory of PostgreSQL's server programs.
+func pgBin(t *testing.T) string {
+	t.Helper()
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	for i := len(dirs) - 1; i >= 0; i-- {
+		if _, err := os.Stat(filepath.Join(dirs[i], "initdb")); err == nil {
+			return dirs[i]
+		}
+	}
+	if p, err := exec.LookPath("initdb"); err == nil {
+		return filepath.Dir(p)
+	}
+	t.Skip("PostgreSQL not installed (.ci/run installs it: apt-get install postgresql)")
+	return ""
+}
+
+// TestPgbenchWithServer: pgbench against a throwaway PostgreSQL cluster,
+// observed together. The record's tps is pgbench's, its backends are
+// named by their titles and grouped as one role, the verdict gives each
+// side's share of the CPUs, and the WAL segments are named as they ended
+// (not xlogtemp.N). Observed alone, pgbench's waits are named after the
+// server's backends and their parent, the postmaster.
+func TestPgbenchWithServer(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("not root: no eBPF, and PostgreSQL needs a user of its own")
+	}
+	bindir := pgBin(t)
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		if u, err = user.Lookup("nobody"); err != nil {
+			t.Skip("no postgres or nobody user to run PostgreSQL as (it refuses root)")
+		}
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	dir := serverDir(t, uid, gid)
+	as := func(name string, args ...string) *exec.Cmd {
+		cmd := exec.Command(filepath.Join(bindir, name), args...)
+		cmd.Dir = dir
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}}
+		return cmd
+	}
+	data := filepath.Join(dir, "data")
+	run(t, as("initdb", "-D", data, "-U", "bench", "--auth=trust", "--no-sync"))
+	run(t, as("pg_ctl", "-D", data, "-o", "-k "+dir+" -c listen_addresses=''", "-l", filepath.Join(dir, "log"), "-w", "start"))
+	t.Cleanup(func() { as("pg_ctl", "-D", data, "-m", "immediate", "-w", "stop").Run() })
+	pgbench := filepath.Join(bindir, "pgbench")
+	if _, err := os.Stat(pgbench); err != nil {
+		if pgbench, err = exec.LookPath("pgbench"); err != nil {
+			t.Skip("pgbench not installed (.ci/run installs it: apt-get install postgresql-contrib)")
+		}
+	}
+	run(t, exec.Command(pgbench, "-i", "-q", "-s", "1", "-h", dir, "-U", "bench", "postgres"))
+	pidFile, err := os.ReadFile(filepath.Join(data, "postmaster.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	postmaster, err := strconv.Atoi(strings.SplitN(string(pidFile), "\n", 2)[0])
+	if err != nil {
+		t.Fatalf("postmaster.pid: %v", err)
+	}
+	client := []string{pgbench, "-h", dir, "-U", "bench", "-c", "4", "-j", "1", "-T", "3", "-r", "postgres"}
+
+	r, text, out := observeServer(t, dir, postmaster, client...)
+	sameFigure(t, "tps", reported(t, r, "", "tps"), printed(t, out, regexp.MustCompile(`tps = ([0-9.]+) \(without initial connection time\)`)))
+	if n := len(r.Result.Command.Reported.Metrics); n < 8 {
+		t.Errorf("%d figures read: want tps, latency and each statement's latency (-r)", n)
+	}
+	roles, _ := rows.Roles(r.TimeAccounting)
+	backends := 0
+	for _, role := range roles {
+		if role.Name == "postgres: backend" {
+			backends = role.Threads
+		}
+	}
+	if backends < 4 {
+		t.Errorf("roles %+v: want the 4 connections' backends as one role, postgres: backend", roles)
+	}
+	titled := false
+	for _, th := range r.TimeAccounting.Threads {
+		titled = titled || strings.HasPrefix(th.Title, "postgres: ")
+	}
+	if !titled || !strings.Contains(text, "postgres: backend") || !strings.Contains(text, "CPU time by program:") {
+		t.Errorf("no PostgreSQL title, role or share line in the report:\n%s", text)
+	}
+	cpuVerdictNamesBoth(t, r, "postgres", "pgbench")
+	for _, f := range r.TimeAccounting.SyncedFiles {
+		if strings.HasPrefix(filepath.Base(f.Path), "xlogtemp.") && !f.Gone {
+			t.Errorf("synced file %s: a WAL segment under its temporary name, not the one it ended with", f.Path)
+		}
+	}
+
+	// pgbench alone: what ended its waits is the backends, children of
+	// the postmaster.
+	r, _, _ = observeServer(t, dir, 0, client...)
+	parents := map[int]bool{}
+	for _, w := range r.TimeAccounting.Waits {
+		if w.Waker == model.WakerOutside && w.WakerComm == "postgres" {
+			parents[w.WakerPPID] = true
+		}
+	}
+	if !parents[postmaster] || len(parents) != 1 {
+		t.Errorf("outside wakers named postgres have parents %v, want the postmaster %d alone", parents, postmaster)
+	}
+	if v := r.Verdict; v.Primary == model.CatSleep && !strings.Contains(v.Summary, fmt.Sprintf("-p %d", postmaster)) {
+		t.Errorf("verdict %q: want it to name the postmaster (-p %d)", v.Summary, postmaster)
+	}
+}
+
+// TestRedisBenchmarkWithServer: redis-benchmark against a redis-server of
+// its own: each test's requests/s as it printed them, and the verdict
+// gives each side's share of the CPUs.
+func TestRedisBenchmarkWithServer(t *testing.T) {
+	needTool(t, "redis-server")
+	needTool(t, "redis-benchmark")
+	dir := serverDir(t, 0, 0)
+	sock := filepath.Join(dir, "redis.sock")
+	srv := exec.Command("redis-server", "--port", "0", "--unixsocket", sock, "--dir", dir, "--save", "", "--appendonly", "no")
+	srv.Dir = dir
+	startServer(t, srv, filepath.Join(dir, "log"))
+	waitFor(t, sock, srv)
+	r, _, out := observeServer(t, dir, srv.Process.Pid, "redis-benchmark", "-s", sock, "-n", "40000", "-c", "4", "-q", "-t", "set,get")
+	for _, test := range []string{"SET", "GET"} {
+		sameFigure(t, test+" requests/s", reported(t, r, test, "requests/s"),
+			printed(t, out, regexp.MustCompile(`(?:^|[\r\n])`+test+`: ([0-9.]+) requests per second`)))
+	}
+	cpuVerdictNamesBoth(t, r, "redis-server", "redis-benchmark")
+}
+
+// TestSysbenchOLTPWithMariaDB: sysbench oltp_write_only against a MariaDB
+// server of its own: the record's tps is sysbench's, and the server's
+// threads are in the accounting beside the client's.
+func TestSysbenchOLTPWithMariaDB(t *testing.T) {
+	needTool(t, "sysbench")
+	needTool(t, "mariadbd")
+	needTool(t, "mariadb-install-db")
+	needTool(t, "mariadb")
+	if os.Geteuid() != 0 {
+		t.Skip("not root: no eBPF")
+	}
+	dir := serverDir(t, 0, 0)
+	data, sock := filepath.Join(dir, "data"), filepath.Join(dir, "sock")
+	run(t, exec.Command("mariadb-install-db", "--no-defaults", "--datadir="+data, "--user=root", "--auth-root-authentication-method=normal", "--skip-test-db"))
+	srv := exec.Command("mariadbd", "--no-defaults", "--datadir="+data, "--socket="+sock, "--skip-networking", "--user=root",
+		"--pid-file="+filepath.Join(dir, "pid"), "--innodb-buffer-pool-size=64M", "--log-error="+filepath.Join(dir, "err.log"))
+	startServer(t, srv, filepath.Join(dir, "log"))
+	waitFor(t, sock, srv)
+	run(t, exec.Command("mariadb", "-S", sock, "-u", "root", "-e", "create database sbtest"))
+	sb := []string{"sysbench", "oltp_write_only", "--db-driver=mysql", "--mysql-socket=" + sock, "--mysql-user=root", "--tables=2", "--table-size=2000"}
+	run(t, exec.Command(sb[0], append(sb[1:], "prepare")...))
+	r, _, out := observeServer(t, dir, srv.Process.Pid, append(sb, "--threads=4", "--time=3", "run")...)
+	sameFigure(t, "transactions/s", reported(t, r, "", "transactions/s"), printed(t, out, regexp.MustCompile(`transactions:\s+\d+\s+\(([0-9.]+) per sec\.\)`)))
+	_, programs := rows.Roles(r.TimeAccounting)
+	names := map[string]bool{}
+	for _, p := range programs {
+		names[p.Name] = true
+	}
+	if !names["mariadbd"] || !names["sysbench"] {
+		t.Errorf("programs %+v: want mariadbd and sysbench", programs)
+	}
+	if v := r.Verdict; v.Primary == model.CatCPU || v.Primary == model.CatCPUWait {
+		cpuVerdictNamesBoth(t, r, "mariadbd", "sysbench")
+	}
+}
