@@ -209,6 +209,10 @@ struct st_call {
 	__u32 tf_dev[2];
 	/* An io_getevents call in progress: its events array (0: none). */
 	__u64 aio_events;
+	/* The call is counted in its file's inflight (the file was in files
+	 * at entry). */
+	__u32 inflight;
+	__u32 _pad2;
 };
 
 /* The threads that read or wrote each file (or directory's entry: a
@@ -1250,6 +1254,20 @@ static __always_inline void enter_call(struct task_struct *task, struct pt_regs 
 		st->lock0 = t->ns[TA_CAT_LOCK];
 	}
 	st->ts = bpf_ktime_get_ns();
+	/* Count the call among its file's in progress, when the file is in
+	 * the map already (its first call is not: the entry is made at the
+	 * first call's end, so that most calls cost one lookup). */
+	st->inflight = 0;
+	if (op != ST_EV_SYNC) {
+		struct st_file *f = bpf_map_lookup_elem(&files, &st->key);
+		__u32 i = op == ST_EV_WRITE;
+
+		if (f) {
+			if (__sync_fetch_and_add(&f->inflight[i], 1) == 0)
+				f->busy_start[i] = st->ts;
+			st->inflight = 1;
+		}
+	}
 }
 
 /* Asynchronous IO (bpf/storage.h st_aio). */
@@ -1417,6 +1435,14 @@ static __always_inline void exit_call(struct task_struct *task, struct st_call *
 	if (!f)
 		return;
 	op = st->op;
+	if (st->inflight) {
+		__u32 j = op == ST_EV_WRITE;
+
+		st->inflight = 0;
+		__sync_fetch_and_add(&f->busy_call_ns[j], delta);
+		if (__sync_fetch_and_add(&f->inflight[j], -1) == 1)
+			__sync_fetch_and_add(&f->busy_ns[j], now - f->busy_start[j]);
+	}
 	tid = task->pid;
 	t = bpf_map_lookup_elem(&threads, &tid);
 	if (t && st->has_thread) {
@@ -1437,6 +1463,7 @@ static __always_inline void exit_call(struct task_struct *task, struct st_call *
 		__sync_fetch_and_add(&f->bytes[i], ret);
 		__sync_fetch_and_add(&f->call_ns[i], delta);
 		__sync_fetch_and_add(&f->size_slots[i][slot_of(ret, ST_SLOTS)], 1);
+
 		count_thread(st, f, &ek, tid, i, c);
 		file = st->file;
 		if (f->last_file == file) {

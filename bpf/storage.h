@@ -168,6 +168,16 @@ struct st_file {
 	__u64 sync_ns;
 	__u64 errors;
 	__u64 size_slots[2][ST_SLOTS]; /* log2 of the bytes moved */
+	/* The read ([0]) and write ([1]) calls on it in progress (counted
+	 * at entry, for a file already in the map), when the count last left
+	 * 0, and the time it was above 0: the time those calls took over
+	 * busy_ns is how many threads were in such a call at once while one
+	 * was (16 writers queueing on one file's inode lock read ~16; 16
+	 * spread over 16 files, ~1 each). */
+	__u64 inflight[2];
+	__u64 busy_start[2];
+	__u64 busy_ns[2];
+	__u64 busy_call_ns[2]; /* the time of the calls counted in inflight */
 	/* The positions map's entry of the open file last used on it, kept
 	 * here (written back when another open file is used): most files
 	 * are used through one open file, so most calls skip the map. */

@@ -205,6 +205,11 @@ func concurrencyRows(a, b *model.Run) []Difference {
 				A: pa, B: pb, Judged: true, Differs: ratio(pa, pb) >= countRatio, Rule: threadRule})
 		}
 	}
+	if wa, wb := writersAtOnce(a), writersAtOnce(b); wa > 0 && wb > 0 {
+		out = append(out, Difference{Group: GroupConcurrency, ID: "concurrency.writers_at_once", Name: "writers at once per file (mean)", Unit: UnitThreads,
+			A: wa, B: wb, Judged: true, Differs: math.Abs(wb-wa) >= concurrencyGap, Rule: atOnceRule,
+			Note: "measured (--storage): the threads in write calls on a file at once while it was in use, averaged over the files by their write time; writers at once on one file queue on its inode lock"})
+	}
 	if wa, wb := measuredWriters(a), measuredWriters(b); wa > 0 && wb > 0 {
 		out = append(out, Difference{Group: GroupConcurrency, ID: "concurrency.writers_per_file", Name: "writer threads per file (most)", Unit: UnitThreads,
 			A: wa, B: wb, Judged: true, Differs: ratio(wa, wb) >= countRatio, Rule: threadRule,
@@ -231,6 +236,29 @@ func measuredWriters(r *model.Run) float64 {
 		}
 	}
 	return float64(most)
+}
+
+// writersAtOnce is how many threads wrote a file at once while it was in
+// use, averaged over the files weighed by their time in write calls (so
+// the files that took the time speak): sysbench's sequential writers, 16
+// threads on one file at a time, read ~16; its random ones, spread over 16
+// files, ~1 to 2. 0 without the files' spans (records made before, or
+// without --storage).
+func writersAtOnce(r *model.Run) float64 {
+	if r.Storage == nil {
+		return 0
+	}
+	var sum, weight float64
+	for _, f := range r.Storage.Files {
+		if !f.Folded && f.Writes.Concurrency > 0 {
+			sum += f.Writes.Concurrency * f.Writes.CallSec
+			weight += f.Writes.CallSec
+		}
+	}
+	if weight == 0 {
+		return 0
+	}
+	return sum / weight
 }
 
 // writersPerFile is how many fileio threads may write one file at once; 0

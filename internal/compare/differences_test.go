@@ -95,6 +95,27 @@ func TestDifferenceRules(t *testing.T) {
 					{Path: "/f2", Writes: model.FileOps{Count: 9, Threads: 1}}}}
 			},
 			id: "concurrency.writers_per_file", judged: true, differs: true},
+		{name: "writers at once per file: 16 queueing on one file against 1 each", a: fileioRun, b: fileioRun,
+			edit: func(a, b *model.Run) {
+				// Both counted 16 writers per file over the run.
+				a.Storage = &model.StorageIO{Files: []model.FileIO{{Path: "/f", Writes: model.FileOps{Count: 9, Threads: 16, CallSec: 4, Concurrency: 15.2}}}}
+				b.Storage = &model.StorageIO{Files: []model.FileIO{{Path: "/f1", Writes: model.FileOps{Count: 9, Threads: 16, CallSec: 1, Concurrency: 1.1}},
+					{Path: "/f2", Writes: model.FileOps{Count: 9, Threads: 16, CallSec: 3, Concurrency: 1.3}},
+					{Path: "/d", Folded: true, Writes: model.FileOps{Count: 9, Threads: 16, CallSec: 9, Concurrency: 9}}}}
+			},
+			id: "concurrency.writers_at_once", judged: true, differs: true},
+		{name: "writers at once per file 1.1 against 1.3", a: fileioRun, b: fileioRun,
+			edit: func(a, b *model.Run) {
+				a.Storage = &model.StorageIO{Files: []model.FileIO{{Path: "/f", Writes: model.FileOps{Count: 9, Threads: 16, CallSec: 4, Concurrency: 1.1}}}}
+				b.Storage = &model.StorageIO{Files: []model.FileIO{{Path: "/f", Writes: model.FileOps{Count: 9, Threads: 16, CallSec: 4, Concurrency: 1.3}}}}
+			},
+			id: "concurrency.writers_at_once", judged: true},
+		{name: "no spans measured: no writers at once", a: fileioRun, b: fileioRun,
+			edit: func(a, b *model.Run) {
+				a.Storage = &model.StorageIO{Files: []model.FileIO{{Path: "/f", Writes: model.FileOps{Count: 9, Threads: 16}}}}
+				b.Storage = a.Storage
+			},
+			id: "concurrency.writers_at_once", absent: true},
 		{name: "readers have no writers per file", a: fileioRun, b: fileioRun,
 			edit: func(a, b *model.Run) { a.Target.FileIO.RW, b.Target.FileIO.RW = "randread", "randread" },
 			id:   "concurrency.writers_per_file", absent: true},

@@ -462,8 +462,10 @@ func rerunArgs(r *model.Run) []string {
 		return nil
 	}
 	var out []string
-	// Options of the verb, minus the ones diagnose sets here or rejects.
-	valued := map[string]bool{"--json": true, "--repeat": true, "--conditions": true, "--budget": true}
+	// Options of the verb, minus the ones diagnose sets here or rejects,
+	// and the record's own outputs (the advice must not write over the
+	// report or page the record came with).
+	valued := map[string]bool{"--json": true, "--repeat": true, "--conditions": true, "--budget": true, "--output": true, "--html": true}
 	for i := 1; i < start; i++ {
 		a := args[i]
 		name, _, hasValue := strings.Cut(a, "=")

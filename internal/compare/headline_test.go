@@ -204,6 +204,9 @@ func TestAdviceRepeatsTheWorkload(t *testing.T) {
 		{[]string{"observe", "--", "sh", "-c", "make -j4 && ./it's"}, "command",
 			`perfsleuth diagnose --conditions baseline --repeat 5 --json A-baseline.json -- sh -c 'make -j4 && ./it'\''s'`},
 		{[]string{"bench", "sqlite"}, "sqlite", "perfsleuth diagnose --conditions baseline --repeat 5 --json A-baseline.json sqlite"},
+		// The record's own report and page are not written over.
+		{[]string{"observe", "--storage", "--output", "a.txt", "--html=a.html", "--json", "a.json", "--", "sysbench", "fileio", "run"}, "command",
+			"perfsleuth diagnose --conditions baseline --repeat 5 --json A-baseline.json --storage -- sysbench fileio run"},
 		{nil, "sqlite", "<A's workload and its flags>"},
 	}
 	for _, tc := range cases {

@@ -132,6 +132,9 @@ func files(s *section, fs []model.FileIO) {
 	tb := newTable("~file", "~sqlite", "reads", "per read", "~pattern", "readers", "writes", "per write", "~pattern", "writers", "syncs", "sync time", "blocked", "locked", "errors")
 	for _, f := range list.Rows {
 		tip := fmt.Sprintf("dev %s inode %d, pid %d", f.Dev, f.Ino, f.PID)
+		if q := rows.Queue(f); q != "" {
+			tip += "; " + q
+		}
 		if f.Instances > 1 {
 			tip += fmt.Sprintf(", %d files had this path", f.Instances)
 		}
@@ -171,6 +174,9 @@ const topFiles = 5
 func threadCount(o rows.FileSide) string {
 	if o.Count == 0 || o.Threads == 0 {
 		return ""
+	}
+	if o.AtOnce >= 1.5 {
+		return fmt.Sprintf("%s (%.1f at once)", units.FormatCount(o.Threads), o.AtOnce)
 	}
 	return units.FormatCount(o.Threads)
 }

@@ -276,7 +276,16 @@ type FileOps struct {
 	// on its inode lock, 16 writing one file each do not.
 	Threads int64   `json:"threads"`
 	CallSec float64 `json:"call_sec"`
-	Sizes   []Range `json:"size_hist,omitempty"`
+	// BusySec is the time with at least one of these calls in progress
+	// (summed over the files that had one path); Concurrency is CallSec
+	// over it: how many threads were in these calls at once, on average,
+	// while one was. 16 threads writing one file at once read ~16
+	// (queueing on its inode lock: LockSec); 16 threads spread over 16
+	// files, ~1 each, though Threads counts all 16 over the run. 0 in a
+	// record made before.
+	BusySec     float64 `json:"busy_sec,omitempty"`
+	Concurrency float64 `json:"concurrency,omitempty"`
+	Sizes       []Range `json:"size_hist,omitempty"`
 }
 
 // SQLiteIO maps the workload's reads and writes of SQLite files to pages.

@@ -106,6 +106,9 @@ func (d *doc) files(fs []model.FileIO) {
 		d.row(row, units.FormatCount(f.Reads.Count), meanKiB(f.Reads), short(f.Reads.Pattern),
 			units.FormatCount(f.Writes.Count), meanKiB(f.Writes), short(f.Writes.Pattern),
 			units.FormatCount(f.Syncs), rows.Secs(f.BlockedSec), rows.Secs(f.LockSec), threadCounts(f))
+		if q := rows.Queue(f); q != "" {
+			d.wrapped("      ", "        ", q)
+		}
 	}
 	d.line("  KiB: average per call; seq/rand/mixed: where each call began against the")
 	d.line("  previous one on the same open file; threads: that read it / that wrote it")

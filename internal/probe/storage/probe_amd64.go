@@ -745,6 +745,8 @@ func fileIO(mounts map[string]string, k storageStFileKey, f *storageStFile) mode
 	for i, ops := range []*model.FileOps{&fi.Reads, &fi.Writes} {
 		*ops = model.FileOps{Count: int64(f.Ops[i]), Bytes: int64(f.Bytes[i]), Sequential: int64(f.Seq[i]), Random: int64(f.Random[i]),
 			Pattern: pattern(int64(f.Seq[i]), int64(f.Random[i])), Threads: int64(f.Threads[i]), CallSec: float64(f.CallNs[i]) / 1e9, Sizes: ranges(f.SizeSlots[i][:], 1)}
+		ops.BusySec = float64(f.BusyNs[i]) / 1e9
+		ops.Concurrency = concurrency(float64(f.BusyCallNs[i])/1e9, ops.BusySec)
 	}
 	return fi
 }

@@ -121,12 +121,29 @@ func mergeByPath(fs []model.FileIO) []model.FileIO {
 			a.Sequential += b.Sequential
 			a.Random += b.Random
 			a.CallSec += b.CallSec
+			// Files that had one path in turn (a rollback journal made
+			// anew in each transaction): their busy times add up.
+			if busy := a.BusySec + b.BusySec; busy > 0 {
+				a.Concurrency = (a.Concurrency*a.BusySec + b.Concurrency*b.BusySec) / busy
+			}
+			a.BusySec += b.BusySec
 			a.Pattern = pattern(a.Sequential, a.Random)
 			a.Threads = max(a.Threads, b.Threads)
 			a.Sizes = mergeRanges(a.Sizes, b.Sizes)
 		}
 	}
 	return out
+}
+
+// concurrency is how many calls were in progress at once on average while
+// one was: their summed time over the time with one in progress; 0
+// without it. At least one: the busy time is racy in the kernel (two
+// calls ending at once may both add their part), never short.
+func concurrency(callSec, busySec float64) float64 {
+	if busySec <= 0 || callSec <= 0 {
+		return 0
+	}
+	return max(1, callSec/busySec)
 }
 
 // mergeRanges adds two histograms of the same log2 buckets.

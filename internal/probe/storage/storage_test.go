@@ -5,6 +5,7 @@ package storage
 import (
 	"context"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -651,6 +652,13 @@ func TestFileThreads(t *testing.T) {
 		if f := got[name]; f.Writes.Count != writes || f.Writes.Threads != 1 {
 			t.Errorf("%s: %d writes by %d threads; want %d by 1", name, f.Writes.Count, f.Writes.Threads, writes)
 		}
+		// One writer: one call at a time, exactly.
+		if f := got[name]; math.Abs(f.Writes.Concurrency-1) > 1e-9 || f.Writes.BusySec <= 0 {
+			t.Errorf("%s: %.3f writers at once over %.6fs busy, want 1", name, f.Writes.Concurrency, f.Writes.BusySec)
+		}
+	}
+	if f := got["shared"]; f.Writes.Concurrency < 1 || f.Writes.BusySec <= 0 || f.Writes.BusySec > f.Writes.CallSec {
+		t.Errorf("shared: %.3f writers at once over %.6fs busy (%.6fs in calls)", f.Writes.Concurrency, f.Writes.BusySec, f.Writes.CallSec)
 	}
 	if st.Dropped.ThreadFiles != 0 {
 		t.Errorf("%d thread-file pairs dropped", st.Dropped.ThreadFiles)
@@ -711,6 +719,62 @@ func TestManyFilesFolded(t *testing.T) {
 	if st.Dropped.FileOps != 0 || entries > MaxFiles || folded < files-MaxFiles || st.FoldedCalls < folded || st.MaxFiles != MaxFiles {
 		t.Errorf("dropped %d calls; %d files one by one (at most %d); %d writes in directories' entries, the record's folded calls %d (max files %d)",
 			st.Dropped.FileOps, entries, MaxFiles, folded, st.FoldedCalls, st.MaxFiles)
+	}
+}
+
+// Writers at once (issue 18): threads that write one file together are
+// in a call on it at once, a thread that writes its own file alone is
+// never, whatever the whole run's count of writers says. Each of 4
+// threads writes 4 KiB blocks for 300 ms, to the shared file or to its own.
+func TestFileWritersAtOnce(t *testing.T) {
+	dir := t.TempDir()
+	stop := start(t, Config{Files: true})
+	write := func(name func(i int) string) {
+		var ready, done sync.WaitGroup
+		ready.Add(4)
+		done.Add(4)
+		for i := range 4 {
+			go func() {
+				defer done.Done()
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				f, err := os.OpenFile(filepath.Join(dir, name(i)), os.O_CREATE|os.O_WRONLY, 0o644)
+				ready.Done()
+				ready.Wait()
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				defer f.Close()
+				buf := make([]byte, 4096)
+				for j, end := 0, time.Now().Add(300*time.Millisecond); time.Now().Before(end); j++ {
+					if _, err := f.WriteAt(buf, int64(j%256)*4096); err != nil {
+						t.Error(err)
+						return
+					}
+				}
+			}()
+		}
+		done.Wait()
+	}
+	write(func(int) string { return "shared" })
+	write(func(i int) string { return fmt.Sprintf("own-%d", i) })
+	st := stop()
+	for _, f := range st.Files {
+		w := f.Writes
+		switch name := filepath.Base(f.Path); {
+		case name == "shared":
+			// Four runnable writers on two CPUs: two in a call at once
+			// at the least, whenever one is, and more while one holding
+			// the inode lock is preempted.
+			if w.Concurrency < 1.5 || w.Threads != 4 {
+				t.Errorf("shared: %.2f writers at once (%d threads, %.3fs busy, %.3fs in calls), want 1.5 or more of 4", w.Concurrency, w.Threads, w.BusySec, w.CallSec)
+			}
+		case strings.HasPrefix(name, "own-"):
+			if math.Abs(w.Concurrency-1) > 1e-9 || w.Threads != 1 {
+				t.Errorf("%s: %.3f writers at once (%d threads), want 1 of 1", name, w.Concurrency, w.Threads)
+			}
+		}
 	}
 }
 

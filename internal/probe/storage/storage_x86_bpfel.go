@@ -52,6 +52,8 @@ type storageStCall struct {
 	TfIno     [2]uint64
 	TfDev     [2]uint32
 	AioEvents uint64
+	Inflight  uint32
+	Pad2      uint32
 }
 
 type storageStCounters struct {
@@ -141,6 +143,10 @@ type storageStFile struct {
 	SyncNs     uint64
 	Errors     uint64
 	SizeSlots  [2][32]uint64
+	Inflight   [2]uint64
+	BusyStart  [2]uint64
+	BusyNs     [2]uint64
+	BusyCallNs [2]uint64
 	LastFile   uint64
 	LastNext   int64
 	LastStart  int64

@@ -191,6 +191,8 @@ type FileRow struct {
 	Reads, Writes                FileSide
 	Syncs, Errors                int64
 	SyncSec, BlockedSec, LockSec float64
+	// Folded: a directory's files together (model.FileIO.Folded).
+	Folded bool
 }
 
 // FileSide is a file's reads or its writes.
@@ -202,12 +204,14 @@ type FileSide struct {
 	// same open file: sequential, random, mixed.
 	Pattern string
 	// Threads counts the threads that made the calls (0 in a record made
-	// before they were counted).
+	// before they were counted); AtOnce is how many made them at once, on
+	// average, while the file was in use (0 in a record made before).
 	Threads int64
+	AtOnce  float64
 }
 
 func fileSide(o model.FileOps) FileSide {
-	s := FileSide{Count: o.Count, Pattern: o.Pattern, Threads: o.Threads}
+	s := FileSide{Count: o.Count, Pattern: o.Pattern, Threads: o.Threads, AtOnce: o.Concurrency}
 	if o.Count > 0 {
 		s.MeanBytes = float64(o.Bytes) / float64(o.Count)
 	}
@@ -233,7 +237,7 @@ func Files(fs []model.FileIO, n int) List[FileRow] {
 		}
 		out.Rows = append(out.Rows, FileRow{Path: path, Dev: f.Dev, Ino: f.Ino, PID: f.PID, Instances: f.Instances, SQLite: f.SQLite,
 			Reads: fileSide(f.Reads), Writes: fileSide(f.Writes), Syncs: f.Syncs, Errors: f.Errors,
-			SyncSec: f.SyncSec, BlockedSec: f.BlockedSec, LockSec: f.LockSec})
+			SyncSec: f.SyncSec, BlockedSec: f.BlockedSec, LockSec: f.LockSec, Folded: f.Folded})
 	}
 	return out
 }
@@ -384,6 +388,36 @@ func Directories(fs []model.FileIO, n int) (dirs []DirRow, files int64) {
 	})
 	return dirs, files
 }
+
+// Queue says, for a file that threads read or wrote at once (1.5 or more
+// on average while it was in use), how many and what it cost them:
+// "writers at once: 9.8 on average of 16 threads; 6.1s waiting on locks";
+// "" otherwise, or for a directory's files together.
+func Queue(f FileRow) string {
+	if f.Folded {
+		return ""
+	}
+	var parts []string
+	for _, x := range []struct {
+		who string
+		s   FileSide
+	}{{"readers", f.Reads}, {"writers", f.Writes}} {
+		if x.s.AtOnce >= queueAtOnce {
+			parts = append(parts, fmt.Sprintf("%s at once: %.1f on average of %d threads", x.who, x.s.AtOnce, x.s.Threads))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	if f.LockSec > 0 {
+		parts = append(parts, Secs(f.LockSec)+" waiting on locks")
+	}
+	return strings.Join(parts, "; ")
+}
+
+// queueAtOnce is the mean number of threads in calls on one file from
+// which Queue speaks of them.
+const queueAtOnce = 1.5
 
 // FoldedName names a directory's files together: "/srv/dst/ (1,203
 // files)".

@@ -98,3 +98,20 @@ func TestDirectories(t *testing.T) {
 		t.Errorf("folded row: %q", l.Rows[len(l.Rows)-2].Path)
 	}
 }
+
+// A file written by threads at once says how many and what the lock cost
+// them; one written a thread at a time, or a directory's files, says
+// nothing.
+func TestQueue(t *testing.T) {
+	f := Files([]model.FileIO{
+		{Path: "/d/shared", LockSec: 3.9, Writes: model.FileOps{Count: 10, Threads: 16, Concurrency: 5.27}},
+		{Path: "/d/own", Writes: model.FileOps{Count: 10, Threads: 16, Concurrency: 1.1}},
+		{Path: "/d", Folded: true, FoldedFiles: 9, Writes: model.FileOps{Count: 10, Threads: 16, Concurrency: 5}},
+	}, 8).Rows
+	if got := Queue(f[0]); got != "writers at once: 5.3 on average of 16 threads; 3.9s waiting on locks" {
+		t.Errorf("shared: %q", got)
+	}
+	if got := Queue(f[1]) + Queue(f[2]); got != "" {
+		t.Errorf("one writer at a time, a directory: %q", got)
+	}
+}
