@@ -657,8 +657,10 @@ static __always_inline void close_interval_by(struct ta_thread *t, __u64 now, __
 			add_offcpu(t, cat, d);
 		if (t->state == TA_STATE_BLOCKED && cat == TA_CAT_LOCK)
 			lock_end(t, d);
+		/* A blocked wait's waker; a run-queue wait's, the task that had
+		 * the CPU until it got it (the switch-in's prev). */
 		if (t->state != TA_STATE_RUNNING)
-			edge_add(t, t->act, cat, t->state == TA_STATE_BLOCKED ? kind : TA_WAKER_NONE, id, d);
+			edge_add(t, t->act, cat, kind, id, d);
 	}
 	t->last_ns = now;
 }
@@ -1032,6 +1034,26 @@ static __always_inline void lock_begin(void *ctx, struct task_struct *task, stru
 	}
 }
 
+static __always_inline void name_waker(struct task_struct *cur, __u32 kthread);
+
+/* cpu_holder is the kind of task prev is, which had the CPU a runnable
+ * thread of the workload gets now: another of its threads, a kernel
+ * thread, another process (named), or the idle task (none: the thread
+ * waited with a CPU idle). */
+static __always_inline __u32 cpu_holder(struct task_struct *prev, bool prev_tracked)
+{
+	if (prev->pid == 0)
+		return TA_WAKER_NONE;
+	if (prev_tracked)
+		return TA_WAKER_PEER;
+	if (prev->flags & PF_KTHREAD) {
+		name_waker(prev, 1);
+		return TA_WAKER_KTHREAD;
+	}
+	name_waker(prev, 0);
+	return TA_WAKER_OUTSIDE;
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
@@ -1111,8 +1133,11 @@ int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_
 				split_at(t, now, waited, TA_STATE_RUNNABLE);
 			}
 			/* A blocked thread switched in without a wakeup seen keeps
-			 * its blocked category up to now. */
-			close_interval(t, now);
+			 * its blocked category up to now. A runnable one's wait
+			 * ends with the task that had the CPU (prev): on a busy
+			 * machine, what took the CPUs it waited for. */
+			close_interval_by(t, now, t->state == TA_STATE_RUNNABLE ? cpu_holder(prev, prev_tracked) : TA_WAKER_NONE,
+					  t->state == TA_STATE_RUNNABLE && prev->pid ? prev->pid : 0);
 			t->state = TA_STATE_RUNNING;
 			/* Counted from the window's opening: a run under way
 			 * then is left out (what it was not charged is a

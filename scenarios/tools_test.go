@@ -456,6 +456,12 @@ func TestSysbenchFsyncsAgree(t *testing.T) {
 	if rates["writes"] == 0 {
 		t.Fatalf("no writes/s in sysbench's output:\n%s", out)
 	}
+	// The record's result is sysbench's own, figure for figure.
+	for _, name := range []string{"writes", "fsyncs"} {
+		if got := reported(t, r, "", name+"/s"); got != rates[name] {
+			t.Errorf("the record's %s/s %v, sysbench printed %v", name, got, rates[name])
+		}
+	}
 	own := rates["fsyncs"] * 4000 / rates["writes"]
 	t.Logf("sync table: %d fsync calls; sysbench: %.1f", syncs, own)
 	if math.Abs(float64(syncs)-own) > 0.05*own {

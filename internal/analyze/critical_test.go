@@ -215,3 +215,28 @@ func TestVerdictCPUByProgram(t *testing.T) {
 		t.Errorf("one program: %q", one.Verdict.Summary)
 	}
 }
+
+// Issue 18: pgbench observed alone on 2 CPUs its server's backends share
+// is CPU-starved; its waits for a CPU end with the backends holding them,
+// which the verdict names, with their parent to observe them by.
+func TestVerdictNamesCPUTakers(t *testing.T) {
+	run := withWaits(runWith(2, 2, thread(1, map[string]float64{"cpu": 0.4, "cpu-wait": 1.4, "sleep": 0.2})),
+		model.Wait{PID: 1, TID: 1, Activity: "user", Category: "cpu-wait", Waker: "outside", WakerPID: 4242, WakerTID: 4242, WakerPPID: 4200, WakerComm: "postgres", Seconds: 0.6, Count: 300},
+		model.Wait{PID: 1, TID: 1, Activity: "user", Category: "cpu-wait", Waker: "outside", WakerPID: 4243, WakerTID: 4243, WakerPPID: 4200, WakerComm: "postgres", Seconds: 0.5, Count: 300},
+		model.Wait{PID: 1, TID: 1, Activity: "user", Category: "cpu-wait", Waker: "kthread", WakerTID: 12, WakerComm: "kworker/0:1", Seconds: 0.2, Count: 30},
+		model.Wait{PID: 1, TID: 1, Activity: "user", Category: "cpu-wait", Waker: "none", Seconds: 0.1, Count: 30},
+		model.Wait{PID: 1, TID: 1, Activity: "net", Category: "sleep", Waker: "outside", WakerPID: 4242, WakerTID: 4242, WakerPPID: 4200, WakerComm: "postgres", Seconds: 0.2, Count: 300})
+	Analyze(run)
+	want := "; the CPUs it waited for went to processes outside the workload (79% of that wait): postgres (pids 4242, 4243, children of pid 4200) had them for 100% of that: observe them with the workload, -p 4200 beside the command"
+	if v := run.Verdict; v.Primary != model.CatCPUWait || !strings.HasSuffix(v.Summary, want) {
+		t.Errorf("verdict %q (%s), want cpu-wait ending in %q", v.Summary, v.Primary, want)
+	}
+	// Waits for a CPU that other threads of the workload held: nothing
+	// outside to name.
+	inside := withWaits(runWith(2, 2, thread(1, map[string]float64{"cpu": 0.4, "cpu-wait": 1.4, "sleep": 0.2})),
+		model.Wait{PID: 1, TID: 1, Activity: "user", Category: "cpu-wait", Waker: "peer", WakerPID: 1, WakerTID: 2, WakerComm: "t", Seconds: 1.4, Count: 300})
+	Analyze(inside)
+	if strings.Contains(inside.Verdict.Summary, "went to processes outside") {
+		t.Errorf("verdict %q names outsiders", inside.Verdict.Summary)
+	}
+}

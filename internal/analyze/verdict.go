@@ -84,9 +84,9 @@ func basisOf(ta *model.TimeAccounting, c *cells) basisTime {
 	return b
 }
 
-// syncSplitGroups counts the sync calls' time on a CPU and waiting for
-// one (SyncCalls.Split) toward storage-sync in a record without a
-// wait-for graph, when the calls blocked for ioBlockedShare of their time.
+// syncSplitGroups counts the sync calls' time on a CPU (SyncCalls.Split)
+// toward storage-sync in a record without a wait-for graph, when the calls
+// blocked for ioBlockedShare of their time.
 func syncSplitGroups(ta *model.TimeAccounting, b *basisTime) {
 	var split map[string]float64
 	sec, blocked := 0.0, 0.0
@@ -108,14 +108,14 @@ func syncSplitGroups(ta *model.TimeAccounting, b *basisTime) {
 	if sec <= 0 || blocked < ioBlockedShare*sec {
 		return
 	}
+	// The time on a CPU only: waiting for one inside the calls stays
+	// cpu-wait (activity.go).
 	cpu := min(split[model.CatCPU], b.group[model.CatCPU])
-	wait := min(split[model.CatCPUWait], b.group[model.CatCPUWait])
 	b.group[model.CatCPU] -= cpu
-	b.group[model.CatCPUWait] -= wait
-	b.group[model.CatStorageSync] += cpu + wait
+	b.group[model.CatStorageSync] += cpu
 	b.in[model.CatStorageSync] = map[string]map[string]float64{"sync": {
-		model.StateStorageSync: min(split[model.CatStorageSync], b.group[model.CatStorageSync]-cpu-wait),
-		model.StateCPU:         cpu, model.StateCPUWait: wait}}
+		model.StateStorageSync: min(split[model.CatStorageSync], b.group[model.CatStorageSync]-cpu),
+		model.StateCPU:         cpu}}
 }
 
 // verdict names the group (the category, with the time on a CPU inside IO
@@ -175,11 +175,56 @@ func verdict(ta *model.TimeAccounting, c *cells) *model.Verdict {
 			v.Summary += "; " + by
 		}
 	}
+	if best == model.CatCPUWait {
+		if took := cpuTakers(ta); took != "" {
+			v.Summary += "; " + took
+		}
+	}
 	if n := pollers(ta); len(n) > 0 {
 		v.Summary += fmt.Sprintf("; left out: %s, which slept on timers or waited the whole window while the others worked", strings.Join(n, ", "))
 	}
 	return v
 }
+
+// cpuTakers names what took the CPUs the workload waited for, when
+// processes outside it did a third of that waiting or more (each wait for
+// a CPU ends with the task that had it: pgbench observed alone waits for
+// the CPUs its server's backends hold): "the CPUs it waited for went to
+// processes outside the workload (80% of that wait): postgres (pids ...,
+// children of pid 4200) 90%, ...: observe them with the workload, -p
+// 4200 beside the command". "" otherwise.
+func cpuTakers(ta *model.TimeAccounting) string {
+	outside := map[outsider]float64{}
+	parents := map[int]int{}
+	var wait, out float64
+	for _, w := range ta.Waits {
+		if w.Category != model.CatCPUWait || w.Seconds <= 0 {
+			continue
+		}
+		wait += w.Seconds
+		if w.Waker == model.WakerOutside && w.WakerPID != 0 {
+			outside[outsider{w.WakerPID, w.WakerComm}] += w.Seconds
+			out += w.Seconds
+			if w.WakerPPID != 0 {
+				parents[w.WakerPID] = w.WakerPPID
+			}
+		}
+	}
+	if wait <= 0 || out < cpuTakersShare*wait {
+		return ""
+	}
+	names := outsidersByName(outside, parents, out, "had them for")
+	if names == "" {
+		return ""
+	}
+	return fmt.Sprintf("the CPUs it waited for went to processes outside the workload (%.0f%% of that wait): ", 100*out/wait) +
+		names + " beside the command"
+}
+
+// cpuTakersShare: the verdict names the processes outside the workload
+// that took the CPUs it waited for when they did this share of the
+// waiting or more.
+const cpuTakersShare = 1.0 / 3
 
 // cpuByProgram says how the busy threads' CPU time divides between the
 // programs of a workload that ran several (a server and its client, -p
@@ -419,7 +464,7 @@ func sleepVerdict(ta *model.TimeAccounting) string {
 		// Several processes of one name (a server's backends, one per
 		// client connection) or of several: the names that woke most of
 		// it, with their processes.
-		if names := outsidersByName(outside, parents, by[top]); names != "" {
+		if names := outsidersByName(outside, parents, by[top], "woke it for"); names != "" {
 			return "waiting for processes outside the workload (%.0f%% of the critical path's time asleep until one woke it): " +
 				strings.ReplaceAll(names, "%", "%%") + " beside the command"
 		}
@@ -450,13 +495,13 @@ func topOutsider(by map[outsider]float64) (outsider, float64) {
 }
 
 // outsidersByName words the outsiders that ended sec of waiting, by
-// name, most first: at most three names that ended 1% of it or more, and
+// name, most first, the first with verb ("woke it for"): at most three names that ended 1% of it or more, and
 // four pids of each: "postgres (pids 4242, 4243 and 6 more) woke it for
 // 90%, sshd (pid 99) 5% of that: observe them with the workload, -p 4242
 // -p 4243 -p 99". The processes of one name that share a parent (a
 // server's backends, parents their ppid) are observed through it: "-p
 // 4200, their parent".
-func outsidersByName(by map[outsider]float64, parents map[int]int, sec float64) string {
+func outsidersByName(by map[outsider]float64, parents map[int]int, sec float64, verb string) string {
 	type name struct {
 		comm string
 		sec  float64
@@ -508,7 +553,7 @@ func outsidersByName(by map[outsider]float64, parents map[int]int, sec float64) 
 		}
 		of := ""
 		if i == 0 {
-			of = " woke it for"
+			of = " " + verb
 		}
 		parts = append(parts, fmt.Sprintf("%s (%s)%s %.0f%%", n.comm, who, of, 100*n.sec/sec))
 	}
