@@ -121,22 +121,11 @@ func runScenario(name string) error {
 	case "renamesync":
 		// PostgreSQL's WAL: a segment is made and synced as xlogtemp.PID,
 		// then renamed.
-		dir := os.Getenv(dirEnv)
-		f, err := os.Create(filepath.Join(dir, "xlogtemp.4242"))
-		if err != nil {
+		path := filepath.Join(os.Getenv(dirEnv), "xlogtemp.4242")
+		if err := fdatasyncs(path, 10); err != nil {
 			return err
 		}
-		defer f.Close()
-		announce(unix.Gettid())
-		if err := waitGo(); err != nil {
-			return err
-		}
-		for range 10 {
-			if err := unix.Fdatasync(int(f.Fd())); err != nil {
-				return err
-			}
-		}
-		return os.Rename(f.Name(), filepath.Join(dir, "000000010000000000000005"))
+		return os.Rename(path, filepath.Join(os.Getenv(dirEnv), "000000010000000000000005"))
 	case "manysync":
 		// One fsync each of manySynced files in three directories, past
 		// the 1,024 the probe lists one by one: the files are made and
@@ -166,20 +155,7 @@ func runScenario(name string) error {
 		}
 	case "fdatasync":
 		// 1000 fdatasync calls on an unchanged file: cheap, exact to count.
-		f, err := os.Create(filepath.Join(os.Getenv(dirEnv), "fdatasync.dat"))
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		announce(unix.Gettid())
-		if err := waitGo(); err != nil {
-			return err
-		}
-		for range 1000 {
-			if err := unix.Fdatasync(int(f.Fd())); err != nil {
-				return err
-			}
-		}
+		return fdatasyncs(filepath.Join(os.Getenv(dirEnv), "fdatasync.dat"), 1000)
 	case "syscalls":
 		// 1000 getppid (never fails) and 500 close(-1) (always EBADF):
 		// no Go runtime thread makes either.
@@ -533,4 +509,24 @@ func (c *child) run(t testing.TB) {
 	if err := c.cmd.Wait(); err != nil {
 		t.Fatalf("child: %v", err)
 	}
+}
+
+// fdatasyncs makes the file at path, announces the thread, waits for the
+// go and syncs the file n times.
+func fdatasyncs(path string, n int) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	announce(unix.Gettid())
+	if err := waitGo(); err != nil {
+		return err
+	}
+	for range n {
+		if err := unix.Fdatasync(int(f.Fd())); err != nil {
+			return err
+		}
+	}
+	return nil
 }
