@@ -47,6 +47,23 @@ func Need(t testing.TB) {
 	}
 }
 
+// Loaded says whether another process competes for the CPUs right now,
+// and what was measured, for a test whose assertion differs on a loaded
+// machine rather than failing there (a program that waits for storage on
+// a quiet machine waits for the CPUs two burners hold: its verdict then
+// names them). It samples as Need does; a machine it cannot measure is
+// taken as quiet.
+func Loaded(t testing.TB) (bool, string) {
+	t.Helper()
+	l, err := measureLoad(loadWindow)
+	if err != nil {
+		t.Logf("cannot tell whether the machine is loaded (%v): taking it as quiet", err)
+		return false, ""
+	}
+	why := l.loaded()
+	return why != "", fmt.Sprintf("%s (%s)", why, l)
+}
+
 // loadWindow is how long Need samples: long enough for a neighbour
 // that runs in bursts (a build's compiler processes) to show, short enough
 // to add little to a test of tens of seconds. loadEvery is the sampling
