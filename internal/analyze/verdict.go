@@ -195,25 +195,20 @@ func verdict(ta *model.TimeAccounting, c *cells) *model.Verdict {
 // 4200 beside the command". "" otherwise.
 func cpuTakers(ta *model.TimeAccounting) string {
 	outside := map[outsider]float64{}
-	parents := map[int]int{}
 	var wait, out float64
 	for _, w := range ta.Waits {
 		if w.Category != model.CatCPUWait || w.Seconds <= 0 {
 			continue
 		}
 		wait += w.Seconds
-		if w.Waker == model.WakerOutside && w.WakerPID != 0 {
-			outside[outsider{w.WakerPID, w.WakerComm}] += w.Seconds
+		if addOutsider(outside, w) {
 			out += w.Seconds
-			if w.WakerPPID != 0 {
-				parents[w.WakerPID] = w.WakerPPID
-			}
 		}
 	}
 	if wait <= 0 || out < cpuTakersShare*wait {
 		return ""
 	}
-	names := outsidersByName(outside, parents, out, "had them for")
+	names := outsidersByName(outside, out, "had them for")
 	if names == "" {
 		return ""
 	}
@@ -231,28 +226,18 @@ const cpuTakersShare = 1.0 / 3
 // PID -- CMD): "the CPU time went to mariadbd 77%, sysbench 23%"; "" with
 // one program, or when one took 95% or more.
 func cpuByProgram(ta *model.TimeAccounting) string {
-	progs := ta.ProgramNames()
-	by := map[string]float64{}
+	progs := ta.ProgramsCPU()
 	total := 0.0
-	for _, t := range ta.Threads {
-		if t.Idle {
-			continue
-		}
-		by[progs[t.PID]] += t.Seconds[model.CatCPU]
-		total += t.Seconds[model.CatCPU]
+	for _, p := range progs {
+		total += p.CPUSec
 	}
-	if len(by) < 2 || total <= 0 {
-		return ""
-	}
-	names := slices.Collect(maps.Keys(by))
-	slices.SortFunc(names, func(a, b string) int { return cmp.Or(cmp.Compare(by[b], by[a]), strings.Compare(a, b)) })
-	if by[names[0]] >= 0.95*total {
+	if len(progs) < 2 || total <= 0 || progs[0].CPUSec >= 0.95*total {
 		return ""
 	}
 	var parts []string
-	for _, n := range names[:min(4, len(names))] {
-		if by[n] >= 0.01*total {
-			parts = append(parts, fmt.Sprintf("%s %.0f%%", n, 100*by[n]/total))
+	for _, p := range progs[:min(4, len(progs))] {
+		if p.CPUSec >= 0.01*total {
+			parts = append(parts, fmt.Sprintf("%s %.0f%%", p.Name, 100*p.CPUSec/total))
 		}
 	}
 	return "the CPU time went to " + strings.Join(parts, ", ")
@@ -411,7 +396,6 @@ func sleepVerdict(ta *model.TimeAccounting) string {
 	acts := map[string]float64{}
 	count := map[string]int64{}
 	outside := map[outsider]float64{}
-	parents := map[int]int{}
 	skip := map[int]bool{}
 	for _, t := range ta.Threads {
 		if t.Idle || t.Poller {
@@ -423,12 +407,7 @@ func sleepVerdict(ta *model.TimeAccounting) string {
 			continue
 		}
 		by[w.Waker] += w.Seconds
-		if w.Waker == model.WakerOutside && w.WakerPID != 0 {
-			outside[outsider{w.WakerPID, w.WakerComm}] += w.Seconds
-			if w.WakerPPID != 0 {
-				parents[w.WakerPID] = w.WakerPPID
-			}
-		}
+		addOutsider(outside, w)
 		if w.Waker == model.WakerTimer {
 			acts[w.Activity] += w.Seconds
 			count[w.Activity] += w.Count
@@ -464,7 +443,7 @@ func sleepVerdict(ta *model.TimeAccounting) string {
 		// Several processes of one name (a server's backends, one per
 		// client connection) or of several: the names that woke most of
 		// it, with their processes.
-		if names := outsidersByName(outside, parents, by[top], "woke it for"); names != "" {
+		if names := outsidersByName(outside, by[top], "woke it for"); names != "" {
 			return "waiting for processes outside the workload (%.0f%% of the critical path's time asleep until one woke it): " +
 				strings.ReplaceAll(names, "%", "%%") + " beside the command"
 		}
@@ -475,10 +454,22 @@ func sleepVerdict(ta *model.TimeAccounting) string {
 	return verdictText[model.CatSleep]
 }
 
-// outsider is a process outside the workload that ended its waits.
+// outsider is a process outside the workload that ended its waits, with
+// its parent (0: unknown).
 type outsider struct {
 	pid  int
 	comm string
+	ppid int
+}
+
+// addOutsider adds w's time to its waker's when a process outside the
+// workload ended it, and says whether one did.
+func addOutsider(by map[outsider]float64, w model.Wait) bool {
+	if w.Waker != model.WakerOutside || w.WakerPID == 0 {
+		return false
+	}
+	by[outsider{w.WakerPID, w.WakerComm, w.WakerPPID}] += w.Seconds
+	return true
 }
 
 // topOutsider is the outsider that ended the most waiting (by time; the
@@ -499,13 +490,12 @@ func topOutsider(by map[outsider]float64) (outsider, float64) {
 // four pids of each: "postgres (pids 4242, 4243 and 6 more) woke it for
 // 90%, sshd (pid 99) 5% of that: observe them with the workload, -p 4242
 // -p 4243 -p 99". The processes of one name that share a parent (a
-// server's backends, parents their ppid) are observed through it: "-p
-// 4200, their parent".
-func outsidersByName(by map[outsider]float64, parents map[int]int, sec float64, verb string) string {
+// server's backends) are observed through it: "-p 4200".
+func outsidersByName(by map[outsider]float64, sec float64, verb string) string {
 	type name struct {
 		comm string
 		sec  float64
-		pids []int
+		pids []outsider
 	}
 	at := map[string]*name{}
 	for o, s := range by {
@@ -513,16 +503,14 @@ func outsidersByName(by map[outsider]float64, parents map[int]int, sec float64, 
 			at[o.comm] = &name{comm: o.comm}
 		}
 		at[o.comm].sec += s
-		at[o.comm].pids = append(at[o.comm].pids, o.pid)
+		at[o.comm].pids = append(at[o.comm].pids, o)
 	}
 	var names []*name
 	for _, n := range at {
 		if sec <= 0 || n.sec < 0.01*sec {
 			continue
 		}
-		slices.SortFunc(n.pids, func(a, b int) int {
-			return cmp.Or(cmp.Compare(by[outsider{b, n.comm}], by[outsider{a, n.comm}]), cmp.Compare(a, b))
-		})
+		slices.SortFunc(n.pids, func(a, b outsider) int { return cmp.Or(cmp.Compare(by[b], by[a]), cmp.Compare(a.pid, b.pid)) })
 		names = append(names, n)
 	}
 	if len(names) == 0 {
@@ -534,7 +522,7 @@ func outsidersByName(by map[outsider]float64, parents map[int]int, sec float64, 
 		pids := n.pids[:min(4, len(n.pids))]
 		var ps []string
 		for _, p := range pids {
-			ps = append(ps, fmt.Sprint(p))
+			ps = append(ps, fmt.Sprint(p.pid))
 		}
 		who := "pid " + ps[0]
 		if len(n.pids) > 1 {
@@ -543,12 +531,12 @@ func outsidersByName(by map[outsider]float64, parents map[int]int, sec float64, 
 				who += fmt.Sprintf(" and %d more", more)
 			}
 		}
-		if pp := sharedParent(n.pids, parents); pp > 1 && len(n.pids) > 1 {
+		if pp := sharedParent(n.pids); pp > 1 && len(n.pids) > 1 {
 			who += fmt.Sprintf(", children of pid %d", pp)
 			flags = append(flags, fmt.Sprintf("-p %d", pp))
 		} else {
 			for _, p := range pids {
-				flags = append(flags, fmt.Sprintf("-p %d", p))
+				flags = append(flags, fmt.Sprintf("-p %d", p.pid))
 			}
 		}
 		of := ""
@@ -560,16 +548,15 @@ func outsidersByName(by map[outsider]float64, parents map[int]int, sec float64, 
 	return strings.Join(parts, ", ") + " of that: observe them with the workload, " + strings.Join(flags, " ")
 }
 
-// sharedParent is the parent all pids have, 0 when they have several or
+// sharedParent is the parent all of os have, 0 when they have several or
 // one is unknown.
-func sharedParent(pids []int, parents map[int]int) int {
+func sharedParent(os []outsider) int {
 	pp := 0
-	for _, p := range pids {
-		q := parents[p]
-		if q == 0 || pp != 0 && q != pp {
+	for _, o := range os {
+		if o.ppid == 0 || pp != 0 && o.ppid != pp {
 			return 0
 		}
-		pp = q
+		pp = o.ppid
 	}
 	return pp
 }

@@ -1,7 +1,10 @@
 package model
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/perfsleuth/perfsleuth/internal/proctree"
 )
@@ -722,5 +725,47 @@ func (ta *TimeAccounting) ProgramNames() map[int]string {
 			out[t.PID] = p
 		}
 	}
+	return out
+}
+
+// ProgramCPU is one program's busy threads and their time on a CPU.
+type ProgramCPU struct {
+	Name string
+	// Processes and Threads count its processes and busy threads (a
+	// folded entry counts its threads).
+	Processes, Threads int
+	CPUSec             float64
+}
+
+// ProgramsCPU sums the busy (not idle) threads' time on a CPU by program
+// (ProgramNames), most first, then by name: how a server and its client
+// (-p PID -- CMD) shared the CPUs.
+func (ta *TimeAccounting) ProgramsCPU() []ProgramCPU {
+	names := ta.ProgramNames()
+	at := map[string]int{}
+	pids := map[string]map[int]bool{}
+	var out []ProgramCPU
+	for _, t := range ta.Threads {
+		if t.Idle {
+			continue
+		}
+		p := names[t.PID]
+		i, ok := at[p]
+		if !ok {
+			i = len(out)
+			at[p] = i
+			out = append(out, ProgramCPU{Name: p})
+			pids[p] = map[int]bool{}
+		}
+		pids[p][t.PID] = true
+		out[i].Threads += max(t.Folded, 1)
+		out[i].CPUSec += t.Seconds[CatCPU]
+	}
+	for i := range out {
+		out[i].Processes = len(pids[out[i].Name])
+	}
+	slices.SortFunc(out, func(a, b ProgramCPU) int {
+		return cmp.Or(cmp.Compare(b.CPUSec, a.CPUSec), strings.Compare(a.Name, b.Name))
+	})
 	return out
 }

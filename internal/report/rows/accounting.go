@@ -662,15 +662,11 @@ type RoleRow struct {
 	Largest []Cat
 }
 
-// ProgramShare is one program's part of the busy threads' time.
+// ProgramShare is one program's part of the busy threads' CPU time.
 type ProgramShare struct {
-	Name string
-	// Processes counts its processes among the busy threads, Threads
-	// its busy threads.
-	Processes, Threads int
-	// CPUSec is its time on a CPU, CPUShare that of all the busy threads';
-	// WallShare its share of their wall time.
-	CPUSec, CPUShare, WallShare float64
+	model.ProgramCPU
+	// CPUShare is its share of all the busy threads' time on a CPU.
+	CPUShare float64
 }
 
 // Roles groups the busy threads by role (proctree.Role), most wall time first,
@@ -680,18 +676,13 @@ type ProgramShare struct {
 func Roles(ta *model.TimeAccounting) (roles []RoleRow, programs []ProgramShare) {
 	at := map[string]int{}
 	secs := map[string]map[string]float64{}
-	pat := map[string]int{}
-	procs := map[string]map[int]bool{}
-	var cpu, wall float64
 	several := false
 	progs := ta.ProgramNames()
 	for _, t := range ta.Threads {
 		if t.Idle {
 			continue
 		}
-		n := max(t.Folded, 1)
-		p := progs[t.PID]
-		r := proctree.Role(t.Comm, t.Title, p)
+		r := proctree.Role(t.Comm, t.Title, progs[t.PID])
 		i, ok := at[r]
 		if !ok {
 			i = len(roles)
@@ -699,25 +690,12 @@ func Roles(ta *model.TimeAccounting) (roles []RoleRow, programs []ProgramShare) 
 			roles = append(roles, RoleRow{Name: r})
 			secs[r] = map[string]float64{}
 		}
-		roles[i].Threads += n
+		roles[i].Threads += max(t.Folded, 1)
 		roles[i].WallSec += t.WallSec
 		several = several || roles[i].Threads > 1
 		for c, s := range t.Seconds {
 			secs[r][c] += s
 		}
-		j, ok := pat[p]
-		if !ok {
-			j = len(programs)
-			pat[p] = j
-			programs = append(programs, ProgramShare{Name: p})
-			procs[p] = map[int]bool{}
-		}
-		procs[p][t.PID] = true
-		programs[j].Threads += n
-		programs[j].CPUSec += t.Seconds[model.CatCPU]
-		programs[j].WallShare += t.WallSec
-		cpu += t.Seconds[model.CatCPU]
-		wall += t.WallSec
 	}
 	if !several || len(roles) < 2 {
 		roles = nil // one role: the threads' own rows say it all
@@ -732,19 +710,18 @@ func Roles(ta *model.TimeAccounting) (roles []RoleRow, programs []ProgramShare) 
 		slices.SortFunc(r.Largest, func(a, b Cat) int { return cmp.Or(cmp.Compare(b.Sec, a.Sec), strings.Compare(a.Name, b.Name)) })
 	}
 	slices.SortStableFunc(roles, func(a, b RoleRow) int { return cmp.Compare(b.WallSec, a.WallSec) })
-	if len(programs) < 2 {
-		programs = nil
-	}
-	for i := range programs {
-		p := &programs[i]
-		p.Processes = len(procs[p.Name])
-		if cpu > 0 {
-			p.CPUShare = p.CPUSec / cpu
+	if cpu := ta.ProgramsCPU(); len(cpu) >= 2 {
+		total := 0.0
+		for _, p := range cpu {
+			total += p.CPUSec
 		}
-		if wall > 0 {
-			p.WallShare /= wall
+		for _, p := range cpu {
+			share := 0.0
+			if total > 0 {
+				share = p.CPUSec / total
+			}
+			programs = append(programs, ProgramShare{p, share})
 		}
 	}
-	slices.SortStableFunc(programs, func(a, b ProgramShare) int { return cmp.Compare(b.CPUSec, a.CPUSec) })
 	return roles, programs
 }
