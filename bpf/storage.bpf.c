@@ -1137,7 +1137,6 @@ static __noinline struct st_file *fold_entry(struct st_file_key *k, struct file 
 			if (f && f->depth == 0) {
 				f->tgid = tgid;
 				fill_names(f->names, &f->depth, &f->truncated, parent);
-				f->generation = BPF_CORE_READ(parent, d_inode, i_generation);
 			}
 		}
 	}
@@ -1463,7 +1462,6 @@ static __always_inline void exit_call(struct task_struct *task, struct st_call *
 		__sync_fetch_and_add(&f->bytes[i], ret);
 		__sync_fetch_and_add(&f->call_ns[i], delta);
 		__sync_fetch_and_add(&f->size_slots[i][slot_of(ret, ST_SLOTS)], 1);
-
 		count_thread(st, f, &ek, tid, i, c);
 		file = st->file;
 		if (f->last_file == file) {

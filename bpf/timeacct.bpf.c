@@ -1137,7 +1137,7 @@ int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_
 			 * ends with the task that had the CPU (prev): on a busy
 			 * machine, what took the CPUs it waited for. */
 			close_interval_by(t, now, t->state == TA_STATE_RUNNABLE ? cpu_holder(prev, prev_tracked) : TA_WAKER_NONE,
-					  t->state == TA_STATE_RUNNABLE && prev->pid ? prev->pid : 0);
+					  t->state == TA_STATE_RUNNABLE ? prev->pid : 0);
 			t->state = TA_STATE_RUNNING;
 			/* Counted from the window's opening: a run under way
 			 * then is left out (what it was not charged is a

@@ -663,21 +663,18 @@ func (p *Probe) readFiles() ([]model.FileIO, error) {
 	var k storageStFileKey
 	var f storageStFile
 	var out []model.FileIO
-	var gens []uint32
+	var names []probe.FileName
 	it := p.objs.Files.Iterate()
 	for it.Next(&k, &f) {
 		if f.Ops[0]+f.Ops[1]+f.Syncs+f.Errors == 0 {
 			continue
 		}
-		out = append(out, fileIO(mounts, k, &f))
-		gens = append(gens, f.Generation)
+		fi := fileIO(mounts, k, &f)
+		out = append(out, fi)
+		names = append(names, probe.FileName{Path: fi.Path, Dev: fi.Dev, Ino: fi.Ino, Gen: f.Generation, Deleted: fi.Deleted})
 	}
 	if err := it.Err(); err != nil {
 		return nil, fmt.Errorf("map files: %w", err)
-	}
-	names := make([]probe.FileName, len(out))
-	for i, f := range out {
-		names[i] = probe.FileName{Path: f.Path, Dev: f.Dev, Ino: f.Ino, Gen: gens[i], Deleted: f.Deleted}
 	}
 	probe.FinalPaths(names)
 	for i, n := range names {
@@ -720,7 +717,6 @@ func (p *Probe) readDirs(mounts map[string]string) ([]model.FileIO, error) {
 		fi := fileIO(mounts, k, &f)
 		fi.Folded = true
 		fi.FoldedFiles = int64(f.Files)
-		fi.Deleted = false
 		if k.Ino == 0 && k.Dev == 0 {
 			fi.Path, fi.Dev = OtherDirectories, ""
 		}

@@ -137,8 +137,11 @@ func mergeByPath(fs []model.FileIO) []model.FileIO {
 
 // concurrency is how many calls were in progress at once on average while
 // one was: their summed time over the time with one in progress; 0
-// without it. At least one: the busy time is racy in the kernel (two
-// calls ending at once may both add their part), never short.
+// without it. At least one: the busy time is the union of the calls'
+// intervals, never more than their sum (the max only keeps rounding off
+// it). The kernel's count errs the other way when it errs: a call entering
+// just as the last one leaves can cut the busy time short, reading more at
+// once.
 func concurrency(callSec, busySec float64) float64 {
 	if busySec <= 0 || callSec <= 0 {
 		return 0
