@@ -79,24 +79,7 @@ func runScenario(name string) error {
 		if name == "synclong" {
 			n = 3000
 		}
-		f, err := os.Create(filepath.Join(os.Getenv(dirEnv), "sync.dat"))
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		announce(unix.Gettid())
-		if err := waitGo(); err != nil {
-			return err
-		}
-		buf := make([]byte, 4096)
-		for i := range n {
-			if _, err := unix.Pwrite(int(f.Fd()), buf, int64(i)*4096); err != nil {
-				return err
-			}
-			if err := unix.Fdatasync(int(f.Fd())); err != nil {
-				return err
-			}
-		}
+		return fdatasyncs(filepath.Join(os.Getenv(dirEnv), "sync.dat"), n, make([]byte, 4096))
 	case "dsync":
 		// O_DSYNC appends: the sleeps are in write(2), and only the kernel
 		// stack (file_write_and_wait_range, jbd2_log_wait_commit) tells
@@ -122,7 +105,7 @@ func runScenario(name string) error {
 		// PostgreSQL's WAL: a segment is made and synced as xlogtemp.PID,
 		// then renamed.
 		path := filepath.Join(os.Getenv(dirEnv), "xlogtemp.4242")
-		if err := fdatasyncs(path, 10); err != nil {
+		if err := fdatasyncs(path, 10, nil); err != nil {
 			return err
 		}
 		return os.Rename(path, filepath.Join(os.Getenv(dirEnv), "000000010000000000000005"))
@@ -155,7 +138,7 @@ func runScenario(name string) error {
 		}
 	case "fdatasync":
 		// 1000 fdatasync calls on an unchanged file: cheap, exact to count.
-		return fdatasyncs(filepath.Join(os.Getenv(dirEnv), "fdatasync.dat"), 1000)
+		return fdatasyncs(filepath.Join(os.Getenv(dirEnv), "fdatasync.dat"), 1000, nil)
 	case "syscalls":
 		// 1000 getppid (never fails) and 500 close(-1) (always EBADF):
 		// no Go runtime thread makes either.
@@ -512,8 +495,9 @@ func (c *child) run(t testing.TB) {
 }
 
 // fdatasyncs makes the file at path, announces the thread, waits for the
-// go and syncs the file n times.
-func fdatasyncs(path string, n int) error {
+// go and syncs the file n times, each after writing buf at the next
+// offset when buf is not nil.
+func fdatasyncs(path string, n int, buf []byte) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
@@ -523,7 +507,12 @@ func fdatasyncs(path string, n int) error {
 	if err := waitGo(); err != nil {
 		return err
 	}
-	for range n {
+	for i := range n {
+		if buf != nil {
+			if _, err := unix.Pwrite(int(f.Fd()), buf, int64(i*len(buf))); err != nil {
+				return err
+			}
+		}
 		if err := unix.Fdatasync(int(f.Fd())); err != nil {
 			return err
 		}
