@@ -169,7 +169,8 @@ func TestRsyncManyFiles(t *testing.T) {
 	if syncs != files || synced != files || ta.Dropped != 0 {
 		t.Errorf("synced files under %s: %d syncs of %d files, want %d of %d; %d events dropped", root, syncs, synced, files, files, ta.Dropped)
 	}
-	lines := rows.TopFiles(st.Files, 3, 8)
+	dirs, _ := rows.Directories(st.Files, 8)
+	lines := rows.TopFiles(st.Files, dirs, 3)
 	if len(lines) < 2 || !strings.Contains(lines[1], "most bytes: "+root+"/ (") {
 		t.Errorf("the most lines do not lead with the copy's directory %s:\n%s", root, strings.Join(lines, "\n"))
 	}

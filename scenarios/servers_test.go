@@ -1,8 +1,6 @@
 package scenarios
 
 import (
-	"bytes"
-	"context"
 	"fmt"
 	"math"
 	"os"
@@ -106,15 +104,9 @@ func observeServer(t *testing.T, dir string, pid int, client ...string) (*model.
 		args = append(args, "-p", strconv.Itoa(pid))
 	}
 	args = append(append(args, "--"), client...)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(bin, "perfsleuth"), args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "NO_COLOR=1")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("perfsleuth %s: %v\n%s\n%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+	stdout, stderr, status := perfsleuth(t, dir, args...)
+	if status != 0 {
+		t.Fatalf("perfsleuth %s: exit status %d\n%s\n%s", strings.Join(args, " "), status, stdout, stderr)
 	}
 	text, err := os.ReadFile(report)
 	if err != nil {
@@ -124,10 +116,10 @@ func observeServer(t *testing.T, dir string, pid int, client ...string) (*model.
 	if r.TimeAccounting == nil || r.TimeAccounting.Source != "ebpf" {
 		t.Skip("no eBPF time accounting here: the server and its client cannot be told apart")
 	}
-	if strings.Contains(stdout.String(), "where the time goes") {
-		t.Errorf("perfsleuth's report is on the client's stdout:\n%s", stdout.String())
+	if strings.Contains(stdout, "where the time goes") {
+		t.Errorf("perfsleuth's report is on the client's stdout:\n%s", stdout)
 	}
-	return r, string(text), stdout.String()
+	return r, string(text), stdout
 }
 
 // reported is the record's figure named name (of job, "" for the whole

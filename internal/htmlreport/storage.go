@@ -149,7 +149,8 @@ func files(s *section, fs []model.FileIO) {
 	}
 	tb.t.Foot += "most time first; per read, per write: mean size of a call; pattern: where each call began against the previous one on the same open file; readers, writers: the threads that read it, wrote it"
 	s.table(tb.t)
-	if dirs, n := rows.Directories(fs, maxFileRows); dirs != nil {
+	dirs, n := rows.Directories(fs, maxFileRows)
+	if dirs != nil {
 		dt := newTable("~directory", "files", "reads", "read", "writes", "written", "syncs", "sync time", "blocked", "locked")
 		for _, d := range dirs[:min(len(dirs), maxFileRows)] {
 			dt.add(cell{Text: strings.TrimSuffix(d.Path, "/") + "/", Class: "mono path", Path: true}, cell{Text: units.FormatCount(d.Files)},
@@ -163,7 +164,7 @@ func files(s *section, fs []model.FileIO) {
 		}
 		s.table(dt.t)
 	}
-	s.listIf(rows.TopFiles(fs, topFiles, maxFileRows))
+	s.listIf(rows.TopFiles(fs, dirs, topFiles))
 }
 
 // topFiles is how many files each line of the top files names.

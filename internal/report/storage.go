@@ -112,16 +112,16 @@ func (d *doc) files(fs []model.FileIO) {
 	}
 	d.line("  KiB: average per call; seq/rand/mixed: where each call began against the")
 	d.line("  previous one on the same open file; threads: that read it / that wrote it")
-	d.directories(fs)
-	for _, l := range rows.TopFiles(fs, topFiles, maxIOFiles) {
+	dirs, files := rows.Directories(fs, maxIOFiles)
+	d.directories(dirs, files)
+	for _, l := range rows.TopFiles(fs, dirs, topFiles) {
 		d.wrapped("  ", "    ", l)
 	}
 }
 
 // directories sums the files by directory when the table above could not
 // show them all (rows.Directories).
-func (d *doc) directories(fs []model.FileIO) {
-	dirs, files := rows.Directories(fs, maxIOFiles)
+func (d *doc) directories(dirs []rows.DirRow, files int64) {
 	if dirs == nil {
 		return
 	}

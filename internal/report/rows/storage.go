@@ -248,12 +248,12 @@ func Files(fs []model.FileIO, n int) List[FileRow] {
 // entry is its path's last element (the table above has the whole path);
 // a directory's entry (the probe's, for files past the ones it keeps one by
 // one) is its path and how many files it holds. When the files fall into
-// two directories or more at the level Directories groups them, the lines
-// name directories instead: a copy of a tree reads as its directories, not
-// as the one file that happened to be largest.
-func TopFiles(fs []model.FileIO, n, rows int) []string {
+// two directories or more (dirs, as Directories grouped them for the view),
+// the lines name directories instead: a copy of a tree reads as its
+// directories, not as the one file that happened to be largest.
+func TopFiles(fs []model.FileIO, dirs []DirRow, n int) []string {
 	var items []topItem
-	if dirs, _ := Directories(fs, rows); len(dirs) >= 2 {
+	if len(dirs) >= 2 {
 		for _, d := range dirs {
 			items = append(items, topItem{name: FoldedName(d.Path, d.Files),
 				blocked: d.BlockedSec, bytes: float64(d.ReadBytes + d.WriteBytes), calls: float64(d.Reads + d.Writes + d.Syncs)})

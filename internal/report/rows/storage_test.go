@@ -25,7 +25,7 @@ func TestStorageLost(t *testing.T) {
 }
 
 func TestTopFiles(t *testing.T) {
-	if got := TopFiles([]model.FileIO{{Path: "/a"}}, 3, 8); got != nil {
+	if got := TopFiles([]model.FileIO{{Path: "/a"}}, nil, 3); got != nil {
 		t.Errorf("one file: got %q, want no lines", got)
 	}
 	fs := []model.FileIO{
@@ -33,7 +33,8 @@ func TestTopFiles(t *testing.T) {
 		{Path: "/d/db-wal", BlockedSec: 0.1, Writes: model.FileOps{Count: 1000, Bytes: 4 << 20}, Syncs: 3},
 		{Path: "/d/log", BlockedSec: 0, Writes: model.FileOps{Count: 20, Bytes: 100}},
 	}
-	got := TopFiles(fs, 2, 8)
+	dirs, _ := Directories(fs, 8)
+	got := TopFiles(fs, dirs, 2)
 	want := []string{
 		"most blocked on storage: db 500ms, db-wal 100ms",
 		"most bytes: db-wal 4 MiB, db 60 KiB",
@@ -78,7 +79,7 @@ func TestDirectories(t *testing.T) {
 	if strings.Join(got, "; ") != strings.Join(want, "; ") {
 		t.Errorf("got %q, want %q", got, want)
 	}
-	lines := TopFiles(fs, 2, 3)
+	lines := TopFiles(fs, dirs, 2)
 	if len(lines) != 3 || lines[1] != "most bytes: /dst/usr/ (3,010 files) 75 MiB, /dst/etc/ (1 file) 24 KiB" {
 		t.Errorf("most lines: %q", lines)
 	}
@@ -90,7 +91,8 @@ func TestDirectories(t *testing.T) {
 			libs = append(libs, f)
 		}
 	}
-	if lines := TopFiles(libs, 1, 3); len(lines) != 2 || !strings.HasPrefix(lines[0], "most bytes: lib0.so") {
+	libDirs, _ := Directories(libs, 3)
+	if lines := TopFiles(libs, libDirs, 1); len(lines) != 2 || !strings.HasPrefix(lines[0], "most bytes: lib0.so") {
 		t.Errorf("one directory's files: %q", lines)
 	}
 	// A folded entry in the files table says what it holds.
