@@ -37,13 +37,8 @@ import (
 // (CONFIG_PSI off, or psi=0) is judged on the runnable tasks alone.
 func Need(t testing.TB) {
 	t.Helper()
-	l, err := measureLoad(loadWindow)
-	if err != nil {
-		t.Logf("cannot tell whether the machine is loaded (%v): running the test anyway", err)
-		return
-	}
-	if why := l.loaded(); why != "" {
-		t.Skipf("the machine is loaded: %s over %s (%s); this test measures timings and needs a quiet machine: run it again with nothing else running", why, loadWindow, l)
+	if loaded, load := Loaded(t); loaded {
+		t.Skipf("the machine is loaded: %s; this test measures timings and needs a quiet machine: run it again with nothing else running", load)
 	}
 }
 
@@ -61,7 +56,7 @@ func Loaded(t testing.TB) (bool, string) {
 		return false, ""
 	}
 	why := l.loaded()
-	return why != "", fmt.Sprintf("%s (%s)", why, l)
+	return why != "", fmt.Sprintf("%s over %s (%s)", why, loadWindow, l)
 }
 
 // loadWindow is how long Need samples: long enough for a neighbour
