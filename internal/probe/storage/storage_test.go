@@ -884,3 +884,54 @@ func TestFilePatternLogRewrite(t *testing.T) {
 	}
 	t.Fatalf("%s not among the files", path)
 }
+
+// TestPageCacheOnlyWorkload: pages an outside process dirties at the same
+// time are not the workload's. The page-cache programs keep the last tgid
+// they found tracked per CPU (tracked_hint); an outsider's runs must still
+// be filtered out, on either CPU.
+func TestPageCacheOnlyWorkload(t *testing.T) {
+	dir := t.TempDir()
+	other, goFile, done := filepath.Join(dir, "other"), filepath.Join(dir, "go"), filepath.Join(dir, "done")
+	// The outsider's shell exits at once: the writer is re-parented, nobody's
+	// child here, and so not tracked. It waits for the probe to be loaded.
+	script := fmt.Sprintf("(while [ ! -e %[1]s ]; do sleep 0.01; done; dd if=/dev/zero of=%[2]s bs=64k count=1024 2>/dev/null; touch %[3]s) >/dev/null 2>&1 &",
+		goFile, other, done)
+	if err := exec.Command("sh", "-c", script).Run(); err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, Config{})
+	if err := os.WriteFile(goFile, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	const pages = 1024 // the workload's own: 4 MiB of a new file, a page a write
+	f, err := os.Create(filepath.Join(dir, "own"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	buf := make([]byte, 4096)
+	for i := 0; i < pages; i++ {
+		if _, err := f.Write(buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := os.Stat(done); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the outside writer did not finish in 20 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	st := stop()
+	if st.Cache == nil {
+		t.Skipf("no page-cache tracepoints: %v", st.Notes)
+	}
+	// The outsider dirtied 16,384 pages; the workload 1,024 (and a few
+	// more of its own: the marker file, the Go runtime).
+	if st.Cache.Dirtied < pages || st.Cache.Dirtied > pages+pages/2 {
+		t.Errorf("pages dirtied: %d, want the workload's %d (not the outsider's 16,384)", st.Cache.Dirtied, pages)
+	}
+}

@@ -279,6 +279,7 @@ const (
 	storageMapThreadFiles         = "thread_files"
 	storageMapThreads             = "threads"
 	storageMapTracked             = "tracked"
+	storageMapTrackedHint         = "tracked_hint"
 	storageMapWritten             = "written"
 	storageProgAsyncRa            = "async_ra"
 	storageProgBalanceDirtyPages  = "balance_dirty_pages"
@@ -391,6 +392,7 @@ type storageMapSpecs struct {
 	ThreadFiles *ebpf.MapSpec `ebpf:"thread_files"`
 	Threads     *ebpf.MapSpec `ebpf:"threads"`
 	Tracked     *ebpf.MapSpec `ebpf:"tracked"`
+	TrackedHint *ebpf.MapSpec `ebpf:"tracked_hint"`
 	Written     *ebpf.MapSpec `ebpf:"written"`
 }
 
@@ -443,6 +445,7 @@ type storageMaps struct {
 	ThreadFiles *ebpf.Map `ebpf:"thread_files"`
 	Threads     *ebpf.Map `ebpf:"threads"`
 	Tracked     *ebpf.Map `ebpf:"tracked"`
+	TrackedHint *ebpf.Map `ebpf:"tracked_hint"`
 	Written     *ebpf.Map `ebpf:"written"`
 }
 
@@ -464,6 +467,7 @@ func (m *storageMaps) Close() error {
 		m.ThreadFiles,
 		m.Threads,
 		m.Tracked,
+		m.TrackedHint,
 		m.Written,
 	)
 }
