@@ -32,6 +32,7 @@
 #include "bits.bpf.h"
 #include "path.bpf.h"
 #include "tracked.bpf.h"
+#include "sqlthread.bpf.h"
 
 #define NR_read 0
 #define NR_write 1
@@ -1451,6 +1452,7 @@ static __always_inline __u32 sniff(__u8 *h)
 static __always_inline void exit_call(struct task_struct *task, struct st_call *st, long ret, struct st_counters *c, __u64 now)
 {
 	struct st_event *ev;
+	struct sq_thread *sq;
 	struct ta_thread *t;
 	struct st_file *f;
 	__u8 head[ST_HEAD] = {};
@@ -1560,6 +1562,10 @@ static __always_inline void exit_call(struct task_struct *task, struct st_call *
 	__builtin_memcpy(ev->head, head, ST_HEAD);
 	ev->b100 = 0;
 	ev->has100 = 0;
+	sq = bpf_task_storage_get(&sql_threads, bpf_get_current_task_btf(), 0, 0);
+	ev->stmt_id = sq ? sq->stmt_id : 0;
+	ev->exec = sq ? sq->exec : 0;
+	ev->_pad2 = 0;
 	if (op != ST_EV_SYNC && !st->vectored && ret > 100)
 		ev->has100 = bpf_probe_read_user(&ev->b100, 1, (void *)(st->buf + 100)) == 0;
 	/* No wakeup per event: a wakeup each call cost about a microsecond in

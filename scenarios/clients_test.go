@@ -3,6 +3,7 @@ package scenarios
 import (
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -173,5 +174,81 @@ func TestRsyncManyFiles(t *testing.T) {
 	lines := rows.TopFiles(st.Files, dirs, 3)
 	if len(lines) < 2 || !strings.Contains(lines[1], "most bytes: "+root+"/ (") {
 		t.Errorf("the most lines do not lead with the copy's directory %s:\n%s", root, strings.Join(lines, "\n"))
+	}
+}
+
+// TestSQLStatementsPython: a python3 program scans a table whose pages are
+// not in the page cache (dropped with fadvise after it was made), then
+// makes 30 single-row INSERT transactions in rollback-journal mode. With
+// --sql the SELECT leads the statements by time with the table's reads,
+// the INSERTs carry the syncs, and nearly all SQLite file IO is charged to
+// a statement. The table is made by an unobserved run first.
+func TestSQLStatementsPython(t *testing.T) {
+	needTool(t, "python3")
+	dir := t.TempDir()
+	const rows, inserts = 64000, 30
+	load := fmt.Sprintf(`import sqlite3
+db = sqlite3.connect("t.db", isolation_level=None)
+db.execute("PRAGMA journal_mode=DELETE")
+db.execute("CREATE TABLE big(a INTEGER PRIMARY KEY, b TEXT)")
+db.execute("CREATE TABLE small(a INTEGER PRIMARY KEY, b TEXT)")
+db.execute("BEGIN")
+for i in range(%d):
+    db.execute("INSERT INTO big(b) VALUES (?)", ("x" * 1000,))
+db.execute("COMMIT")
+db.close()
+`, rows)
+	work := fmt.Sprintf(`import os, sqlite3
+fd = os.open("t.db", os.O_RDONLY)
+os.fsync(fd)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+os.close(fd)
+db = sqlite3.connect("t.db", isolation_level=None)
+db.execute("PRAGMA synchronous=FULL")
+db.execute("PRAGMA cache_size=-256")
+total = db.execute("SELECT sum(length(b)) FROM big WHERE b <> 'y'").fetchone()[0]
+assert total == %d * 1000, total
+for i in range(%d):
+    db.execute("INSERT INTO small(b) VALUES ('row %%d')" %% i)
+db.close()
+`, rows, inserts)
+	for name, prog := range map[string]string{"load.py": load, "work.py": work} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(prog), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command("python3", "load.py")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("load.py: %v\n%s", err, out)
+	}
+	r := observed(t, dir, []string{"--sql"}, "python3", "work.py")
+	if r.Storage == nil || r.Storage.SQLite == nil || r.Storage.SQLite.SQL == nil {
+		t.Fatalf("no SQL statements in the record (warnings %v)", r.Warnings)
+	}
+	q := r.Storage.SQLite.SQL
+	for _, s := range q.Statements {
+		t.Logf("%-60.60s execs %d, %.1f ms, reads %d writes %d syncs %d", s.Text, s.Execs, s.Sec*1e3, s.Reads, s.Writes, s.Syncs)
+	}
+	top := q.Statements[0]
+	if !strings.HasPrefix(top.Text, "SELECT sum(length(b)) FROM big") {
+		t.Errorf("the top statement by time is %q, want the SELECT", top.Text)
+	}
+	// ~64 MiB of 4 KiB pages, read by pread (SQLite's own cache holds
+	// 256 KiB): a page a read, a few to spare.
+	if top.Reads < rows/5 {
+		t.Errorf("the SELECT read %d times, want at least %d (the table's pages)", top.Reads, rows/5)
+	}
+	var ins *model.SQLStatement
+	for i := range q.Statements {
+		if q.Statements[i].Text == "INSERT INTO small(b) VALUES (?)" {
+			ins = &q.Statements[i]
+		}
+	}
+	if ins == nil || ins.Execs != inserts || ins.Syncs < 2*inserts {
+		t.Errorf("the INSERTs: %+v, want %d executions with at least %d syncs", ins, inserts, 2*inserts)
+	}
+	if q.AttributedShare < 0.95 {
+		t.Errorf("%.1f%% of the SQLite file calls charged to a statement, want >= 95%% (unattributed %+v)", q.AttributedShare*100, q.Unattributed)
 	}
 }

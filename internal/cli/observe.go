@@ -43,6 +43,7 @@ type observeFlags struct {
 	noEBPF   bool
 	syscalls bool
 	storage  bool
+	sql      bool
 	stacks   bool
 	pids     []int
 	duration time.Duration
@@ -62,6 +63,7 @@ func (f *observeFlags) bind(cmd *cobra.Command) {
 	fs.BoolVar(&f.noEBPF, "no-ebpf", false, "observe from /proc only, without eBPF probes")
 	fs.BoolVar(&f.syscalls, "syscalls", false, "count and time every syscall per thread (like strace -c -w; every syscall on the machine then costs more)")
 	fs.BoolVar(&f.storage, "storage", false, "per file: reads, writes, syncs, sizes, sequential or random, time blocked; and SQLite pages by type (hooks the read, write and sync calls: every syscall on the machine then costs more)")
+	fs.BoolVar(&f.sql, "sql", false, "name the SQL statement behind each SQLite read, write and sync: executions, time and IO per statement (uprobes on the SQLite library the workload maps; implies --storage)")
 	fs.BoolVar(&f.stacks, "stacks", false, "take the kernel and user stack of every sleep (off-CPU stacks per category, ~1 µs per sleep) and sample the stacks on CPU at 99 Hz (on-CPU)")
 	cmd.Flags().IntSliceVarP(&f.pids, "pid", "p", nil, "observe this running process and its descendants; repeat for several; with a command after --, they and the command are one workload (a server and its client)")
 	cmd.Flags().DurationVar(&f.duration, "duration", 0, "with --pid: how long to observe (0: until it exits or Ctrl-C)")
@@ -71,8 +73,8 @@ func (f *observeFlags) check() error {
 	if f.interval < 10*time.Millisecond {
 		return fmt.Errorf("--interval %s is too short: use 10ms or more", f.interval)
 	}
-	if f.noEBPF && (f.syscalls || f.stacks || f.storage) {
-		return errors.New("--syscalls, --stacks and --storage need the eBPF probes: drop --no-ebpf")
+	if f.noEBPF && (f.syscalls || f.stacks || f.storage || f.sql) {
+		return errors.New("--syscalls, --stacks, --storage and --sql need the eBPF probes: drop --no-ebpf")
 	}
 	var err error
 	if f.metricRe, err = metricOf(f.metric, f.metricLower); err != nil {
@@ -82,7 +84,7 @@ func (f *observeFlags) check() error {
 }
 
 func (f *observeFlags) options() probe.Options {
-	return probe.Options{Interval: f.interval, NoEBPF: f.noEBPF, Syscalls: f.syscalls, Stacks: f.stacks, Storage: f.storage}
+	return probe.Options{Interval: f.interval, NoEBPF: f.noEBPF, Syscalls: f.syscalls, Stacks: f.stacks, Storage: f.storage || f.sql, SQL: f.sql}
 }
 
 // observe is the pipeline for one target: observe it, analyse the record,

@@ -304,6 +304,79 @@ type SQLiteIO struct {
 	Patterns     []TxPattern `json:"patterns"`
 	Events       int64       `json:"events"`
 	Notes        []string    `json:"notes,omitempty"`
+	// SQL is each SQL statement's executions and the IO above charged to
+	// it (observe --sql).
+	SQL *SQLStatements `json:"sql,omitempty"`
+	// ByStatement is the IO above by the statement probe's id (0: none
+	// named), for the probe to join to its statements into SQL.
+	ByStatement map[uint32]*SQLStmtIO `json:"-"`
+}
+
+// SQLStmtIO is the SQLite file IO charged to one statement: the calls
+// made while it was its thread's current statement.
+type SQLStmtIO struct {
+	Reads      int64 `json:"reads"`
+	Writes     int64 `json:"writes"`
+	Syncs      int64 `json:"syncs"`
+	ReadBytes  int64 `json:"read_bytes"`
+	WriteBytes int64 `json:"write_bytes"`
+	// Pages are the reads and writes by file kind and page type, as
+	// SQLiteIO.ByType counts them.
+	Pages []SQLitePages `json:"pages,omitempty"`
+}
+
+// SQLStatements are the SQL statements the workload ran, by normalised
+// text (literals as ?), each with the IO it made.
+type SQLStatements struct {
+	// Statements, most time first; the pseudo-statements (Kind prepare,
+	// checkpoint, close) stand for the IO the library makes outside any
+	// statement's execution.
+	Statements []SQLStatement `json:"statements"`
+	// Unattributed is the SQLite file IO made while no statement was
+	// current (before the first step of a thread, or by a library the
+	// probe is not attached to).
+	Unattributed SQLStmtIO `json:"unattributed"`
+	// AttributedShare is the share of the SQLite file calls (reads,
+	// writes, syncs) charged to a statement or a pseudo-statement, and
+	// AttributedBytesShare that of their bytes.
+	AttributedShare      float64 `json:"attributed_share"`
+	AttributedBytesShare float64 `json:"attributed_bytes_share"`
+	// Libraries are the files hooked: path, build id, and the offsets of
+	// the statement's text and the autocommit flag found in them.
+	Libraries []SQLLibrary `json:"libraries"`
+	// UprobeHits are the probe's runs for the workload; OtherHits those of
+	// other processes using the same library (each still a trap).
+	UprobeHits int64    `json:"uprobe_hits"`
+	OtherHits  int64    `json:"other_hits"`
+	Notes      []string `json:"notes,omitempty"`
+}
+
+// SQLLibrary is one SQLite library the statement probe attached to.
+type SQLLibrary struct {
+	Path             string `json:"path"`
+	BuildID          string `json:"build_id,omitempty"`
+	SQLOffset        int64  `json:"sql_offset"`
+	AutoCommitOffset int64  `json:"autocommit_offset"`
+}
+
+// SQLStatement is one statement (by normalised text, per process).
+type SQLStatement struct {
+	PID  int    `json:"pid"`
+	Kind string `json:"kind"` // statement, prepare, checkpoint, close
+	Text string `json:"text"`
+	// Execs were begun (a first step), Done ended by a reset or finalize;
+	// Sec, P50Sec and P99Sec time the ended ones from their first step to
+	// their reset (P50 and P99 from log2 buckets: within a factor of 2).
+	Execs  int64   `json:"execs"`
+	Done   int64   `json:"done"`
+	Steps  int64   `json:"steps"`
+	Sec    float64 `json:"sec"`
+	P50Sec float64 `json:"p50_sec"`
+	P99Sec float64 `json:"p99_sec"`
+	// Autocommit counts the executions begun in autocommit mode: each its
+	// own transaction, with its commit (and syncs) inside it.
+	Autocommit int64 `json:"autocommit"`
+	SQLStmtIO
 }
 
 // SQLiteFile is one SQLite file and what its parse found.

@@ -42,6 +42,10 @@ type Options struct {
 	// Storage adds the per-file view and SQLite's pages (--storage): it
 	// hooks the read, write and sync calls, which costs more.
 	Storage bool
+	// SQL names the SQLite statement behind each SQLite file read, write
+	// and sync (--sql, which implies Storage): uprobes on the SQLite
+	// library the workload maps.
+	SQL bool
 	// Stacks takes the stacks of every sleep and samples the stacks on CPU
 	// (--stacks).
 	Stacks bool

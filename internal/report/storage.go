@@ -28,6 +28,9 @@ func (d *doc) storage(run *model.Run) {
 	d.files(st.Files)
 	if st.SQLite != nil {
 		d.sqlitePages(rows.SQLitePagesOf(st.SQLite))
+		if st.SQLite.SQL != nil {
+			d.statements(rows.StatementsOf(st.SQLite.SQL, maxStatements))
+		}
 	}
 	lost := rows.StorageLost(st.Dropped)
 	if len(st.Notes) > 0 || len(lost) > 0 {
@@ -207,3 +210,28 @@ func (d *doc) sqlitePages(s rows.SQLitePages) {
 
 // maxPatterns is how many of the transactions' write patterns are shown.
 const maxPatterns = 3
+
+// maxStatements is how many SQL statements the terminal lists.
+const maxStatements = 10
+
+func (d *doc) statements(s rows.Statements) {
+	d.heading("sql statements (" + s.Attributed + " charged to one)")
+	if len(s.Rows) == 0 {
+		d.line("  no statement ran while the probe was attached")
+	}
+	d.line("  %9s %8s %9s %9s %9s %8s %8s %7s %9s", "execs", "rows", "time", "p50", "p99", "reads", "writes", "syncs", "written")
+	for _, r := range s.Rows {
+		d.line("  %9s %8s %9s %9s %9s %8s %8s %7s %9s", r.Execs, r.Rows, r.Total, r.P50, r.P99, r.Reads, r.Writes, r.Syncs, r.Written)
+		text := r.Text
+		if r.TopPages != "" {
+			text += "  [" + r.TopPages + "]"
+		}
+		d.wrapped("    ", "      ", text)
+	}
+	if s.More > 0 {
+		d.line("  (%d more statements in the JSON record)", s.More)
+	}
+	for _, n := range s.Notes {
+		d.wrapped("  - ", "    ", n)
+	}
+}

@@ -18,6 +18,10 @@ type Event struct {
 	Head   []byte
 	B100   byte
 	Has100 bool
+	// StmtID is the SQL statement the thread was running (the statement
+	// probe's id, 0 without it or outside any statement), Exec its
+	// execution.
+	StmtID, Exec uint32
 }
 
 // Event operations and SQLite kinds. The values are bpf/storage.h's

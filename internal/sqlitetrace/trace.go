@@ -12,6 +12,7 @@
 package sqlitetrace
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"maps"
@@ -50,6 +51,19 @@ type opKey struct {
 
 type opStats struct {
 	reads, writes, readBytes, writeBytes, seq, random int64
+}
+
+// stmtOpKey is an opKey of one file kind, for a statement's operations.
+type stmtOpKey struct {
+	kind int
+	op   opKey
+}
+
+// stmtState is the SQLite file IO charged to one statement (the events'
+// StmtID).
+type stmtState struct {
+	syncs int64
+	ops   map[stmtOpKey]*opStats
 }
 
 type fileState struct {
@@ -111,12 +125,15 @@ type Tracer struct {
 	states  []*fileState
 	skipped int64
 	keyBuf  []byte
+	// stmts is the IO per SQL statement (Event.StmtID; 0: none named).
+	stmts map[uint32]*stmtState
 }
 
 // New returns a tracer. It finds each file through the thread of its first
 // event.
 func New() *Tracer {
-	return &Tracer{files: map[fileKey]*fileState{}, tx: map[int]*txState{}, patterns: map[string]*pattern{}}
+	return &Tracer{files: map[fileKey]*fileState{}, tx: map[int]*txState{}, patterns: map[string]*pattern{},
+		stmts: map[uint32]*stmtState{}}
 }
 
 // Add takes one event.
@@ -157,11 +174,23 @@ func (t *Tracer) Add(ev Event) {
 		}
 		t.files[k] = fs
 	}
+	ss := t.stmts[ev.StmtID]
+	if ss == nil {
+		ss = &stmtState{ops: map[stmtOpKey]*opStats{}}
+		t.stmts[ev.StmtID] = ss
+	}
 	if ev.Op == EvSync {
+		ss.syncs++
 		t.step(ev.TID, step{label: syncLabels[fs.kind]})
 		return
 	}
 	key, label := fs.classify(ev)
+	sk := stmtOpKey{fs.kind, key}
+	so := ss.ops[sk]
+	if so == nil {
+		so = &opStats{}
+		ss.ops[sk] = so
+	}
 	st := step{label: label}
 	if fs.kind == KindDB || label == "wal frame-page" {
 		st.pgno, st.flag = key.pgno, key.flag
@@ -180,10 +209,14 @@ func (t *Tracer) Add(ev Event) {
 	if ev.Op == EvRead {
 		s.reads++
 		s.readBytes += ev.Len
+		so.reads++
+		so.readBytes += ev.Len
 		return
 	}
 	s.writes++
 	s.writeBytes += ev.Len
+	so.writes++
+	so.writeBytes += ev.Len
 	switch label {
 	case "journal record-page", "journal record-checksum":
 		return // one step per record: its page number
@@ -550,6 +583,7 @@ func (t *Tracer) Finish(files []model.FileIO) *model.SQLiteIO {
 			}
 		}
 	}
+	out.ByStatement = t.statementIO(db)
 	t.closeFiles()
 	for _, v := range byType {
 		out.ByType = append(out.ByType, *v)
@@ -746,4 +780,48 @@ func (o *walOverlay) ReadAt(b []byte, off int64) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// statementIO is the IO charged to each statement, its pages typed as
+// Finish types the files' (db: the b-tree page type; WAL frames: the type
+// of the page they carry).
+func (t *Tracer) statementIO(db *sqlitefile.DB) map[uint32]*model.SQLStmtIO {
+	out := map[uint32]*model.SQLStmtIO{}
+	for id, ss := range t.stmts {
+		sio := &model.SQLStmtIO{Syncs: ss.syncs}
+		pages := map[[2]string]*model.SQLitePages{}
+		for k, s := range ss.ops {
+			typ := k.op.part
+			if k.kind == KindDB || k.op.part == string(sqlitefile.WALPartFramePage) {
+				pt, _ := pageType(db, k.op.pgno, k.op.flag)
+				if k.kind == KindDB {
+					typ = pt
+				} else {
+					typ = "frame-page (" + pt + ")"
+				}
+			}
+			pk := [2]string{kindName(k.kind), typ}
+			p := pages[pk]
+			if p == nil {
+				p = &model.SQLitePages{Kind: pk[0], Type: pk[1]}
+				pages[pk] = p
+			}
+			p.Reads += s.reads
+			p.Writes += s.writes
+			p.ReadBytes += s.readBytes
+			p.WriteBytes += s.writeBytes
+			sio.Reads += s.reads
+			sio.Writes += s.writes
+			sio.ReadBytes += s.readBytes
+			sio.WriteBytes += s.writeBytes
+		}
+		for _, p := range pages {
+			sio.Pages = append(sio.Pages, *p)
+		}
+		slices.SortFunc(sio.Pages, func(a, b model.SQLitePages) int {
+			return cmp.Or(cmp.Compare(b.Reads+b.Writes, a.Reads+a.Writes), strings.Compare(a.Kind, b.Kind), strings.Compare(a.Type, b.Type))
+		})
+		out[id] = sio
+	}
+	return out
 }

@@ -7,6 +7,7 @@ import (
 	"github.com/perfsleuth/perfsleuth/internal/probe"
 	"github.com/perfsleuth/perfsleuth/internal/probe/procfs"
 	"github.com/perfsleuth/perfsleuth/internal/probe/profile"
+	"github.com/perfsleuth/perfsleuth/internal/probe/sqlprobe"
 	"github.com/perfsleuth/perfsleuth/internal/probe/storage"
 	"github.com/perfsleuth/perfsleuth/internal/probe/timeacct"
 )
@@ -14,6 +15,7 @@ import (
 var constructors = []func() probe.Probe{
 	timeacct.New,
 	storage.New,
+	sqlprobe.New,
 	profile.New,
 	procfs.New,
 }

@@ -51,8 +51,13 @@ func (o *observer) Start(_ context.Context, s *probe.Session) error {
 		return fmt.Errorf("the storage probe is off (%v): no block-device, page-cache or file view from eBPF", err)
 	}
 	o.p = p
+	s.Share(SharedSQLThreads, p.SQLThreads())
 	return nil
 }
+
+// SharedSQLThreads names the map of each thread's current SQLite statement
+// (Probe.SQLThreads) among the session's shared maps.
+const SharedSQLThreads = "sql_threads"
 
 func (o *observer) Stop() error {
 	if o.p == nil {

@@ -258,7 +258,8 @@ func (p *Probe) readEvents() {
 			devs[raw.Dev] = dev
 		}
 		p.cfg.OnEvent(sqlitetrace.Event{TsNs: raw.Ts, Dev: dev, Ino: raw.Ino, TID: int(raw.Tid), Op: int(raw.Op), Kind: int(raw.Kind),
-			Off: raw.Off, Len: raw.Len, Head: raw.Head[:n], B100: raw.B100, Has100: raw.Has100 != 0})
+			Off: raw.Off, Len: raw.Len, Head: raw.Head[:n], B100: raw.B100, Has100: raw.Has100 != 0,
+			StmtID: raw.StmtId, Exec: raw.Exec})
 	}
 }
 
@@ -765,3 +766,8 @@ func (p *Probe) sweep() error {
 
 // programObject is the probe's BPF object: a calibration is for its programs.
 var programObject = _StorageBytes
+
+// SQLThreads is the map of each thread's current SQLite statement that the
+// statement probe fills (sqlprobe is loaded with it) and the SQLite file
+// events read.
+func (p *Probe) SQLThreads() *ebpf.Map { return p.objs.SqlThreads }

@@ -13,6 +13,15 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type storageSqThread struct {
+	_         structs.HostLayout
+	StmtId    uint32
+	Exec      uint32
+	OuterStmt uint64
+	OuterId   uint32
+	OuterExec uint32
+}
+
 type storageStAio struct {
 	_          structs.HostLayout
 	Reads      uint64
@@ -127,7 +136,10 @@ type storageStEvent struct {
 	Head   [32]uint8
 	B100   uint8
 	Has100 uint8
-	Pad    [6]uint8
+	Pad    [2]uint8
+	StmtId uint32
+	Exec   uint32
+	Pad2   uint32
 }
 
 type storageStFile struct {
@@ -276,6 +288,7 @@ const (
 	storageMapLastWritten         = "last_written"
 	storageMapPositions           = "positions"
 	storageMapRqs                 = "rqs"
+	storageMapSqlThreads          = "sql_threads"
 	storageMapThreadFiles         = "thread_files"
 	storageMapThreads             = "threads"
 	storageMapTracked             = "tracked"
@@ -389,6 +402,7 @@ type storageMapSpecs struct {
 	LastWritten *ebpf.MapSpec `ebpf:"last_written"`
 	Positions   *ebpf.MapSpec `ebpf:"positions"`
 	Rqs         *ebpf.MapSpec `ebpf:"rqs"`
+	SqlThreads  *ebpf.MapSpec `ebpf:"sql_threads"`
 	ThreadFiles *ebpf.MapSpec `ebpf:"thread_files"`
 	Threads     *ebpf.MapSpec `ebpf:"threads"`
 	Tracked     *ebpf.MapSpec `ebpf:"tracked"`
@@ -442,6 +456,7 @@ type storageMaps struct {
 	LastWritten *ebpf.Map `ebpf:"last_written"`
 	Positions   *ebpf.Map `ebpf:"positions"`
 	Rqs         *ebpf.Map `ebpf:"rqs"`
+	SqlThreads  *ebpf.Map `ebpf:"sql_threads"`
 	ThreadFiles *ebpf.Map `ebpf:"thread_files"`
 	Threads     *ebpf.Map `ebpf:"threads"`
 	Tracked     *ebpf.Map `ebpf:"tracked"`
@@ -464,6 +479,7 @@ func (m *storageMaps) Close() error {
 		m.LastWritten,
 		m.Positions,
 		m.Rqs,
+		m.SqlThreads,
 		m.ThreadFiles,
 		m.Threads,
 		m.Tracked,

@@ -511,3 +511,58 @@ func RandomPct(p model.SQLitePages) string {
 	}
 	return fmt.Sprintf("%.0f", float64(p.Random)/float64(n)*100)
 }
+
+// Statements is the SQL statements table (observe --sql): the statements
+// that took the most time first, at most n of them.
+type Statements struct {
+	Rows []StatementRow
+	// More counts the statements not listed.
+	More int
+	// Attributed says what share of the SQLite file IO was charged to a
+	// statement, e.g. "99.2% of 12,345 calls, 99.8% of bytes".
+	Attributed string
+	Notes      []string
+}
+
+// StatementRow is one statement's line.
+type StatementRow struct {
+	Text                 string
+	PID                  int
+	Execs, Rows          string
+	Total, P50, P99      string
+	Reads, Writes, Syncs string
+	Written              string
+	TopPages             string // its most frequent page type, e.g. "db table-leaf 80%"
+}
+
+// StatementsOf builds the statements table.
+func StatementsOf(q *model.SQLStatements, n int) Statements {
+	s := Statements{Notes: q.Notes}
+	calls := q.Unattributed.Reads + q.Unattributed.Writes + q.Unattributed.Syncs
+	for _, st := range q.Statements {
+		calls += st.Reads + st.Writes + st.Syncs
+	}
+	s.Attributed = fmt.Sprintf("%.1f%% of %s SQLite file calls, %.1f%% of their bytes", q.AttributedShare*100, units.FormatCount(calls), q.AttributedBytesShare*100)
+	for i, st := range q.Statements {
+		if i >= n {
+			s.More = len(q.Statements) - n
+			break
+		}
+		r := StatementRow{Text: st.Text, PID: st.PID, Execs: units.FormatCount(st.Execs),
+			Reads: units.FormatCount(st.Reads), Writes: units.FormatCount(st.Writes), Syncs: units.FormatCount(st.Syncs),
+			Written: units.FormatSize(st.WriteBytes)}
+		if st.Kind == "statement" {
+			r.Rows = units.FormatCount(max(st.Steps-st.Done, 0))
+			r.Total = units.FormatNs(st.Sec * 1e9)
+			r.P50, r.P99 = units.FormatNs(st.P50Sec*1e9), units.FormatNs(st.P99Sec*1e9)
+		}
+		if len(st.Pages) > 0 {
+			p := st.Pages[0]
+			if ops := st.Reads + st.Writes; ops > 0 {
+				r.TopPages = fmt.Sprintf("%s %s %.0f%%", p.Kind, p.Type, float64(p.Reads+p.Writes)/float64(ops)*100)
+			}
+		}
+		s.Rows = append(s.Rows, r)
+	}
+	return s
+}

@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* sqlstmt: which SQLite statement each thread of the workload is running,
+ * so that storage can charge each SQLite file read, write and sync to it.
+ *
+ * Uprobes at the entry of SQLite's API functions, on the library file the
+ * workload maps (user space finds it, and where the statement keeps its
+ * text: sql_off, and the connection its autocommit flag: autocommit_off,
+ * decoded from sqlite3_sql and sqlite3_get_autocommit). Entry only: a
+ * uretprobe adds nothing the next entry does not tell, costs a second trap,
+ * and breaks Go programs whose stacks move.
+ *
+ * sqlite3_step: a handle's first step after a reset begins an execution
+ * (its text read once per handle, hashed, and the statement found by text
+ * in stmts); every step makes the statement the thread's current one
+ * (sql_threads, which storage reads). sqlite3_reset and sqlite3_finalize end
+ * the execution and time it. sqlite3_prepare*, sqlite3_wal_checkpoint_v2
+ * and sqlite3_close* make a pseudo-statement current: the schema reads of a
+ * prepare, a checkpoint's copy to the database, a close's checkpoint and
+ * WAL delete are theirs, not the last statement's. */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include "sqlstmt.h"
+#include "bits.bpf.h"
+#include "tracked.bpf.h"
+#include "sqlthread.bpf.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+const volatile __s64 sql_off = -1;        /* struct Vdbe's zSql */
+const volatile __s64 autocommit_off = -1; /* struct sqlite3's autoCommit */
+
+__u64 next_id = 0;   /* the last statement id given */
+__u64 next_exec = 0; /* the last execution id given */
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, SQ_MAX_STMTS);
+	__type(key, __u32);
+	__type(value, struct sq_stmt);
+} stmts SEC(".maps");
+
+struct sq_text_key {
+	__u32 tgid;
+	__u32 kind;
+	__u64 hash; /* FNV-1a of the text, 0 for a pseudo-statement */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SQ_MAX_STMTS);
+	__type(key, struct sq_text_key);
+	__type(value, __u32);
+} by_text SEC(".maps");
+
+/* LRU: a program that prepares a statement for each execution and never
+ * finalizes would fill it otherwise. */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct sq_handle_key);
+	__type(value, struct sq_handle);
+} handles SEC(".maps");
+
+struct text_buf {
+	char text[SQ_TEXT];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct text_buf);
+} scratch SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct sq_counters);
+} counters SEC(".maps");
+
+static __always_inline struct sq_counters *counters_get(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&counters, &zero);
+}
+
+/* enter counts a run and returns the thread's entry if it is the
+ * workload's, NULL otherwise. */
+static __always_inline struct sq_thread *enter(struct sq_counters *c, __u32 tgid)
+{
+	if (!is_tracked(tgid)) {
+		if (c)
+			c->others++;
+		return NULL;
+	}
+	if (c)
+		c->runs++;
+	return bpf_task_storage_get(&sql_threads, bpf_get_current_task_btf(), 0, BPF_LOCAL_STORAGE_GET_F_CREATE);
+}
+
+static __always_inline struct sq_stmt *stmt_of(__u32 id)
+{
+	if (!id)
+		return NULL;
+	return bpf_map_lookup_elem(&stmts, &id);
+}
+
+/* stmt_id finds the statement whose text is at text (NULL: the process's
+ * pseudo-statement of kind), making its entry at its first sight; 0 if
+ * stmts is full. */
+static __always_inline __u32 stmt_id(__u32 tgid, __u32 kind, const char *text, struct sq_counters *c)
+{
+	struct sq_text_key k = {.tgid = tgid, .kind = kind};
+	struct text_buf *buf = NULL;
+	__u32 zero = 0, *found, id;
+	struct sq_stmt *s;
+	long n = 0;
+
+	if (text) {
+		buf = bpf_map_lookup_elem(&scratch, &zero);
+		if (!buf)
+			return 0;
+		n = bpf_probe_read_user_str(buf->text, SQ_TEXT, text);
+		if (n <= 0) {
+			if (c)
+				c->unread++;
+			n = 0;
+		}
+		k.hash = 0xcbf29ce484222325ULL;
+		for (int i = 0; i < SQ_TEXT; i++) {
+			if (i >= n - 1)
+				break;
+			k.hash = (k.hash ^ (__u8)buf->text[i]) * 0x100000001b3ULL;
+		}
+	}
+	found = bpf_map_lookup_elem(&by_text, &k);
+	if (found)
+		return *found;
+	id = __sync_fetch_and_add(&next_id, 1) + 1;
+	s = stmt_of(id);
+	if (!s) {
+		if (c)
+			c->stmts_full++;
+		return 0;
+	}
+	s->tgid = tgid;
+	s->kind = kind;
+	if (buf && n > 0) {
+		__builtin_memcpy(s->text, buf->text, SQ_TEXT);
+		s->text_len = n - 1;
+		s->truncated = n == SQ_TEXT;
+	}
+	if (bpf_map_update_elem(&by_text, &k, &id, BPF_NOEXIST) != 0) {
+		/* Another CPU made it first (or by_text is full): its id. */
+		s->tgid = 0;
+		found = bpf_map_lookup_elem(&by_text, &k);
+		if (!found && c)
+			c->stmts_full++;
+		return found ? *found : 0;
+	}
+	return id;
+}
+
+static __always_inline __u32 new_exec(void)
+{
+	return __sync_fetch_and_add(&next_exec, 1) + 1;
+}
+
+/* finish ends the handle's running execution and times it. */
+static __always_inline void finish(struct sq_handle *h)
+{
+	struct sq_stmt *s = stmt_of(h->id);
+	__u64 d;
+
+	if (!h->exec)
+		return;
+	d = bpf_ktime_get_ns() - h->start_ns;
+	if (s) {
+		__sync_fetch_and_add(&s->ns, d);
+		__sync_fetch_and_add(&s->done, 1);
+		__sync_fetch_and_add(&s->slots[slot_of(d, SQ_SLOTS)], 1);
+	}
+	h->exec = 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(sq_step, void *stmt)
+{
+	struct sq_counters *c = counters_get();
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct sq_handle_key hk = {.tgid = tgid, .stmt = (__u64)stmt};
+	struct sq_thread *t = enter(c, tgid);
+	struct sq_handle *h;
+	struct sq_stmt *s;
+	__u64 sql = 0, db = 0;
+	__u8 ac = 0;
+
+	if (!t || !stmt)
+		return 0;
+	/* Read at every step: SQLite's own statements (its schema reads)
+	 * are finalized inside the library, not through sqlite3_finalize, so
+	 * a handle's address can come back as another statement with no
+	 * hook in between. Their zSql is NULL: they keep no text. */
+	if (sql_off >= 0)
+		bpf_probe_read_user(&sql, sizeof(sql), stmt + sql_off);
+	h = bpf_map_lookup_elem(&handles, &hk);
+	if (h && h->sql != sql) {
+		finish(h);
+		h->id = 0;
+	}
+	if (!h || !h->exec) {
+		/* The first step since the handle was prepared or reset. */
+		if (!h || !h->id) {
+			struct sq_handle nh = {.sql = sql};
+			__u32 kind = SQ_EXEC;
+
+			if (sql_off < 0) {
+				if (c)
+					c->no_offset++;
+			} else if (!sql) {
+				kind = SQ_INTERNAL;
+			}
+			nh.id = stmt_id(tgid, kind, sql ? (const char *)sql : NULL, c);
+			bpf_map_update_elem(&handles, &hk, &nh, BPF_ANY);
+			h = bpf_map_lookup_elem(&handles, &hk);
+			if (!h)
+				return 0;
+		}
+		h->exec = new_exec();
+		h->start_ns = bpf_ktime_get_ns();
+		s = stmt_of(h->id);
+		if (s) {
+			__sync_fetch_and_add(&s->execs, 1);
+			/* Vdbe.db is its first field. */
+			if (autocommit_off >= 0 && bpf_probe_read_user(&db, sizeof(db), stmt) == 0 && db &&
+			    bpf_probe_read_user(&ac, 1, (void *)(db + autocommit_off)) == 0 && ac)
+				__sync_fetch_and_add(&s->autocommit, 1);
+		}
+	}
+	s = stmt_of(h->id);
+	if (s)
+		__sync_fetch_and_add(&s->steps, 1);
+	/* SQLite's own statements run inside a prepare (the schema) or inside
+	 * another statement's step (a CREATE's nested updates of the schema
+	 * table, prepared through the public API, so the prepare hook made
+	 * itself current): their IO is that statement's. If the application's
+	 * last statement is still running, it is current again; else the
+	 * current one stays (a prepare's schema read). */
+	if (s && s->kind == SQ_INTERNAL && t->stmt_id) {
+		struct sq_handle_key ok = {.tgid = tgid, .stmt = t->outer_stmt};
+		struct sq_handle *outer = t->outer_stmt ? bpf_map_lookup_elem(&handles, &ok) : NULL;
+
+		if (outer && outer->exec && outer->exec == t->outer_exec) {
+			t->stmt_id = t->outer_id;
+			t->exec = t->outer_exec;
+		}
+		return 0;
+	}
+	t->stmt_id = h->id;
+	t->exec = h->exec;
+	t->outer_stmt = (__u64)stmt;
+	t->outer_id = h->id;
+	t->outer_exec = h->exec;
+	return 0;
+}
+
+/* end_exec ends the handle's execution, if one is running, and times it;
+ * the thread's current statement stays (a reset can still commit). */
+static __always_inline void end_exec(void *stmt, bool finalize)
+{
+	struct sq_counters *c = counters_get();
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct sq_handle_key hk = {.tgid = tgid, .stmt = (__u64)stmt};
+	struct sq_handle *h;
+
+	if (!enter(c, tgid))
+		return;
+	h = bpf_map_lookup_elem(&handles, &hk);
+	if (!h)
+		return;
+	finish(h);
+	/* A finalized handle's address is reused by the next prepare. */
+	if (finalize)
+		bpf_map_delete_elem(&handles, &hk);
+}
+
+SEC("uprobe")
+int BPF_KPROBE(sq_reset, void *stmt)
+{
+	end_exec(stmt, false);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(sq_finalize, void *stmt)
+{
+	end_exec(stmt, true);
+	return 0;
+}
+
+/* pseudo makes the process's pseudo-statement of kind the thread's
+ * current one, as a new execution of it. */
+static __always_inline void pseudo(__u32 kind)
+{
+	struct sq_counters *c = counters_get();
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct sq_thread *t = enter(c, tgid);
+	struct sq_stmt *s;
+
+	if (!t)
+		return;
+	t->stmt_id = stmt_id(tgid, kind, NULL, c);
+	t->exec = new_exec();
+	s = stmt_of(t->stmt_id);
+	if (s) {
+		__sync_fetch_and_add(&s->execs, 1);
+		__sync_fetch_and_add(&s->steps, 1);
+	}
+}
+
+SEC("uprobe")
+int BPF_KPROBE(sq_prepare)
+{
+	pseudo(SQ_PREPARE);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(sq_checkpoint)
+{
+	pseudo(SQ_CHECKPOINT);
+	return 0;
+}
+
+SEC("uprobe")
+int BPF_KPROBE(sq_close)
+{
+	pseudo(SQ_CLOSE);
+	return 0;
+}

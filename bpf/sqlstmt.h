@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* Types shared between bpf/sqlstmt.bpf.c and internal/probe/sqlprobe (via
+ * bpf2go), and with bpf/storage.bpf.c (the thread's current statement,
+ * which storage stamps on each SQLite file event). Fixed-width fields only,
+ * laid out without padding holes. */
+#ifndef __SQLSTMT_H
+#define __SQLSTMT_H
+
+#define SQ_TEXT 256       /* bytes of a statement's text kept, NUL included */
+#define SQ_MAX_STMTS 4096 /* distinct statements (by text) per run */
+#define SQ_SLOTS 40       /* log2 histogram of execution times, in ns */
+
+/* What a thread is doing in SQLite. An execution is a statement from its
+ * first step to its reset or finalize; prepare, checkpoint and close are
+ * the rest of what makes IO inside the library. Each of those three is one
+ * pseudo-statement per process. */
+#define SQ_EXEC 0
+#define SQ_PREPARE 1
+#define SQ_CHECKPOINT 2
+#define SQ_CLOSE 3
+/* SQLite's own statements (schema reads, the nested statements of a
+ * CREATE or ALTER): prepared inside the library without their text. */
+#define SQ_INTERNAL 4
+
+/* Per thread (task storage): what its SQLite file IO is charged to. */
+struct sq_thread {
+	__u32 stmt_id;   /* the statement last stepped (or the pseudo one), 0: none yet */
+	__u32 exec;      /* its execution's id (global, from 1) */
+	/* The last of the application's statements stepped (not SQLite's
+	 * own): a prepare inside its step (a CREATE's nested statements) is
+	 * charged back to it. */
+	__u64 outer_stmt;
+	__u32 outer_id;
+	__u32 outer_exec;
+};
+
+/* Per prepared statement handle, by (tgid, sqlite3_stmt *). */
+struct sq_handle_key {
+	__u32 tgid;
+	__u32 _pad;
+	__u64 stmt;
+};
+
+struct sq_handle {
+	__u64 sql;       /* the zSql the id was found for (a re-prepare changes it) */
+	__u64 start_ns;  /* the current execution's first step */
+	__u32 id;        /* the statement's id (stmts' index) */
+	__u32 exec;      /* the current execution's id, 0: none running */
+};
+
+/* One statement, by its text (and process): stmts[id]. */
+struct sq_stmt {
+	__u32 tgid;
+	__u32 kind;       /* SQ_* */
+	__u64 execs;      /* executions begun */
+	__u64 done;       /* executions ended (reset or finalize) */
+	__u64 steps;      /* sqlite3_step calls: rows + one per execution that ran to its end */
+	__u64 ns;         /* time of the ended executions, first step to reset */
+	__u64 autocommit; /* executions begun in autocommit mode (their own transaction) */
+	__u64 slots[SQ_SLOTS];
+	__u32 text_len;   /* bytes of text, 0: unread */
+	__u32 truncated;  /* the text was longer than SQ_TEXT - 1 */
+	char text[SQ_TEXT];
+};
+
+/* Per CPU. */
+struct sq_counters {
+	__u64 runs;      /* uprobe hits of the workload's threads */
+	__u64 others;    /* hits of other processes, filtered out */
+	__u64 stmts_full; /* executions of statements not kept: stmts full */
+	__u64 unread;    /* statement texts that could not be read */
+	__u64 no_offset; /* executions whose statement could not be named (offsets unknown) */
+};
+
+#endif /* __SQLSTMT_H */

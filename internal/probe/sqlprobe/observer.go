@@ -1,0 +1,209 @@
+package sqlprobe
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"os"
+	"slices"
+
+	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/probe"
+	"github.com/perfsleuth/perfsleuth/internal/probe/storage"
+	"github.com/perfsleuth/perfsleuth/internal/probe/timeacct"
+	"github.com/perfsleuth/perfsleuth/internal/sqlnorm"
+	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
+)
+
+// New returns the statement probe as a probe.Probe: with --sql it names the
+// SQLite statement behind each SQLite file read, write and sync that
+// storage sees.
+func New() probe.Probe { return &observer{} }
+
+type observer struct {
+	p   *Probe
+	res *Result
+	err error
+}
+
+func (o *observer) Info() probe.Info {
+	return probe.Info{Name: "sql", Needs: []string{"timeacct", "storage"}}
+}
+
+func (o *observer) Wanted(opts probe.Options) bool { return opts.SQL && !opts.NoEBPF }
+
+// Calibrate does nothing: the cost is the uprobe traps, counted.
+func (o *observer) Calibrate(probe.Options) {}
+
+func (o *observer) Start(_ context.Context, s *probe.Session) error {
+	p, err := Start(s.Roots, s.Map(timeacct.SharedTracked), s.Map(storage.SharedSQLThreads))
+	if err != nil {
+		return fmt.Errorf("no SQL statements: %w", err)
+	}
+	o.p = p
+	return nil
+}
+
+func (o *observer) Stop() error {
+	if o.p == nil {
+		return nil
+	}
+	o.res, o.err = o.p.Stop()
+	o.p = nil
+	return o.err
+}
+
+// Contribute joins the statements to the SQLite file IO storage charged
+// to them, into the record's SQLite section.
+func (o *observer) Contribute(run *model.Run) {
+	if o.err != nil {
+		run.Warnings = append(run.Warnings, "the SQL statement probe failed: "+o.err.Error())
+	}
+	if o.res == nil || run.Storage == nil {
+		return
+	}
+	if run.Storage.SQLite == nil {
+		run.Storage.SQLite = &model.SQLiteIO{}
+	}
+	sq := run.Storage.SQLite
+	sq.SQL = Join(o.res, sq.ByStatement)
+}
+
+// Join makes the record's statements: the probe's, merged by normalised
+// text per process, each with the IO charged to its ids.
+func Join(res *Result, io map[uint32]*model.SQLStmtIO) *model.SQLStatements {
+	out := &model.SQLStatements{UprobeHits: int64(res.Runs), OtherHits: int64(res.Others), Notes: slices.Clone(res.Notes)}
+	for _, l := range res.Libraries {
+		out.Libraries = append(out.Libraries, model.SQLLibrary{Path: l.Path, BuildID: l.BuildID, SQLOffset: l.SQLOffset, AutoCommitOffset: l.AutoCommitOffset})
+	}
+	type key struct {
+		pid        int
+		kind, text string
+	}
+	merged := map[key]*model.SQLStatement{}
+	hists := map[key][]uint64{}
+	var total, joined model.SQLStmtIO
+	for _, s := range res.Statements {
+		text := sqlnorm.Normalize(s.Text, sqlnorm.MaxLen)
+		switch {
+		case s.Kind == "internal":
+			text = "(SQLite's own statements: schema reads)"
+		case s.Kind != "statement":
+			text = "(" + s.Kind + ")"
+		case text == "":
+			text = "(a statement whose text could not be read)"
+		}
+		k := key{s.PID, s.Kind, text}
+		m := merged[k]
+		if m == nil {
+			m = &model.SQLStatement{PID: s.PID, Kind: s.Kind, Text: text}
+			merged[k] = m
+			hists[k] = make([]uint64, len(s.Hist))
+		}
+		m.Execs += int64(s.Execs)
+		m.Done += int64(s.Done)
+		m.Steps += int64(s.Steps)
+		m.Autocommit += int64(s.Autocommit)
+		m.Sec += s.Sec
+		for i, n := range s.Hist {
+			hists[k][i] += n
+		}
+		if sio := io[s.ID]; sio != nil {
+			addIO(&m.SQLStmtIO, sio)
+			addIO(&joined, sio)
+		}
+	}
+	for id, sio := range io {
+		addIO(&total, sio)
+		if id == 0 {
+			out.Unattributed = *sio
+		}
+	}
+	for k, m := range merged {
+		m.P50Sec, m.P99Sec = quantile(hists[k], 0.5), quantile(hists[k], 0.99)
+		out.Statements = append(out.Statements, *m)
+	}
+	slices.SortFunc(out.Statements, func(a, b model.SQLStatement) int {
+		return cmp.Or(cmp.Compare(b.Sec, a.Sec), cmp.Compare(b.Reads+b.Writes+b.Syncs, a.Reads+a.Writes+a.Syncs), cmp.Compare(a.Text, b.Text))
+	})
+	if calls := total.Reads + total.Writes + total.Syncs; calls > 0 {
+		out.AttributedShare = float64(joined.Reads+joined.Writes+joined.Syncs) / float64(calls)
+	}
+	if bytes := total.ReadBytes + total.WriteBytes; bytes > 0 {
+		out.AttributedBytesShare = float64(joined.ReadBytes+joined.WriteBytes) / float64(bytes)
+	}
+	if res.StmtsFull > 0 {
+		out.Notes = append(out.Notes, fmt.Sprintf("%d executions of statements past the first %d distinct texts were not named", res.StmtsFull, maxStmts))
+	}
+	if res.NoOffset > 0 {
+		out.Notes = append(out.Notes, fmt.Sprintf("%d executions of statements whose text the probe could not find (the library's statement layout was not decoded)", res.NoOffset))
+	}
+	if res.Unread > 0 {
+		out.Notes = append(out.Notes, fmt.Sprintf("%d statement texts could not be read from the workload's memory", res.Unread))
+	}
+	return out
+}
+
+// maxStmts is bpf/sqlstmt.h's SQ_MAX_STMTS, less the unused id 0.
+const maxStmts = 4095
+
+func addIO(dst, src *model.SQLStmtIO) {
+	dst.Reads += src.Reads
+	dst.Writes += src.Writes
+	dst.Syncs += src.Syncs
+	dst.ReadBytes += src.ReadBytes
+	dst.WriteBytes += src.WriteBytes
+	for _, p := range src.Pages {
+		i := slices.IndexFunc(dst.Pages, func(q model.SQLitePages) bool { return q.Kind == p.Kind && q.Type == p.Type })
+		if i < 0 {
+			dst.Pages = append(dst.Pages, model.SQLitePages{Kind: p.Kind, Type: p.Type})
+			i = len(dst.Pages) - 1
+		}
+		q := &dst.Pages[i]
+		q.Reads += p.Reads
+		q.Writes += p.Writes
+		q.ReadBytes += p.ReadBytes
+		q.WriteBytes += p.WriteBytes
+	}
+}
+
+// quantile is the q-quantile of a log2 histogram of nanoseconds (slot i
+// holds [2^i, 2^(i+1))), in seconds: the middle of its bucket, so within a
+// factor of 1.5 either way. 0 for an empty one.
+func quantile(h []uint64, q float64) float64 {
+	var n uint64
+	for _, c := range h {
+		n += c
+	}
+	if n == 0 {
+		return 0
+	}
+	rank := uint64(q*float64(n-1)) + 1
+	var seen uint64
+	for i, c := range h {
+		seen += c
+		if seen >= rank {
+			return 1.5 * float64(uint64(1)<<i) / 1e9
+		}
+	}
+	return 0
+}
+
+// Check says whether the statement probe finds a SQLite library here.
+func (o *observer) Check() sysinfo.Check {
+	c := sysinfo.Check{Name: "sql_probe"}
+	if os.Geteuid() != 0 {
+		c.Status, c.Detail, c.Fix = sysinfo.StatusMissing, "not root: --sql needs uprobes", "run perfsleuth as root (sudo)"
+		return c
+	}
+	libs, notes := Find(nil)
+	if len(libs) == 0 {
+		c.Status, c.Detail = sysinfo.StatusMissing, fmt.Sprintf("no system libsqlite3.so.0 (%v): --sql finds SQLite only in the libraries the workload maps", notes)
+		return c
+	}
+	c.Status, c.Detail = sysinfo.StatusOK, fmt.Sprintf("--sql hooks %s", libs[0].Path)
+	if libs[0].OffsetsNote != "" {
+		c.Detail += " (" + libs[0].OffsetsNote + ": statements are counted, not named)"
+	}
+	return c
+}

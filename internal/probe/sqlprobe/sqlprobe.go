@@ -1,0 +1,36 @@
+package sqlprobe
+
+// Statement is one SQL statement of one process, by its text, as the probe
+// counted it; or one of the pseudo-statements (Kind "prepare",
+// "checkpoint", "close") that stand for the library's own IO.
+type Statement struct {
+	ID   uint32 // what storage's SQLite file events carry (sqlitetrace.Event.StmtID)
+	PID  int
+	Kind string // "statement", "prepare", "checkpoint", "close", "internal"
+	// Text is the statement as SQLite keeps it (one statement, as
+	// prepared), cut at 255 bytes (Truncated); "" if it could not be read.
+	Text      string
+	Truncated bool
+	// Execs were begun (a first step); Done ended by a reset or finalize,
+	// in Sec in all, with their times in Hist (log2 ns slots).
+	Execs, Done, Steps, Autocommit uint64
+	Sec                            float64
+	Hist                           []uint64
+}
+
+// Result is what the statement probe saw.
+type Result struct {
+	Libraries  []*Library
+	Statements []Statement
+	// Runs are uprobe hits of the workload's threads, Others those of
+	// other processes using the same library (filtered out, still a trap).
+	Runs, Others uint64
+	// StmtsFull: executions of statements past the first SQ_MAX_STMTS
+	// texts, not named. Unread: texts that could not be read. NoOffset:
+	// executions whose statement could not be named (offsets unknown).
+	StmtsFull, Unread, NoOffset uint64
+	Notes                       []string
+}
+
+// KindNames are bpf/sqlstmt.h's SQ_* kinds.
+var KindNames = []string{"statement", "prepare", "checkpoint", "close", "internal"}
