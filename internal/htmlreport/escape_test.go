@@ -62,6 +62,7 @@ func TestHostileNamesStayText(t *testing.T) {
 		{"the host", "<dd>&lt;script&gt;alert(1)&lt;/script&gt;, Linux"},
 		{"a table cell", `<td class="mono path" title="dev 253:1 inode 130, pid 14438">/<wbr>data/<wbr>&#34;&gt;&lt;img src=x onerror=alert(1)&gt;</td>`},
 		{"a chart name", `data-chart="timeline-disk-___img_src_x_onerror_alert_1__-iops"`},
+		{"a SQL statement", `>SELECT &lt;script&gt;alert(1)&lt;/script&gt;</td>`},
 	} {
 		if !bytes.Contains(page, []byte(where.marker)) {
 			t.Errorf("%s is not shown escaped (looked for %s)", where.what, where.marker)

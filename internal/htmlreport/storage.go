@@ -245,4 +245,29 @@ func sqlitePages(s *section, io *model.SQLiteIO) {
 		s.code(lines)
 	}
 	s.listIf(q.Notes)
+	if io.SQL != nil {
+		sqlStatements(s, rows.StatementsOf(io.SQL, maxStatements))
+	}
+}
+
+// maxStatements is how many SQL statements the page lists (the record
+// keeps them all).
+const maxStatements = 50
+
+func sqlStatements(s *section, q rows.Statements) {
+	s.h3("SQL statements")
+	s.p(q.Attributed + " charged to a statement (observe --sql)")
+	if len(q.Rows) > 0 {
+		tb := newTable("~statement", "pid", "execs", "rows", "time", "p50", "p99", "reads", "writes", "syncs", "written", "~most ops on")
+		for _, r := range q.Rows {
+			tb.add(cell{Text: r.Text, Class: "mono"}, cell{Text: fmt.Sprint(r.PID)}, cell{Text: r.Execs}, cell{Text: r.Rows},
+				cell{Text: r.Total}, cell{Text: r.P50}, cell{Text: r.P99}, cell{Text: r.Reads}, cell{Text: r.Writes},
+				cell{Text: r.Syncs}, cell{Text: r.Written}, cell{Text: r.TopPages})
+		}
+		s.table(tb.t)
+	}
+	if q.More > 0 {
+		s.p(fmt.Sprintf("%d more statements in the JSON record", q.More))
+	}
+	s.listIf(q.Notes)
 }
