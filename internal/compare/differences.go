@@ -65,6 +65,7 @@ func differences(a, b *model.Run) []Difference {
 	if haveWork {
 		out = append(out, switchRows(a, b, wa, wb)...)
 		out = append(out, blockRows(a, b, wa, wb)...)
+		out = append(out, sqlRows(a, b, wa, wb)...)
 	}
 	return out
 }
