@@ -32,6 +32,20 @@ struct sq_thread {
 	__u64 outer_stmt;
 	__u32 outer_id;
 	__u32 outer_exec;
+	/* PostgreSQL: the statement the backend reported running, and since
+	 * when (0: none running). */
+	__u64 pg_start;
+	__u32 pg_id;
+	__u32 _pad;
+};
+
+/* The read, write and sync calls of every file (not only SQLite's) made
+ * while a statement was its thread's current one: storage's stmt_io,
+ * indexed by statement id, per CPU. */
+struct sq_io {
+	__u64 reads, writes, syncs;
+	__u64 read_bytes, write_bytes;
+	__u64 read_ns, write_ns, sync_ns;
 };
 
 /* Per prepared statement handle, by (tgid, sqlite3_stmt *). */

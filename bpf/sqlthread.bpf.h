@@ -15,4 +15,12 @@ struct {
 	__type(value, struct sq_thread);
 } sql_threads SEC(".maps");
 
+/* Per statement id, the calls storage saw for it (struct sq_io). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SQ_MAX_STMTS);
+	__type(key, __u32);
+	__type(value, struct sq_io);
+} stmt_io SEC(".maps");
+
 #endif /* __SQLTHREAD_BPF_H */

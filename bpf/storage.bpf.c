@@ -1447,6 +1447,37 @@ static __always_inline __u32 sniff(__u8 *h)
 	return ST_KIND_NONE;
 }
 
+/* stmt_count charges a call to the statement its thread is running
+ * (the statement probe's sql_threads; none without it). */
+static __always_inline void stmt_count(__u32 op, long ret, __u64 delta)
+{
+	struct sq_thread *sq = bpf_task_storage_get(&sql_threads, bpf_get_current_task_btf(), 0, 0);
+	struct sq_io *io;
+	__u32 id;
+
+	if (!sq || !sq->stmt_id)
+		return;
+	id = sq->stmt_id;
+	io = bpf_map_lookup_elem(&stmt_io, &id);
+	if (!io)
+		return;
+	switch (op) {
+	case ST_EV_READ:
+		io->reads++;
+		io->read_bytes += ret;
+		io->read_ns += delta;
+		break;
+	case ST_EV_WRITE:
+		io->writes++;
+		io->write_bytes += ret;
+		io->write_ns += delta;
+		break;
+	default:
+		io->syncs++;
+		io->sync_ns += delta;
+	}
+}
+
 /* exit_call counts a call of the workload that enter_call noted, now
  * that it returned ret, and sends a SQLite file's to user space. */
 static __always_inline void exit_call(struct task_struct *task, struct st_call *st, long ret, struct st_counters *c, __u64 now)
@@ -1488,6 +1519,7 @@ static __always_inline void exit_call(struct task_struct *task, struct st_call *
 		__sync_fetch_and_add(&f->errors, 1);
 		return;
 	}
+	stmt_count(op, ret, delta);
 	if (op == ST_EV_SYNC) {
 		__sync_fetch_and_add(&f->syncs, 1);
 		__sync_fetch_and_add(&f->sync_ns, delta);

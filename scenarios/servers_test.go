@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/sqlnorm"
 	"github.com/perfsleuth/perfsleuth/internal/report/rows"
 )
 
@@ -199,13 +200,12 @@ func pgBin(t *testing.T) string {
 	return ""
 }
 
-// TestPgbenchWithServer: pgbench against a throwaway PostgreSQL cluster,
-// observed together. The record's tps is pgbench's, its backends are
-// named by their titles and grouped as one role, the verdict gives each
-// side's share of the CPUs, and the WAL segments are named as they ended
-// (not xlogtemp.N). Observed alone, pgbench's waits are named after the
-// server's backends and their parent, the postmaster.
-func TestPgbenchWithServer(t *testing.T) {
+// pgCluster starts a throwaway PostgreSQL cluster, initialised for
+// pgbench at scale 1, as the postgres user (or nobody) in a directory of
+// the test's; it is stopped when the test ends. It returns the directory
+// (the socket's too), the postmaster's pid and pgbench's path.
+func pgCluster(t *testing.T) (dir string, postmaster int, pgbench string) {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("not root: no eBPF, and PostgreSQL needs a user of its own")
 	}
@@ -218,7 +218,7 @@ func TestPgbenchWithServer(t *testing.T) {
 	}
 	uid, _ := strconv.Atoi(u.Uid)
 	gid, _ := strconv.Atoi(u.Gid)
-	dir := serverDir(t, uid, gid)
+	dir = serverDir(t, uid, gid)
 	as := func(name string, args ...string) *exec.Cmd {
 		cmd := exec.Command(filepath.Join(bindir, name), args...)
 		cmd.Dir = dir
@@ -229,7 +229,7 @@ func TestPgbenchWithServer(t *testing.T) {
 	run(t, as("initdb", "-D", data, "-U", "bench", "--auth=trust", "--no-sync"))
 	run(t, as("pg_ctl", "-D", data, "-o", "-k "+dir+" -c listen_addresses=''", "-l", filepath.Join(dir, "log"), "-w", "start"))
 	t.Cleanup(func() { as("pg_ctl", "-D", data, "-m", "immediate", "-w", "stop").Run() })
-	pgbench := filepath.Join(bindir, "pgbench")
+	pgbench = filepath.Join(bindir, "pgbench")
 	if _, err := os.Stat(pgbench); err != nil {
 		if pgbench, err = exec.LookPath("pgbench"); err != nil {
 			t.Skip("pgbench not installed (.ci/run installs it: apt-get install postgresql-contrib)")
@@ -240,10 +240,21 @@ func TestPgbenchWithServer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	postmaster, err := strconv.Atoi(strings.SplitN(string(pidFile), "\n", 2)[0])
+	postmaster, err = strconv.Atoi(strings.SplitN(string(pidFile), "\n", 2)[0])
 	if err != nil {
 		t.Fatalf("postmaster.pid: %v", err)
 	}
+	return dir, postmaster, pgbench
+}
+
+// TestPgbenchWithServer: pgbench against a throwaway PostgreSQL cluster,
+// observed together. The record's tps is pgbench's, its backends are
+// named by their titles and grouped as one role, the verdict gives each
+// side's share of the CPUs, and the WAL segments are named as they ended
+// (not xlogtemp.N). Observed alone, pgbench's waits are named after the
+// server's backends and their parent, the postmaster.
+func TestPgbenchWithServer(t *testing.T) {
+	dir, postmaster, pgbench := pgCluster(t)
 	client := []string{pgbench, "-h", dir, "-U", "bench", "-c", "4", "-j", "1", "-T", "3", "-r", "postgres"}
 
 	r, text, out := observeServer(t, dir, postmaster, client...)
@@ -349,5 +360,71 @@ func TestSysbenchOLTPWithMariaDB(t *testing.T) {
 	}
 	if v := r.Verdict; v.Primary == model.CatCPU || v.Primary == model.CatCPUWait {
 		cpuVerdictNamesBoth(t, r, "mariadbd", "sysbench")
+	}
+}
+
+// TestPgbenchStatements: pgbench observed with --sql and the server's
+// postmaster (-p): each of pgbench's statements is named (its literals as
+// ?, as pgbench's own -r report names them with :variables), its mean time
+// in the server is within what pgbench measured for it (which adds the
+// round trip), and the commits (END) carry the WAL syncs of the backends.
+func TestPgbenchStatements(t *testing.T) {
+	dir, postmaster, pgbench := pgCluster(t)
+	rec := filepath.Join(t.TempDir(), "run.json")
+	args := []string{"observe", "--sql", "--interval", "200ms", "--json", rec, "-p", strconv.Itoa(postmaster), "--",
+		pgbench, "-h", dir, "-U", "bench", "-c", "4", "-j", "1", "-T", "3", "-r", "postgres"}
+	if stdout, stderr, status := perfsleuth(t, dir, args...); status != 0 {
+		t.Fatalf("perfsleuth %s: exit status %d\n%s\n%s", strings.Join(args, " "), status, stdout, stderr)
+	}
+	r := loadRecord(t, rec)
+	if r.Storage == nil || r.Storage.SQLite == nil || r.Storage.SQLite.SQL == nil {
+		t.Fatalf("no statements in the record: warnings %v", r.Warnings)
+	}
+	q := r.Storage.SQLite.SQL
+	byText := map[string]*model.SQLStatement{}
+	for i := range q.Statements {
+		s := &q.Statements[i]
+		if m := byText[s.Text]; m != nil { // one per backend: summed
+			m.Execs += s.Execs
+			m.Done += s.Done
+			m.Sec += s.Sec
+			m.Calls.Syncs += s.Calls.Syncs
+			continue
+		}
+		c := *s
+		byText[s.Text] = &c
+	}
+	var tx float64
+	checked := 0
+	for _, m := range r.Result.Command.Reported.Metrics {
+		if m.Name == "tps" && m.Job == "" {
+			tx = m.Value * 3
+		}
+		// pgbench's meta-commands (\set) run in pgbench, not the server.
+		if m.Name != "statement latency" || strings.HasPrefix(m.Job, "\\") {
+			continue
+		}
+		text := sqlnorm.Normalize(m.Job, sqlnorm.MaxLen)
+		s := byText[text]
+		if s == nil || s.Done == 0 {
+			t.Errorf("pgbench's statement %q (%s) is not among the statements observed", m.Job, text)
+			continue
+		}
+		mean := s.Sec / float64(s.Done)
+		t.Logf("%-70.70s pgbench %7.3f ms, server %7.3f ms over %d, syncs %d", text, m.Value*1e3, mean*1e3, s.Done, s.Calls.Syncs)
+		if mean <= 0 || mean > m.Value*1.25 {
+			t.Errorf("%s: %.3f ms a statement in the server, pgbench saw %.3f ms with the round trip", text, mean*1e3, m.Value*1e3)
+		}
+		checked++
+	}
+	if checked < 7 {
+		t.Errorf("%d of pgbench's statements checked, want its 7 (-r)", checked)
+	}
+	end := byText["END;"]
+	if end == nil || float64(end.Calls.Syncs) < 0.3*tx {
+		t.Errorf("END: %+v, want the commits' WAL syncs (%.0f transactions)", end, tx)
+	}
+	if q.CallsShare <= 0 || q.FileCalls == 0 {
+		t.Errorf("calls made under a statement: %.2f of %d", q.CallsShare, q.FileCalls)
 	}
 }

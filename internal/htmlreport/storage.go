@@ -196,6 +196,13 @@ func sqlitePages(s *section, io *model.SQLiteIO) {
 		s.why("no SQLite pages: no SQLite file was touched, or --storage was off")
 		return
 	}
+	if io.Events == 0 && len(io.Files) == 0 {
+		s.why("no SQLite pages: no SQLite file was touched")
+		if io.SQL != nil {
+			sqlStatements(s, rows.StatementsOf(io.SQL, maxStatements))
+		}
+		return
+	}
 	q := rows.SQLitePagesOf(io)
 	s.p(fmt.Sprintf("%s reads and writes of SQLite files, mapped to pages", units.FormatCount(q.Events)))
 	var fk []kv
@@ -256,13 +263,13 @@ const maxStatements = 50
 
 func sqlStatements(s *section, q rows.Statements) {
 	s.h3("SQL statements")
-	s.p(q.Attributed + " charged to a statement (observe --sql)")
+	s.p(q.Attributed + " (observe --sql)")
 	if len(q.Rows) > 0 {
-		tb := newTable("~statement", "pid", "execs", "rows", "time", "p50", "p99", "reads", "writes", "syncs", "written", "~most ops on")
+		tb := newTable("~statement", "pid", "execs", "rows", "time", "p50", "p99", "reads", "writes", "syncs", "sync time", "written", "~most ops on")
 		for _, r := range q.Rows {
 			tb.add(cell{Text: r.Text, Class: "mono"}, cell{Text: fmt.Sprint(r.PID)}, cell{Text: r.Execs}, cell{Text: r.Rows},
 				cell{Text: r.Total}, cell{Text: r.P50}, cell{Text: r.P99}, cell{Text: r.Reads}, cell{Text: r.Writes},
-				cell{Text: r.Syncs}, cell{Text: r.Written}, cell{Text: r.TopPages})
+				cell{Text: r.Syncs}, cell{Text: r.SyncTime}, cell{Text: r.Written}, cell{Text: r.TopPages})
 		}
 		s.table(tb.t)
 	}

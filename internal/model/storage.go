@@ -3,6 +3,10 @@ package model
 // StorageIO is what the storage probe saw: block devices, the page cache and
 // (with --storage) the workload's files and SQLite pages.
 type StorageIO struct {
+	// StatementCalls are every file's read, write and sync calls by the
+	// SQL statement they were made under (the statement probe's ids), for
+	// that probe to join to its statements.
+	StatementCalls map[uint32]*SQLCalls `json:"-"`
 	// WindowSec is the probe's window: from when it was armed (requests
 	// started from then on are measured, /proc/diskstats read right
 	// before) to when it stopped. Rates and %util are over it. 0 in
@@ -312,6 +316,20 @@ type SQLiteIO struct {
 	ByStatement map[uint32]*SQLStmtIO `json:"-"`
 }
 
+// SQLCalls are the read, write and sync calls of every file (not only
+// SQLite's: a PostgreSQL backend's WAL and data files) made while a
+// statement was its thread's current one, with their time.
+type SQLCalls struct {
+	Reads      int64   `json:"reads"`
+	Writes     int64   `json:"writes"`
+	Syncs      int64   `json:"syncs"`
+	ReadBytes  int64   `json:"read_bytes"`
+	WriteBytes int64   `json:"write_bytes"`
+	ReadSec    float64 `json:"read_sec"`
+	WriteSec   float64 `json:"write_sec"`
+	SyncSec    float64 `json:"sync_sec"`
+}
+
 // SQLStmtIO is the SQLite file IO charged to one statement: the calls
 // made while it was its thread's current statement.
 type SQLStmtIO struct {
@@ -341,6 +359,14 @@ type SQLStatements struct {
 	// AttributedBytesShare that of their bytes.
 	AttributedShare      float64 `json:"attributed_share"`
 	AttributedBytesShare float64 `json:"attributed_bytes_share"`
+	// CallsShare is the share of the workload's file calls (reads,
+	// writes, syncs of every file, the files table's) made under a
+	// statement; the rest were made by threads running none (a
+	// PostgreSQL server's WAL writer and checkpointer, a program's own
+	// files).
+	CallsShare float64 `json:"calls_share"`
+	// FileCalls is that whole: the workload's file calls.
+	FileCalls int64 `json:"file_calls"`
 	// Libraries are the files hooked: path, build id, and the offsets of
 	// the statement's text and the autocommit flag found in them.
 	Libraries []SQLLibrary `json:"libraries"`
@@ -377,6 +403,9 @@ type SQLStatement struct {
 	// own transaction, with its commit (and syncs) inside it.
 	Autocommit int64 `json:"autocommit"`
 	SQLStmtIO
+	// Calls are every file's calls made under it, timed (SQLStmtIO above
+	// is SQLite's files only, typed by page).
+	Calls SQLCalls `json:"calls"`
 }
 
 // SQLiteFile is one SQLite file and what its parse found.

@@ -27,7 +27,9 @@ func (d *doc) storage(run *model.Run) {
 	}
 	d.files(st.Files)
 	if st.SQLite != nil {
-		d.sqlitePages(rows.SQLitePagesOf(st.SQLite))
+		if st.SQLite.Events > 0 || len(st.SQLite.Files) > 0 {
+			d.sqlitePages(rows.SQLitePagesOf(st.SQLite))
+		}
 		if st.SQLite.SQL != nil {
 			d.statements(rows.StatementsOf(st.SQLite.SQL, maxStatements))
 		}
@@ -215,13 +217,14 @@ const maxPatterns = 3
 const maxStatements = 10
 
 func (d *doc) statements(s rows.Statements) {
-	d.heading("sql statements (" + s.Attributed + " charged to one)")
+	d.heading("sql statements")
+	d.wrapped("  ", "  ", s.Attributed)
 	if len(s.Rows) == 0 {
 		d.line("  no statement ran while the probe was attached")
 	}
-	d.line("  %9s %8s %9s %9s %9s %8s %8s %7s %9s", "execs", "rows", "time", "p50", "p99", "reads", "writes", "syncs", "written")
+	d.line("  %9s %8s %9s %9s %9s %8s %8s %7s %9s %9s", "execs", "rows", "time", "p50", "p99", "reads", "writes", "syncs", "sync time", "written")
 	for _, r := range s.Rows {
-		d.line("  %9s %8s %9s %9s %9s %8s %8s %7s %9s", r.Execs, r.Rows, r.Total, r.P50, r.P99, r.Reads, r.Writes, r.Syncs, r.Written)
+		d.line("  %9s %8s %9s %9s %9s %8s %8s %7s %9s %9s", r.Execs, r.Rows, r.Total, r.P50, r.P99, r.Reads, r.Writes, r.Syncs, r.SyncTime, r.Written)
 		text := r.Text
 		if r.TopPages != "" {
 			text += "  [" + r.TopPages + "]"

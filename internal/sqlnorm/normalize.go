@@ -15,6 +15,7 @@ package sqlnorm
 import (
 	"fmt"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -29,6 +30,7 @@ func Normalize(sql string, max int) string {
 	var b strings.Builder
 	s := scanner{src: sql}
 	space := false // a space is owed before the next token
+	var prev, prev2 string // the last two tokens written ("" at the start)
 	for {
 		kind, tok := s.next()
 		if kind == tokEnd {
@@ -40,14 +42,37 @@ func Normalize(sql string, max int) string {
 			continue
 		case tokLiteral, tokParam:
 			tok = "?"
+			// A sign is the constant's, as pg_stat_statements takes it:
+			// "+ -1234" and "+ 1234" are one statement. A minus after a
+			// word, a value or a ")" is a subtraction and stays.
+			if prev == "-" && !space && isOperand(prev2) {
+				break
+			}
+			if prev == "-" && !space {
+				str := b.String()
+				b.Reset()
+				b.WriteString(strings.TrimSuffix(str, "-"))
+				prev = prev2
+			}
 		}
 		if space && needsSpace(b.String(), tok) {
 			b.WriteByte(' ')
 		}
 		space = false
 		b.WriteString(tok)
+		prev2, prev = prev, tok
 	}
 	return cut(escape(b.String()), max)
+}
+
+// isOperand tells whether a token ends an operand (a word, a value, a
+// closing parenthesis): a minus after it subtracts.
+func isOperand(tok string) bool {
+	if tok == "" {
+		return false
+	}
+	r, _ := utf8.DecodeLastRuneInString(tok)
+	return r == ')' || r == '?' || r == '"' || r == ']' || r == '`' || isIdent(r) || unicode.IsDigit(r)
 }
 
 // needsSpace tells whether the space between two tokens is kept: around

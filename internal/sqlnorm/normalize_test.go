@@ -14,7 +14,11 @@ func TestNormalize(t *testing.T) {
 		{"SELECT /* hint */ a FROM t", "SELECT a FROM t"},
 		{"SELECT 'it''s', \"col\"\"x\", [a b], `c` FROM t1", "SELECT ?, \"col\"\"x\", [a b], `c` FROM t1"},
 		{"SELECT t1.a, t2.b FROM t1 JOIN t2 ON t1.id=t2.id", "SELECT t1.a, t2.b FROM t1 JOIN t2 ON t1.id=t2.id"},
-		{"SELECT 0x1F, .5, 1_000, -7", "SELECT ?, ?, ?, -?"},
+		{"SELECT 0x1F, .5, 1_000, -7", "SELECT ?, ?, ?, ?"},
+		// A sign is the constant's (pgbench's deltas are both signs);
+		// a minus after an operand subtracts.
+		{"UPDATE a SET b = b + -1234 WHERE aid = 5;", "UPDATE a SET b = b + ? WHERE aid = ?;"},
+		{"SELECT x = -5, (-5), a -1, a - 1, f(x)-2", "SELECT x = ?, (?), a -?, a - ?, f(x)-?"},
 		{"UPDATE pgbench_accounts SET abalance = abalance + $1 WHERE aid = $2;", "UPDATE pgbench_accounts SET abalance = abalance + ? WHERE aid = ?;"},
 		{"SELECT x::int, E'a\\n', $$body$$, $f$ x $f$", "SELECT x::int, ?, ?, ?"},
 		{"SELECT a<=b, a <> b, a||b", "SELECT a<=b, a <> b, a||b"},

@@ -30,10 +30,22 @@ var API = []string{
 	"sqlite3_wal_checkpoint_v2", "sqlite3_close", "sqlite3_close_v2",
 }
 
-// Library is an ELF file that defines SQLite's API: libsqlite3, or a
-// program or module with SQLite linked in.
+// Engines a Library is.
+const (
+	EngineSQLite   = "sqlite"
+	EnginePostgres = "postgres"
+)
+
+// pgActivity is the PostgreSQL server's function every backend calls with
+// the statement it starts (exported, so in a stripped binary's dynamic
+// symbols too).
+const pgActivity = "pgstat_report_activity"
+
+// Library is an ELF file that defines SQLite's API (libsqlite3, or a
+// program or module with SQLite linked in), or a PostgreSQL server.
 type Library struct {
 	Path    string
+	Engine  string // EngineSQLite or EnginePostgres
 	BuildID string // hex, "" if the file has none
 	// Symbols are the API functions the file defines, by name: their
 	// addresses as the symbol table gives them; FileOffsets where their
@@ -46,8 +58,9 @@ type Library struct {
 	OffsetsNote                 string
 }
 
-// ErrNoSQLite is Inspect's error for an ELF file without sqlite3_step.
-var ErrNoSQLite = errors.New("no SQLite in it (sqlite3_step is not defined)")
+// ErrNoSQLite is Inspect's error for an ELF file with neither SQLite's
+// sqlite3_step nor PostgreSQL's pgstat_report_activity.
+var ErrNoSQLite = errors.New("no SQLite or PostgreSQL in it (neither sqlite3_step nor pgstat_report_activity is defined)")
 
 // Inspect reads path's symbols and SQLite's offsets from it.
 func Inspect(path string) (*Library, error) {
@@ -57,10 +70,20 @@ func Inspect(path string) (*Library, error) {
 	}
 	defer f.Close()
 	syms := defined(f)
+	if _, ok := syms[pgActivity]; ok {
+		// A PostgreSQL server: its statements come as text in the
+		// activity report, no offsets needed.
+		lib := &Library{Path: path, BuildID: buildID(f), Engine: EnginePostgres, Symbols: map[string]uint64{pgActivity: syms[pgActivity]},
+			FileOffsets: map[string]uint64{}, SQLOffset: -1, AutoCommitOffset: -1}
+		if p := segment(f, syms[pgActivity]); p != nil {
+			lib.FileOffsets[pgActivity] = syms[pgActivity] - p.Vaddr + p.Off
+		}
+		return lib, nil
+	}
 	if _, ok := syms["sqlite3_step"]; !ok {
 		return nil, fmt.Errorf("%s: %w", path, ErrNoSQLite)
 	}
-	lib := &Library{Path: path, BuildID: buildID(f), Symbols: map[string]uint64{}, FileOffsets: map[string]uint64{},
+	lib := &Library{Path: path, BuildID: buildID(f), Engine: EngineSQLite, Symbols: map[string]uint64{}, FileOffsets: map[string]uint64{},
 		SQLOffset: -1, AutoCommitOffset: -1}
 	for _, name := range API {
 		if a, ok := syms[name]; ok {

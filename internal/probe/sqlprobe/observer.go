@@ -67,6 +67,45 @@ func (o *observer) Contribute(run *model.Run) {
 	}
 	sq := run.Storage.SQLite
 	sq.SQL = Join(o.res, sq.ByStatement)
+	addCalls(sq.SQL, o.res, run.Storage)
+}
+
+// addCalls adds to each statement every file's calls made under it, and
+// their share of the workload's file calls.
+func addCalls(q *model.SQLStatements, res *Result, st *model.StorageIO) {
+	byKey := map[[3]string]*model.SQLStatement{}
+	for i := range q.Statements {
+		s := &q.Statements[i]
+		byKey[[3]string{fmt.Sprint(s.PID), s.Kind, s.Text}] = s
+	}
+	var under int64
+	for _, s := range res.Statements {
+		c := st.StatementCalls[s.ID]
+		if c == nil {
+			continue
+		}
+		m := byKey[[3]string{fmt.Sprint(s.PID), s.Kind, label(s)}]
+		if m == nil {
+			continue
+		}
+		m.Calls.Reads += c.Reads
+		m.Calls.Writes += c.Writes
+		m.Calls.Syncs += c.Syncs
+		m.Calls.ReadBytes += c.ReadBytes
+		m.Calls.WriteBytes += c.WriteBytes
+		m.Calls.ReadSec += c.ReadSec
+		m.Calls.WriteSec += c.WriteSec
+		m.Calls.SyncSec += c.SyncSec
+		under += c.Reads + c.Writes + c.Syncs
+	}
+	var all int64
+	for _, f := range st.Files {
+		all += f.Reads.Count + f.Writes.Count + f.Syncs
+	}
+	q.FileCalls = all
+	if all > 0 {
+		q.CallsShare = min(float64(under)/float64(all), 1)
+	}
 }
 
 // Join makes the record's statements: the probe's, merged by normalised
@@ -84,16 +123,8 @@ func Join(res *Result, io map[uint32]*model.SQLStmtIO) *model.SQLStatements {
 	hists := map[key][]uint64{}
 	var total, joined model.SQLStmtIO
 	for _, s := range res.Statements {
-		text := sqlnorm.Normalize(s.Text, sqlnorm.MaxLen)
-		switch {
-		case s.Kind == "internal":
-			text = "(SQLite's own statements: schema reads)"
-		case s.Kind != "statement":
-			text = "(" + s.Kind + ")"
-		case text == "":
-			text = "(a statement whose text could not be read)"
-		}
-		k := key{s.PID, s.Kind, text}
+		k := key{s.PID, s.Kind, label(s)}
+		text := k.text
 		m := merged[k]
 		if m == nil {
 			m = &model.SQLStatement{PID: s.PID, Kind: s.Kind, Text: text}
@@ -206,4 +237,19 @@ func (o *observer) Check() sysinfo.Check {
 		c.Detail += " (" + libs[0].OffsetsNote + ": statements are counted, not named)"
 	}
 	return c
+}
+
+// label is a statement's key text: normalised, or the name of the
+// pseudo-statement it is.
+func label(s Statement) string {
+	switch {
+	case s.Kind == "internal":
+		return "(SQLite's own statements: schema reads)"
+	case s.Kind != "statement":
+		return "(" + s.Kind + ")"
+	}
+	if text := sqlnorm.Normalize(s.Text, sqlnorm.MaxLen); text != "" {
+		return text
+	}
+	return "(a statement whose text could not be read)"
 }

@@ -52,7 +52,7 @@ func Start(pids []int, tracked, threads *ebpf.Map) (_ *Probe, err error) {
 	// only for naming by prepare (its statements go unnamed), and said.
 	sqlOff, acOff := int64(-1), int64(-1)
 	for _, l := range libs {
-		if l.SQLOffset >= 0 {
+		if l.Engine == EngineSQLite && l.SQLOffset >= 0 {
 			sqlOff, acOff = l.SQLOffset, l.AutoCommitOffset
 			break
 		}
@@ -78,6 +78,18 @@ func Start(pids []int, tracked, threads *ebpf.Map) (_ *Probe, err error) {
 		return nil, fmt.Errorf("load sql: %w", err)
 	}
 	for _, l := range libs {
+		if l.Engine == EnginePostgres {
+			ex, err := link.OpenExecutable(l.Path)
+			if err != nil {
+				return nil, fmt.Errorf("sql: open %s: %w", l.Path, err)
+			}
+			lk, err := ex.Uprobe(pgActivity, p.objs.PgActivity, &link.UprobeOptions{Address: l.FileOffsets[pgActivity]})
+			if err != nil {
+				return nil, fmt.Errorf("sql: attach %s in %s: %w", pgActivity, l.Path, err)
+			}
+			p.links = append(p.links, lk)
+			continue
+		}
 		if l.SQLOffset != sqlOff || l.AutoCommitOffset != acOff {
 			p.res.Notes = append(p.res.Notes, fmt.Sprintf("%s: another SQLite build (statement offsets %d, %d against %d, %d): its statements are not named", l.Path, l.SQLOffset, l.AutoCommitOffset, sqlOff, acOff))
 			continue

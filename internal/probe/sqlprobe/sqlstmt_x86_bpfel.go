@@ -37,6 +37,18 @@ type sqlstmtSqHandleKey struct {
 	Stmt uint64
 }
 
+type sqlstmtSqIo struct {
+	_          structs.HostLayout
+	Reads      uint64
+	Writes     uint64
+	Syncs      uint64
+	ReadBytes  uint64
+	WriteBytes uint64
+	ReadNs     uint64
+	WriteNs    uint64
+	SyncNs     uint64
+}
+
 type sqlstmtSqStmt struct {
 	_          structs.HostLayout
 	Tgid       uint32
@@ -66,6 +78,9 @@ type sqlstmtSqThread struct {
 	OuterStmt uint64
 	OuterId   uint32
 	OuterExec uint32
+	PgStart   uint64
+	PgId      uint32
+	Pad       uint32
 }
 
 type sqlstmtTextBuf struct {
@@ -82,8 +97,10 @@ const (
 	sqlstmtMapHandles       = "handles"
 	sqlstmtMapScratch       = "scratch"
 	sqlstmtMapSqlThreads    = "sql_threads"
+	sqlstmtMapStmtIo        = "stmt_io"
 	sqlstmtMapStmts         = "stmts"
 	sqlstmtMapTracked       = "tracked"
+	sqlstmtProgPgActivity   = "pg_activity"
 	sqlstmtProgSqCheckpoint = "sq_checkpoint"
 	sqlstmtProgSqClose      = "sq_close"
 	sqlstmtProgSqFinalize   = "sq_finalize"
@@ -93,6 +110,7 @@ const (
 	sqlstmtVarAutocommitOff = "autocommit_off"
 	sqlstmtVarNextExec      = "next_exec"
 	sqlstmtVarNextId        = "next_id"
+	sqlstmtVarPgRunning     = "pg_running"
 	sqlstmtVarSqlOff        = "sql_off"
 )
 
@@ -138,6 +156,7 @@ type sqlstmtSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type sqlstmtProgramSpecs struct {
+	PgActivity   *ebpf.ProgramSpec `ebpf:"pg_activity"`
 	SqCheckpoint *ebpf.ProgramSpec `ebpf:"sq_checkpoint"`
 	SqClose      *ebpf.ProgramSpec `ebpf:"sq_close"`
 	SqFinalize   *ebpf.ProgramSpec `ebpf:"sq_finalize"`
@@ -155,6 +174,7 @@ type sqlstmtMapSpecs struct {
 	Handles    *ebpf.MapSpec `ebpf:"handles"`
 	Scratch    *ebpf.MapSpec `ebpf:"scratch"`
 	SqlThreads *ebpf.MapSpec `ebpf:"sql_threads"`
+	StmtIo     *ebpf.MapSpec `ebpf:"stmt_io"`
 	Stmts      *ebpf.MapSpec `ebpf:"stmts"`
 	Tracked    *ebpf.MapSpec `ebpf:"tracked"`
 }
@@ -166,6 +186,7 @@ type sqlstmtVariableSpecs struct {
 	AutocommitOff *ebpf.VariableSpec `ebpf:"autocommit_off"`
 	NextExec      *ebpf.VariableSpec `ebpf:"next_exec"`
 	NextId        *ebpf.VariableSpec `ebpf:"next_id"`
+	PgRunning     *ebpf.VariableSpec `ebpf:"pg_running"`
 	SqlOff        *ebpf.VariableSpec `ebpf:"sql_off"`
 }
 
@@ -194,6 +215,7 @@ type sqlstmtMaps struct {
 	Handles    *ebpf.Map `ebpf:"handles"`
 	Scratch    *ebpf.Map `ebpf:"scratch"`
 	SqlThreads *ebpf.Map `ebpf:"sql_threads"`
+	StmtIo     *ebpf.Map `ebpf:"stmt_io"`
 	Stmts      *ebpf.Map `ebpf:"stmts"`
 	Tracked    *ebpf.Map `ebpf:"tracked"`
 }
@@ -205,6 +227,7 @@ func (m *sqlstmtMaps) Close() error {
 		m.Handles,
 		m.Scratch,
 		m.SqlThreads,
+		m.StmtIo,
 		m.Stmts,
 		m.Tracked,
 	)
@@ -217,6 +240,7 @@ type sqlstmtVariables struct {
 	AutocommitOff *ebpf.Variable `ebpf:"autocommit_off"`
 	NextExec      *ebpf.Variable `ebpf:"next_exec"`
 	NextId        *ebpf.Variable `ebpf:"next_id"`
+	PgRunning     *ebpf.Variable `ebpf:"pg_running"`
 	SqlOff        *ebpf.Variable `ebpf:"sql_off"`
 }
 
@@ -224,6 +248,7 @@ type sqlstmtVariables struct {
 //
 // It can be passed to loadSqlstmtObjects or ebpf.CollectionSpec.LoadAndAssign.
 type sqlstmtPrograms struct {
+	PgActivity   *ebpf.Program `ebpf:"pg_activity"`
 	SqCheckpoint *ebpf.Program `ebpf:"sq_checkpoint"`
 	SqClose      *ebpf.Program `ebpf:"sq_close"`
 	SqFinalize   *ebpf.Program `ebpf:"sq_finalize"`
@@ -234,6 +259,7 @@ type sqlstmtPrograms struct {
 
 func (p *sqlstmtPrograms) Close() error {
 	return _SqlstmtClose(
+		p.PgActivity,
 		p.SqCheckpoint,
 		p.SqClose,
 		p.SqFinalize,

@@ -285,7 +285,44 @@ func (p *Probe) Stop() (*model.StorageIO, error) {
 		p.reader.Flush()
 		<-p.done
 	}
-	return p.read(window, end)
+	st, err := p.read(window, end)
+	if st != nil {
+		calls, cerr := p.statementCalls()
+		st.StatementCalls = calls
+		err = errors.Join(err, cerr)
+	}
+	return st, err
+}
+
+// statementCalls sums stmt_io over the CPUs: every file's calls by the
+// statement each was made under (the statement probe's ids; empty
+// without it).
+func (p *Probe) statementCalls() (map[uint32]*model.SQLCalls, error) {
+	out := map[uint32]*model.SQLCalls{}
+	var id uint32
+	var per []storageSqIo
+	it := p.objs.StmtIo.Iterate()
+	for it.Next(&id, &per) {
+		var c model.SQLCalls
+		var rns, wns, sns uint64
+		for _, x := range per {
+			c.Reads += int64(x.Reads)
+			c.Writes += int64(x.Writes)
+			c.Syncs += int64(x.Syncs)
+			c.ReadBytes += int64(x.ReadBytes)
+			c.WriteBytes += int64(x.WriteBytes)
+			rns, wns, sns = rns+x.ReadNs, wns+x.WriteNs, sns+x.SyncNs
+		}
+		if c.Reads+c.Writes+c.Syncs == 0 {
+			continue
+		}
+		c.ReadSec, c.WriteSec, c.SyncSec = float64(rns)/1e9, float64(wns)/1e9, float64(sns)/1e9
+		out[id] = &c
+	}
+	if err := it.Err(); err != nil {
+		return out, fmt.Errorf("storage: map stmt_io: %w", err)
+	}
+	return out, nil
 }
 
 func (p *Probe) close() {

@@ -13,6 +13,18 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type storageSqIo struct {
+	_          structs.HostLayout
+	Reads      uint64
+	Writes     uint64
+	Syncs      uint64
+	ReadBytes  uint64
+	WriteBytes uint64
+	ReadNs     uint64
+	WriteNs    uint64
+	SyncNs     uint64
+}
+
 type storageSqThread struct {
 	_         structs.HostLayout
 	StmtId    uint32
@@ -20,6 +32,9 @@ type storageSqThread struct {
 	OuterStmt uint64
 	OuterId   uint32
 	OuterExec uint32
+	PgStart   uint64
+	PgId      uint32
+	Pad       uint32
 }
 
 type storageStAio struct {
@@ -289,6 +304,7 @@ const (
 	storageMapPositions           = "positions"
 	storageMapRqs                 = "rqs"
 	storageMapSqlThreads          = "sql_threads"
+	storageMapStmtIo              = "stmt_io"
 	storageMapThreadFiles         = "thread_files"
 	storageMapThreads             = "threads"
 	storageMapTracked             = "tracked"
@@ -403,6 +419,7 @@ type storageMapSpecs struct {
 	Positions   *ebpf.MapSpec `ebpf:"positions"`
 	Rqs         *ebpf.MapSpec `ebpf:"rqs"`
 	SqlThreads  *ebpf.MapSpec `ebpf:"sql_threads"`
+	StmtIo      *ebpf.MapSpec `ebpf:"stmt_io"`
 	ThreadFiles *ebpf.MapSpec `ebpf:"thread_files"`
 	Threads     *ebpf.MapSpec `ebpf:"threads"`
 	Tracked     *ebpf.MapSpec `ebpf:"tracked"`
@@ -457,6 +474,7 @@ type storageMaps struct {
 	Positions   *ebpf.Map `ebpf:"positions"`
 	Rqs         *ebpf.Map `ebpf:"rqs"`
 	SqlThreads  *ebpf.Map `ebpf:"sql_threads"`
+	StmtIo      *ebpf.Map `ebpf:"stmt_io"`
 	ThreadFiles *ebpf.Map `ebpf:"thread_files"`
 	Threads     *ebpf.Map `ebpf:"threads"`
 	Tracked     *ebpf.Map `ebpf:"tracked"`
@@ -480,6 +498,7 @@ func (m *storageMaps) Close() error {
 		m.Positions,
 		m.Rqs,
 		m.SqlThreads,
+		m.StmtIo,
 		m.ThreadFiles,
 		m.Threads,
 		m.Tracked,

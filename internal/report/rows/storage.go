@@ -518,39 +518,45 @@ type Statements struct {
 	Rows []StatementRow
 	// More counts the statements not listed.
 	More int
-	// Attributed says what share of the SQLite file IO was charged to a
-	// statement, e.g. "99.2% of 12,345 calls, 99.8% of bytes".
+	// Attributed says what share of the workload's file calls, and of
+	// SQLite's, were made under a statement.
 	Attributed string
 	Notes      []string
 }
 
-// StatementRow is one statement's line.
+// StatementRow is one statement's line: its executions and time, and
+// every file's calls made under it (SyncTime: theirs), with the SQLite
+// page type it moved most.
 type StatementRow struct {
 	Text                 string
 	PID                  int
 	Execs, Rows          string
 	Total, P50, P99      string
 	Reads, Writes, Syncs string
-	Written              string
-	TopPages             string // its most frequent page type, e.g. "db table-leaf 80%"
+	SyncTime, Written    string
+	TopPages             string // e.g. "db table-leaf 80%"
 }
 
 // StatementsOf builds the statements table.
 func StatementsOf(q *model.SQLStatements, n int) Statements {
 	s := Statements{Notes: q.Notes}
-	calls := q.Unattributed.Reads + q.Unattributed.Writes + q.Unattributed.Syncs
+	sqlite := q.Unattributed.Reads + q.Unattributed.Writes + q.Unattributed.Syncs
 	for _, st := range q.Statements {
-		calls += st.Reads + st.Writes + st.Syncs
+		sqlite += st.Reads + st.Writes + st.Syncs
 	}
-	s.Attributed = fmt.Sprintf("%.1f%% of %s SQLite file calls, %.1f%% of their bytes", q.AttributedShare*100, units.FormatCount(calls), q.AttributedBytesShare*100)
+	s.Attributed = fmt.Sprintf("%.1f%% of the workload's %s file calls made under one", q.CallsShare*100, units.FormatCount(q.FileCalls))
+	if sqlite > 0 {
+		s.Attributed += fmt.Sprintf("; %.1f%% of its %s SQLite file calls, %.1f%% of their bytes", q.AttributedShare*100, units.FormatCount(sqlite), q.AttributedBytesShare*100)
+	}
 	for i, st := range q.Statements {
 		if i >= n {
 			s.More = len(q.Statements) - n
 			break
 		}
+		c := st.Calls
 		r := StatementRow{Text: st.Text, PID: st.PID, Execs: units.FormatCount(st.Execs),
-			Reads: units.FormatCount(st.Reads), Writes: units.FormatCount(st.Writes), Syncs: units.FormatCount(st.Syncs),
-			Written: units.FormatSize(st.WriteBytes)}
+			Reads: units.FormatCount(c.Reads), Writes: units.FormatCount(c.Writes), Syncs: units.FormatCount(c.Syncs),
+			SyncTime: units.FormatNs(c.SyncSec * 1e9), Written: units.FormatSize(c.WriteBytes)}
 		if st.Kind == "statement" {
 			r.Rows = units.FormatCount(max(st.Steps-st.Done, 0))
 			r.Total = units.FormatNs(st.Sec * 1e9)

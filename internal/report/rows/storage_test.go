@@ -119,27 +119,29 @@ func TestQueue(t *testing.T) {
 }
 
 func TestStatementsOf(t *testing.T) {
-	q := &model.SQLStatements{AttributedShare: 0.985, AttributedBytesShare: 0.99,
+	q := &model.SQLStatements{AttributedShare: 0.985, AttributedBytesShare: 0.99, CallsShare: 0.5, FileCalls: 400,
 		Unattributed: model.SQLStmtIO{Reads: 3},
 		Statements: []model.SQLStatement{
 			{Kind: "statement", Text: "SELECT a FROM t WHERE b = ?", Execs: 10, Done: 10, Steps: 510, Sec: 0.25, P50Sec: 0.02, P99Sec: 0.05,
-				SQLStmtIO: model.SQLStmtIO{Reads: 150, Pages: []model.SQLitePages{{Kind: "db", Type: "table-leaf", Reads: 120}, {Kind: "db", Type: "index-leaf", Reads: 30}}}},
-			{Kind: "checkpoint", Text: "(checkpoint)", Execs: 2, Steps: 2, SQLStmtIO: model.SQLStmtIO{Writes: 40, Syncs: 4}},
+				SQLStmtIO: model.SQLStmtIO{Reads: 150, Pages: []model.SQLitePages{{Kind: "db", Type: "table-leaf", Reads: 120}, {Kind: "db", Type: "index-leaf", Reads: 30}}},
+				Calls: model.SQLCalls{Reads: 160}},
+			{Kind: "checkpoint", Text: "(checkpoint)", Execs: 2, Steps: 2, SQLStmtIO: model.SQLStmtIO{Writes: 40, Syncs: 4},
+				Calls: model.SQLCalls{Writes: 40, Syncs: 4, SyncSec: 0.002}},
 			{Kind: "statement", Text: "INSERT INTO t VALUES (?)", Execs: 1, Done: 1, Steps: 1},
 		}}
 	s := StatementsOf(q, 2)
 	if len(s.Rows) != 2 || s.More != 1 {
 		t.Fatalf("%d rows, %d more; want 2 and 1", len(s.Rows), s.More)
 	}
-	if want := "98.5% of 197 SQLite file calls, 99.0% of their bytes"; s.Attributed != want {
+	if want := "50.0% of the workload's 400 file calls made under one; 98.5% of its 197 SQLite file calls, 99.0% of their bytes"; s.Attributed != want {
 		t.Errorf("attributed %q, want %q", s.Attributed, want)
 	}
 	sel := s.Rows[0]
-	if sel.Rows != "500" || sel.Execs != "10" || sel.TopPages != "db table-leaf 80%" || sel.Total == "" {
+	if sel.Rows != "500" || sel.Execs != "10" || sel.Reads != "160" || sel.TopPages != "db table-leaf 80%" || sel.Total == "" {
 		t.Errorf("the SELECT's row: %+v", sel)
 	}
 	// A pseudo-statement has no rows or times of its own: blank, not 0.
-	if cp := s.Rows[1]; cp.Rows != "" || cp.Total != "" || cp.Syncs != "4" {
+	if cp := s.Rows[1]; cp.Rows != "" || cp.Total != "" || cp.Syncs != "4" || cp.SyncTime != "2.00ms" {
 		t.Errorf("the checkpoint's row: %+v", cp)
 	}
 }
