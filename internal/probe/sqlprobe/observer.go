@@ -9,8 +9,6 @@ import (
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/probe"
-	"github.com/perfsleuth/perfsleuth/internal/probe/storage"
-	"github.com/perfsleuth/perfsleuth/internal/probe/timeacct"
 	"github.com/perfsleuth/perfsleuth/internal/sqlnorm"
 	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
 )
@@ -36,7 +34,9 @@ func (o *observer) Wanted(opts probe.Options) bool { return opts.SQL && !opts.No
 func (o *observer) Calibrate(probe.Options) {}
 
 func (o *observer) Start(_ context.Context, s *probe.Session) error {
-	p, err := Start(s.Roots, s.Map(timeacct.SharedTracked), s.Map(storage.SharedSQLThreads))
+	// The maps timeacct and storage share, by name: probes do not import
+	// each other (docs/design.md).
+	p, err := Start(s.Roots, s.Map("tracked"), s.Map("sql_threads"))
 	if err != nil {
 		return fmt.Errorf("no SQL statements: %w", err)
 	}
