@@ -46,6 +46,10 @@ struct sq_io {
 	__u64 reads, writes, syncs;
 	__u64 read_bytes, write_bytes;
 	__u64 read_ns, write_ns, sync_ns;
+	/* Pages its read calls brought into the page cache (misses, and
+	 * their readahead), and page-cache lookups of its page faults (mmap
+	 * reads): the page cache's programs, charged like the calls. */
+	__u64 read_added, faults;
 };
 
 /* Per prepared statement handle, by (tgid, sqlite3_stmt *). */

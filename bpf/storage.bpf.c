@@ -912,6 +912,20 @@ int BPF_PROG(block_bio_frontmerge, struct bio *bio)
 
 /* ---- page cache ---- */
 
+/* stmt_io_of is the stmt_io entry of the statement the current thread is
+ * running, NULL if none (or no statement probe). */
+static __always_inline struct sq_io *stmt_io_of(void)
+{
+	struct sq_thread *sq = bpf_task_storage_get(&sql_threads, bpf_get_current_task_btf(), 0, 0);
+	__u32 id;
+
+	if (!sq || !sq->stmt_id)
+		return NULL;
+	id = sq->stmt_id;
+	return bpf_map_lookup_elem(&stmt_io, &id);
+}
+
+
 /* cache_run counts a run of a page-cache program and returns the per-CPU
  * counts if the current task is the workload's, NULL otherwise; cnt, if
  * not NULL, gets count_run's counters (for the programs that time their
@@ -982,10 +996,16 @@ int BPF_PROG(filemap_add, struct folio *folio)
 	if (!c)
 		return 0;
 	t0 = time_start(cnt, ST_PROG_CACHE);
-	if (in_read())
-		c->read_added += folio_pages(folio);
-	else
+	if (in_read()) {
+		__u64 n = folio_pages(folio);
+		struct sq_io *io = stmt_io_of();
+
+		c->read_added += n;
+		if (io)
+			io->read_added += n;
+	} else {
 		c->other_added += folio_pages(folio);
+	}
 	work_done(cnt, ST_PROG_CACHE, t0);
 	return 0;
 }
@@ -994,9 +1014,14 @@ SEC("tp_btf/mm_filemap_fault")
 int BPF_PROG(filemap_fault, struct address_space *mapping, unsigned long index)
 {
 	struct st_cache *c = cache_run(NULL);
+	struct sq_io *io;
 
-	if (c)
-		c->fault_lookups++;
+	if (!c)
+		return 0;
+	c->fault_lookups++;
+	io = stmt_io_of();
+	if (io)
+		io->faults++;
 	return 0;
 }
 
@@ -1451,14 +1476,8 @@ static __always_inline __u32 sniff(__u8 *h)
  * (the statement probe's sql_threads; none without it). */
 static __always_inline void stmt_count(__u32 op, long ret, __u64 delta)
 {
-	struct sq_thread *sq = bpf_task_storage_get(&sql_threads, bpf_get_current_task_btf(), 0, 0);
-	struct sq_io *io;
-	__u32 id;
+	struct sq_io *io = stmt_io_of();
 
-	if (!sq || !sq->stmt_id)
-		return;
-	id = sq->stmt_id;
-	io = bpf_map_lookup_elem(&stmt_io, &id);
 	if (!io)
 		return;
 	switch (op) {

@@ -228,7 +228,7 @@ db.close()
 	}
 	q := r.Storage.SQLite.SQL
 	for _, s := range q.Statements {
-		t.Logf("%-60.60s execs %d, %.1f ms, reads %d writes %d syncs %d", s.Text, s.Execs, s.Sec*1e3, s.Reads, s.Writes, s.Syncs)
+		t.Logf("%-60.60s execs %d, %.1f ms, reads %d (%d pages read in) writes %d syncs %d", s.Text, s.Execs, s.Sec*1e3, s.Reads, s.Calls.ReadMissPages, s.Writes, s.Syncs)
 	}
 	top := q.Statements[0]
 	if !strings.HasPrefix(top.Text, "SELECT sum(length(b)) FROM big") {
@@ -238,6 +238,11 @@ db.close()
 	// 256 KiB): a page a read, a few to spare.
 	if top.Reads < rows/5 {
 		t.Errorf("the SELECT read %d times, want at least %d (the table's pages)", top.Reads, rows/5)
+	}
+	// Its pages were dropped from the page cache first: they came from
+	// the device.
+	if top.Calls.ReadMissPages < rows/5 {
+		t.Errorf("the SELECT brought %d pages into the page cache, want at least %d (the table was not cached)", top.Calls.ReadMissPages, rows/5)
 	}
 	var ins *model.SQLStatement
 	for i := range q.Statements {

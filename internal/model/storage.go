@@ -328,6 +328,12 @@ type SQLCalls struct {
 	ReadSec    float64 `json:"read_sec"`
 	WriteSec   float64 `json:"write_sec"`
 	SyncSec    float64 `json:"sync_sec"`
+	// ReadMissPages are the pages its read calls brought into the page
+	// cache (misses and their readahead: read from the device, the rest
+	// of its reads were hits); Faults its page faults' page-cache lookups
+	// (reads through mmap, which are not read calls).
+	ReadMissPages int64 `json:"read_miss_pages"`
+	Faults        int64 `json:"faults"`
 }
 
 // SQLStmtIO is the SQLite file IO charged to one statement: the calls

@@ -225,9 +225,19 @@ func (d *doc) statements(s rows.Statements) {
 	d.line("  %9s %8s %9s %9s %9s %8s %8s %7s %9s %9s", "execs", "rows", "time", "p50", "p99", "reads", "writes", "syncs", "sync time", "written")
 	for _, r := range s.Rows {
 		d.line("  %9s %8s %9s %9s %9s %8s %8s %7s %9s %9s", r.Execs, r.Rows, r.Total, r.P50, r.P99, r.Reads, r.Writes, r.Syncs, r.SyncTime, r.Written)
-		text := r.Text
+		var notes []string
 		if r.TopPages != "" {
-			text += "  [" + r.TopPages + "]"
+			notes = append(notes, r.TopPages)
+		}
+		if r.ReadIn != "" {
+			notes = append(notes, r.ReadIn+" pages read in from the device")
+		}
+		if r.Faults != "" {
+			notes = append(notes, r.Faults+" page faults")
+		}
+		text := r.Text
+		if len(notes) > 0 {
+			text += "  [" + strings.Join(notes, "; ") + "]"
 		}
 		d.wrapped("    ", "      ", text)
 	}

@@ -96,6 +96,8 @@ func addCalls(q *model.SQLStatements, res *Result, st *model.StorageIO) {
 		m.Calls.ReadSec += c.ReadSec
 		m.Calls.WriteSec += c.WriteSec
 		m.Calls.SyncSec += c.SyncSec
+		m.Calls.ReadMissPages += c.ReadMissPages
+		m.Calls.Faults += c.Faults
 		under += c.Reads + c.Writes + c.Syncs
 	}
 	var all int64

@@ -47,6 +47,8 @@ type sqlstmtSqIo struct {
 	ReadNs     uint64
 	WriteNs    uint64
 	SyncNs     uint64
+	ReadAdded  uint64
+	Faults     uint64
 }
 
 type sqlstmtSqStmt struct {

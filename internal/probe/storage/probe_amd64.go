@@ -312,8 +312,10 @@ func (p *Probe) statementCalls() (map[uint32]*model.SQLCalls, error) {
 			c.ReadBytes += int64(x.ReadBytes)
 			c.WriteBytes += int64(x.WriteBytes)
 			rns, wns, sns = rns+x.ReadNs, wns+x.WriteNs, sns+x.SyncNs
+			c.ReadMissPages += int64(x.ReadAdded)
+			c.Faults += int64(x.Faults)
 		}
-		if c.Reads+c.Writes+c.Syncs == 0 {
+		if c.Reads+c.Writes+c.Syncs+c.ReadMissPages+c.Faults == 0 {
 			continue
 		}
 		c.ReadSec, c.WriteSec, c.SyncSec = float64(rns)/1e9, float64(wns)/1e9, float64(sns)/1e9

@@ -23,6 +23,8 @@ type storageSqIo struct {
 	ReadNs     uint64
 	WriteNs    uint64
 	SyncNs     uint64
+	ReadAdded  uint64
+	Faults     uint64
 }
 
 type storageSqThread struct {

@@ -535,6 +535,9 @@ type StatementRow struct {
 	Reads, Writes, Syncs string
 	SyncTime, Written    string
 	TopPages             string // e.g. "db table-leaf 80%"
+	// ReadIn is the pages its reads brought into the page cache (from
+	// the device), "" with none; Faults its page faults (mmap reads).
+	ReadIn, Faults string
 }
 
 // StatementsOf builds the statements table.
@@ -561,6 +564,12 @@ func StatementsOf(q *model.SQLStatements, n int) Statements {
 			r.Rows = units.FormatCount(max(st.Steps-st.Done, 0))
 			r.Total = units.FormatNs(st.Sec * 1e9)
 			r.P50, r.P99 = units.FormatNs(st.P50Sec*1e9), units.FormatNs(st.P99Sec*1e9)
+		}
+		if c.ReadMissPages > 0 {
+			r.ReadIn = units.FormatCount(c.ReadMissPages)
+		}
+		if c.Faults > 0 {
+			r.Faults = units.FormatCount(c.Faults)
 		}
 		if len(st.Pages) > 0 {
 			p := st.Pages[0]
