@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
-	"github.com/perfsleuth/perfsleuth/internal/sqlnorm"
 	"github.com/perfsleuth/perfsleuth/internal/report/rows"
+	"github.com/perfsleuth/perfsleuth/internal/sqlnorm"
 )
 
 // Issue 18's matrix of real software: each server is started by hand in a

@@ -29,7 +29,7 @@ const MaxLen = 200
 func Normalize(sql string, max int) string {
 	var b strings.Builder
 	s := scanner{src: sql}
-	space := false // a space is owed before the next token
+	space := false         // a space is owed before the next token
 	var prev, prev2 string // the last two tokens written ("" at the start)
 	for {
 		kind, tok := s.next()

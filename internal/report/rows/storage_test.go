@@ -124,7 +124,7 @@ func TestStatementsOf(t *testing.T) {
 		Statements: []model.SQLStatement{
 			{Kind: "statement", Text: "SELECT a FROM t WHERE b = ?", Execs: 10, Done: 10, Steps: 510, Sec: 0.25, P50Sec: 0.02, P99Sec: 0.05,
 				SQLStmtIO: model.SQLStmtIO{Reads: 150, Pages: []model.SQLitePages{{Kind: "db", Type: "table-leaf", Reads: 120}, {Kind: "db", Type: "index-leaf", Reads: 30}}},
-				Calls: model.SQLCalls{Reads: 160}},
+				Calls:     model.SQLCalls{Reads: 160}},
 			{Kind: "checkpoint", Text: "(checkpoint)", Execs: 2, Steps: 2, SQLStmtIO: model.SQLStmtIO{Writes: 40, Syncs: 4},
 				Calls: model.SQLCalls{Writes: 40, Syncs: 4, SyncSec: 0.002}},
 			{Kind: "statement", Text: "INSERT INTO t VALUES (?)", Execs: 1, Done: 1, Steps: 1},
