@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // API is the functions the statement probe hooks, at their entry.
@@ -81,6 +82,11 @@ func Inspect(path string) (*Library, error) {
 		return lib, nil
 	}
 	if _, ok := syms["sqlite3_step"]; !ok {
+		for name := range syms {
+			if strings.HasSuffix(name, ".Xsqlite3_step") {
+				return nil, fmt.Errorf("%s: SQLite translated to Go (%s): it has no C API to hook, so its statements are not named (a Go program on mattn/go-sqlite3, real SQLite through cgo, is)", path, strings.TrimSuffix(name, ".Xsqlite3_step"))
+			}
+		}
 		return nil, fmt.Errorf("%s: %w", path, ErrNoSQLite)
 	}
 	lib := &Library{Path: path, BuildID: buildID(f), Engine: EngineSQLite, Symbols: map[string]uint64{}, FileOffsets: map[string]uint64{},

@@ -1,6 +1,7 @@
 package sqlprobe
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -121,5 +122,32 @@ func TestFindInProcess(t *testing.T) {
 	}
 	if len(libs) != 2 || !copyFound {
 		t.Errorf("libraries %v (notes %v), want ldconfig's and the copy in %s", paths, notes, dir)
+	}
+}
+
+// TestInspectTranslatedSQLite: a Go program whose SQLite is translated to
+// Go (modernc.org/sqlite: lib.Xsqlite3_step, a Go function) is told apart
+// from one without SQLite, and the error says why its statements cannot be
+// named. A stand-in program defines main.Xsqlite3_step.
+func TestInspectTranslatedSQLite(t *testing.T) {
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go command to build the stand-in")
+	}
+	dir := t.TempDir()
+	src := "package main\n\n//go:noinline\nfunc Xsqlite3_step(p uintptr) int { return int(p) + 1 }\n\nfunc main() { println(Xsqlite3_step(1)) }\n"
+	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "prog")
+	cmd := exec.Command(goBin, "build", "-o", bin, "main.go")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GO111MODULE=off", "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	_, err = Inspect(bin)
+	if err == nil || errors.Is(err, ErrNoSQLite) || !strings.Contains(err.Error(), "translated to Go (main)") {
+		t.Errorf("Inspect of a Go-translated SQLite: %v", err)
 	}
 }

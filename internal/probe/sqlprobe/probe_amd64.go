@@ -39,7 +39,7 @@ func Start(pids []int, tracked, threads *ebpf.Map) (_ *Probe, err error) {
 	}
 	libs, notes := Find(pids)
 	if len(libs) == 0 {
-		return nil, fmt.Errorf("sql: no SQLite library found (no libsqlite3.so.0 in ldconfig's cache, none mapped by the workload)%s", joinedNotes(notes))
+		return nil, fmt.Errorf("sql: no SQLite library or PostgreSQL server found (no libsqlite3.so.0 in ldconfig's cache, none mapped by the workload; for PostgreSQL give -p the postmaster)%s", joinedNotes(notes))
 	}
 	p := &Probe{res: Result{Libraries: libs, Notes: notes}}
 	defer func() {
