@@ -184,3 +184,17 @@ func psiSomeTotal() (int64, error) {
 	}
 	return 0, fmt.Errorf("no \"some\" line in /proc/pressure/cpu")
 }
+
+// Steady skips the test when the product itself measured the machine
+// moving under it: noise is the spread it measured where nothing changed
+// (a diagnose baseline's, BaselineNoise), bound the most a quiet machine
+// gives. Need looks at the first second only; a neighbour that starts
+// later, or contention this guest cannot see (another VM on the host's
+// cores), shows here. The assertion that follows still holds on every
+// run that was steady.
+func Steady(t testing.TB, what string, noise, bound float64) {
+	t.Helper()
+	if noise > bound {
+		t.Skipf("the machine was not steady during the test: %s moved ±%.0f%% where nothing changed (a quiet machine: under ±%.0f%%); run it again with nothing else running", what, noise*100, bound*100)
+	}
+}
