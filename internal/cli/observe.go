@@ -63,7 +63,7 @@ func (f *observeFlags) bind(cmd *cobra.Command) {
 	fs.BoolVar(&f.noEBPF, "no-ebpf", false, "observe from /proc only, without eBPF probes")
 	fs.BoolVar(&f.syscalls, "syscalls", false, "count and time every syscall per thread (like strace -c -w; every syscall on the machine then costs more)")
 	fs.BoolVar(&f.storage, "storage", false, "per file: reads, writes, syncs, sizes, sequential or random, time blocked; and SQLite pages by type (hooks the read, write and sync calls: every syscall on the machine then costs more)")
-	fs.BoolVar(&f.sql, "sql", false, "name the SQL statement behind each SQLite read, write and sync: executions, time and IO per statement (uprobes on the SQLite library the workload maps; implies --storage)")
+	fs.BoolVar(&f.sql, "sql", false, "name the SQL statement behind each file read, write and sync: per statement its executions, time and IO (uprobes on the SQLite library the workload maps, or on a PostgreSQL server observed with -p; ~1.4 µs a call; implies --storage)")
 	fs.BoolVar(&f.stacks, "stacks", false, "take the kernel and user stack of every sleep (off-CPU stacks per category, ~1 µs per sleep) and sample the stacks on CPU at 99 Hz (on-CPU)")
 	cmd.Flags().IntSliceVarP(&f.pids, "pid", "p", nil, "observe this running process and its descendants; repeat for several; with a command after --, they and the command are one workload (a server and its client)")
 	cmd.Flags().DurationVar(&f.duration, "duration", 0, "with --pid: how long to observe (0: until it exits or Ctrl-C)")
