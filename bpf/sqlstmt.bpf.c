@@ -214,20 +214,38 @@ static __always_inline __u32 new_exec(void)
 	return __sync_fetch_and_add(&next_exec, 1) + 1;
 }
 
+/* time_exec counts an ended execution of statement id that took d ns. */
+static __always_inline void time_exec(__u32 id, __u64 d)
+{
+	struct sq_stmt *s = stmt_of(id);
+
+	if (!s)
+		return;
+	__sync_fetch_and_add(&s->ns, d);
+	__sync_fetch_and_add(&s->done, 1);
+	__sync_fetch_and_add(&s->slots[slot_of(d, SQ_SLOTS)], 1);
+}
+
+/* begin makes statement id (0: not kept) the thread's current one, as one
+ * more execution of it that is a single step: a pseudo-statement, or a
+ * PostgreSQL statement. */
+static __always_inline void begin(struct sq_thread *t, __u32 id)
+{
+	struct sq_stmt *s = stmt_of(id);
+
+	t->stmt_id = id;
+	if (s) {
+		__sync_fetch_and_add(&s->execs, 1);
+		__sync_fetch_and_add(&s->steps, 1);
+	}
+}
+
 /* finish ends the handle's running execution and times it. */
 static __always_inline void finish(struct sq_handle *h)
 {
-	struct sq_stmt *s = stmt_of(h->id);
-	__u64 d;
-
 	if (!h->exec)
 		return;
-	d = bpf_ktime_get_ns() - h->start_ns;
-	if (s) {
-		__sync_fetch_and_add(&s->ns, d);
-		__sync_fetch_and_add(&s->done, 1);
-		__sync_fetch_and_add(&s->slots[slot_of(d, SQ_SLOTS)], 1);
-	}
+	time_exec(h->id, bpf_ktime_get_ns() - h->start_ns);
 	h->exec = 0;
 }
 
@@ -241,6 +259,7 @@ int BPF_KPROBE(sq_step, void *stmt)
 	struct sq_handle *h;
 	struct sq_stmt *s;
 	__u64 sql = 0, db = 0;
+	bool begun = false;
 	__u8 ac = 0;
 
 	if (!t || !stmt)
@@ -276,16 +295,16 @@ int BPF_KPROBE(sq_step, void *stmt)
 		}
 		h->exec = new_exec();
 		h->start_ns = bpf_ktime_get_ns();
-		s = stmt_of(h->id);
-		if (s) {
-			__sync_fetch_and_add(&s->execs, 1);
-			/* Vdbe.db is its first field. */
-			if (autocommit_off >= 0 && bpf_probe_read_user(&db, sizeof(db), stmt) == 0 && db &&
-			    bpf_probe_read_user(&ac, 1, (void *)(db + autocommit_off)) == 0 && ac)
-				__sync_fetch_and_add(&s->autocommit, 1);
-		}
+		begun = true;
 	}
 	s = stmt_of(h->id);
+	if (s && begun) {
+		__sync_fetch_and_add(&s->execs, 1);
+		/* Vdbe.db is its first field. */
+		if (autocommit_off >= 0 && bpf_probe_read_user(&db, sizeof(db), stmt) == 0 && db &&
+		    bpf_probe_read_user(&ac, 1, (void *)(db + autocommit_off)) == 0 && ac)
+			__sync_fetch_and_add(&s->autocommit, 1);
+	}
 	if (s)
 		__sync_fetch_and_add(&s->steps, 1);
 	/* SQLite's own statements run inside a prepare (the schema) or inside
@@ -298,14 +317,11 @@ int BPF_KPROBE(sq_step, void *stmt)
 		struct sq_handle_key ok = {.tgid = tgid, .stmt = t->outer_stmt};
 		struct sq_handle *outer = t->outer_stmt ? bpf_map_lookup_elem(&handles, &ok) : NULL;
 
-		if (outer && outer->exec && outer->exec == t->outer_exec) {
+		if (outer && outer->exec && outer->exec == t->outer_exec)
 			t->stmt_id = t->outer_id;
-			t->exec = t->outer_exec;
-		}
 		return 0;
 	}
 	t->stmt_id = h->id;
-	t->exec = h->exec;
 	t->outer_stmt = (__u64)stmt;
 	t->outer_id = h->id;
 	t->outer_exec = h->exec;
@@ -353,17 +369,9 @@ static __always_inline void pseudo(__u32 kind)
 	struct sq_counters *c = counters_get();
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct sq_thread *t = enter(c, tgid);
-	struct sq_stmt *s;
 
-	if (!t)
-		return;
-	t->stmt_id = stmt_id(tgid, kind, NULL, c);
-	t->exec = new_exec();
-	s = stmt_of(t->stmt_id);
-	if (s) {
-		__sync_fetch_and_add(&s->execs, 1);
-		__sync_fetch_and_add(&s->steps, 1);
-	}
+	if (t)
+		begin(t, stmt_id(tgid, kind, NULL, c));
 }
 
 SEC("uprobe")
@@ -403,36 +411,21 @@ int BPF_KPROBE(pg_activity, int state, const char *cmd)
 	struct sq_counters *c = counters_get();
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct sq_thread *t = enter(c, tgid);
-	struct sq_stmt *s;
 	__u64 now;
 
 	if (!t)
 		return 0;
 	now = bpf_ktime_get_ns();
 	if (t->pg_start) {
-		s = stmt_of(t->pg_id);
-		if (s) {
-			__u64 d = now - t->pg_start;
-
-			__sync_fetch_and_add(&s->ns, d);
-			__sync_fetch_and_add(&s->done, 1);
-			__sync_fetch_and_add(&s->slots[slot_of(d, SQ_SLOTS)], 1);
-		}
+		time_exec(t->pg_id, now - t->pg_start);
 		t->pg_start = 0;
 	}
 	if (state != pg_running || !cmd) {
 		t->stmt_id = 0;
-		t->exec = 0;
 		return 0;
 	}
 	t->pg_id = stmt_id(tgid, SQ_EXEC, cmd, c);
 	t->pg_start = now;
-	t->stmt_id = t->pg_id;
-	t->exec = new_exec();
-	s = stmt_of(t->pg_id);
-	if (s) {
-		__sync_fetch_and_add(&s->execs, 1);
-		__sync_fetch_and_add(&s->steps, 1);
-	}
+	begin(t, t->pg_id);
 	return 0;
 }

@@ -25,18 +25,17 @@
 /* Per thread (task storage): what its SQLite file IO is charged to. */
 struct sq_thread {
 	__u32 stmt_id;   /* the statement last stepped (or the pseudo one), 0: none yet */
-	__u32 exec;      /* its execution's id (global, from 1) */
 	/* The last of the application's statements stepped (not SQLite's
-	 * own): a prepare inside its step (a CREATE's nested statements) is
-	 * charged back to it. */
-	__u64 outer_stmt;
+	 * own), and the execution it was in (its handle's exec, to tell
+	 * whether it still runs): a prepare inside its step (a CREATE's
+	 * nested statements) is charged back to it. */
 	__u32 outer_id;
+	__u64 outer_stmt;
 	__u32 outer_exec;
 	/* PostgreSQL: the statement the backend reported running, and since
 	 * when (0: none running). */
-	__u64 pg_start;
 	__u32 pg_id;
-	__u32 _pad;
+	__u64 pg_start;
 };
 
 /* The read, write and sync calls of every file (not only SQLite's) made

@@ -912,11 +912,17 @@ int BPF_PROG(block_bio_frontmerge, struct bio *bio)
 
 /* ---- page cache ---- */
 
-/* stmt_io_of is the stmt_io entry of the statement the current thread is
- * running, NULL if none (or no statement probe). */
-static __always_inline struct sq_io *stmt_io_of(void)
+/* current_sql is the current thread's entry of sql_threads (the
+ * statement it runs), NULL without one (or without the statement probe). */
+static __always_inline struct sq_thread *current_sql(void)
 {
-	struct sq_thread *sq = bpf_task_storage_get(&sql_threads, bpf_get_current_task_btf(), 0, 0);
+	return bpf_task_storage_get(&sql_threads, bpf_get_current_task_btf(), 0, 0);
+}
+
+/* stmt_io_of is the stmt_io entry of the statement sq runs, NULL if
+ * none. */
+static __always_inline struct sq_io *stmt_io_of(struct sq_thread *sq)
+{
 	__u32 id;
 
 	if (!sq || !sq->stmt_id)
@@ -924,7 +930,6 @@ static __always_inline struct sq_io *stmt_io_of(void)
 	id = sq->stmt_id;
 	return bpf_map_lookup_elem(&stmt_io, &id);
 }
-
 
 /* cache_run counts a run of a page-cache program and returns the per-CPU
  * counts if the current task is the workload's, NULL otherwise; cnt, if
@@ -998,7 +1003,7 @@ int BPF_PROG(filemap_add, struct folio *folio)
 	t0 = time_start(cnt, ST_PROG_CACHE);
 	if (in_read()) {
 		__u64 n = folio_pages(folio);
-		struct sq_io *io = stmt_io_of();
+		struct sq_io *io = stmt_io_of(current_sql());
 
 		c->read_added += n;
 		if (io)
@@ -1019,7 +1024,7 @@ int BPF_PROG(filemap_fault, struct address_space *mapping, unsigned long index)
 	if (!c)
 		return 0;
 	c->fault_lookups++;
-	io = stmt_io_of();
+	io = stmt_io_of(current_sql());
 	if (io)
 		io->faults++;
 	return 0;
@@ -1472,11 +1477,11 @@ static __always_inline __u32 sniff(__u8 *h)
 	return ST_KIND_NONE;
 }
 
-/* stmt_count charges a call to the statement its thread is running
- * (the statement probe's sql_threads; none without it). */
-static __always_inline void stmt_count(__u32 op, long ret, __u64 delta)
+/* stmt_count charges a call to the statement sq runs (the thread's
+ * sql_threads entry; none without the statement probe). */
+static __always_inline void stmt_count(struct sq_thread *sq, __u32 op, long ret, __u64 delta)
 {
-	struct sq_io *io = stmt_io_of();
+	struct sq_io *io = stmt_io_of(sq);
 
 	if (!io)
 		return;
@@ -1538,7 +1543,9 @@ static __always_inline void exit_call(struct task_struct *task, struct st_call *
 		__sync_fetch_and_add(&f->errors, 1);
 		return;
 	}
-	stmt_count(op, ret, delta);
+	/* One lookup serves the statement's count and the SQLite event. */
+	sq = current_sql();
+	stmt_count(sq, op, ret, delta);
 	if (op == ST_EV_SYNC) {
 		__sync_fetch_and_add(&f->syncs, 1);
 		__sync_fetch_and_add(&f->sync_ns, delta);
@@ -1613,10 +1620,7 @@ static __always_inline void exit_call(struct task_struct *task, struct st_call *
 	__builtin_memcpy(ev->head, head, ST_HEAD);
 	ev->b100 = 0;
 	ev->has100 = 0;
-	sq = bpf_task_storage_get(&sql_threads, bpf_get_current_task_btf(), 0, 0);
 	ev->stmt_id = sq ? sq->stmt_id : 0;
-	ev->exec = sq ? sq->exec : 0;
-	ev->_pad2 = 0;
 	if (op != ST_EV_SYNC && !st->vectored && ret > 100)
 		ev->has100 = bpf_probe_read_user(&ev->b100, 1, (void *)(st->buf + 100)) == 0;
 	/* No wakeup per event: a wakeup each call cost about a microsecond in

@@ -219,11 +219,9 @@ struct st_event {
 	__u8 b100;   /* the byte at 100 (a b-tree page 1's type flag) */
 	__u8 has100;
 	__u8 _pad[2];
-	/* The SQLite statement the thread was running, and its execution
-	 * (bpf/sqlstmt.h's sq_thread), 0 without the statement probe. */
+	/* The SQL statement the thread was running (bpf/sqlstmt.h's
+	 * sq_thread), 0 without the statement probe. */
 	__u32 stmt_id;
-	__u32 exec;
-	__u32 _pad2;
 };
 
 /* Asynchronous IO of the workload, per interface (ST_AIO_*): what its

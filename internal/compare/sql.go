@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/sqlnorm"
 )
 
 // GroupSQL holds the statements' rows (both runs observed with --sql).
@@ -94,9 +95,5 @@ func textID(text string) string {
 
 // quoted is a statement's text in a row's name, cut to stay one line.
 func quoted(text string) string {
-	r := []rune(text)
-	if len(r) > 60 {
-		text = string(r[:59]) + "…"
-	}
-	return "«" + text + "»"
+	return "«" + sqlnorm.Cut(text, 60) + "»"
 }

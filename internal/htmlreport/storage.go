@@ -198,11 +198,17 @@ func sqlitePages(s *section, io *model.SQLiteIO) {
 	}
 	if io.Events == 0 && len(io.Files) == 0 {
 		s.why("no SQLite pages: no SQLite file was touched")
-		if io.SQL != nil {
-			sqlStatements(s, rows.StatementsOf(io.SQL, maxStatements))
-		}
-		return
+	} else {
+		sqlitePageTables(s, io)
 	}
+	if io.SQL != nil {
+		sqlStatements(s, rows.StatementsOf(io.SQL, maxStatements))
+	}
+}
+
+// sqlitePageTables shows what the SQLite files' operations moved, by page
+// type and by table or index, and the transactions' patterns.
+func sqlitePageTables(s *section, io *model.SQLiteIO) {
 	q := rows.SQLitePagesOf(io)
 	s.p(fmt.Sprintf("%s reads and writes of SQLite files, mapped to pages", units.FormatCount(q.Events)))
 	var fk []kv
@@ -252,9 +258,6 @@ func sqlitePages(s *section, io *model.SQLiteIO) {
 		s.code(lines)
 	}
 	s.listIf(q.Notes)
-	if io.SQL != nil {
-		sqlStatements(s, rows.StatementsOf(io.SQL, maxStatements))
-	}
 }
 
 // maxStatements is how many SQL statements the page lists (the record

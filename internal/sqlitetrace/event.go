@@ -19,9 +19,8 @@ type Event struct {
 	B100   byte
 	Has100 bool
 	// StmtID is the SQL statement the thread was running (the statement
-	// probe's id, 0 without it or outside any statement), Exec its
-	// execution.
-	StmtID, Exec uint32
+	// probe's id, 0 without it or outside any statement).
+	StmtID uint32
 }
 
 // Event operations and SQLite kinds. The values are bpf/storage.h's

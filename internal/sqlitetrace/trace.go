@@ -53,6 +53,31 @@ type opStats struct {
 	reads, writes, readBytes, writeBytes, seq, random int64
 }
 
+// typed is the page type of the operations k counts on a file of kind, as
+// the tables show it (db: the b-tree page's type; a WAL frame: the type of
+// the page it carries; else the part), and the table or index that owns
+// the page ("" if none).
+func (k opKey) typed(kind int, db *sqlitefile.DB) (typ, owner string) {
+	if kind != KindDB && k.part != string(sqlitefile.WALPartFramePage) {
+		return k.part, ""
+	}
+	pt, owner := pageType(db, k.pgno, k.flag)
+	if kind == KindDB {
+		return pt, owner
+	}
+	return "frame-page (" + pt + ")", owner
+}
+
+// addOps adds operations s to the page counts m.
+func addOps(m *model.SQLitePages, s *opStats) {
+	m.Reads += s.reads
+	m.Writes += s.writes
+	m.ReadBytes += s.readBytes
+	m.WriteBytes += s.writeBytes
+	m.Sequential += s.seq
+	m.Random += s.random
+}
+
 // stmtOpKey is an opKey of one file kind, for a statement's operations.
 type stmtOpKey struct {
 	kind int
@@ -509,14 +534,6 @@ func (t *Tracer) Finish(files []model.FileIO) *model.SQLiteIO {
 	}
 	byType := map[[2]string]*model.SQLitePages{}
 	byObj := map[string]*model.SQLitePages{}
-	add := func(m *model.SQLitePages, s *opStats) {
-		m.Reads += s.reads
-		m.Writes += s.writes
-		m.ReadBytes += s.readBytes
-		m.WriteBytes += s.writeBytes
-		m.Sequential += s.seq
-		m.Random += s.random
-	}
 	// The databases first: the WAL's frames carry their pages. A database
 	// the window saw only through its WAL is opened by name to be parsed.
 	var db *sqlitefile.DB
@@ -560,26 +577,17 @@ func (t *Tracer) Finish(files []model.FileIO) *model.SQLiteIO {
 			out.Files = append(out.Files, sf)
 		}
 		for ok, s := range fs.ops {
-			typ, owner := ok.part, ""
-			if fs.kind == KindDB || ok.part == string(sqlitefile.WALPartFramePage) {
-				pt, ow := pageType(db, ok.pgno, ok.flag)
-				owner = ow
-				if fs.kind == KindDB {
-					typ = pt
-				} else {
-					typ = "frame-page (" + pt + ")"
-				}
-			}
+			typ, owner := ok.typed(fs.kind, db)
 			bk := [2]string{sf.Kind, typ}
 			if byType[bk] == nil {
 				byType[bk] = &model.SQLitePages{Kind: sf.Kind, Type: typ}
 			}
-			add(byType[bk], s)
+			addOps(byType[bk], s)
 			if owner != "" {
 				if byObj[owner] == nil {
 					byObj[owner] = &model.SQLitePages{Object: owner}
 				}
-				add(byObj[owner], s)
+				addOps(byObj[owner], s)
 			}
 		}
 	}
@@ -791,25 +799,14 @@ func (t *Tracer) statementIO(db *sqlitefile.DB) map[uint32]*model.SQLStmtIO {
 		sio := &model.SQLStmtIO{Syncs: ss.syncs}
 		pages := map[[2]string]*model.SQLitePages{}
 		for k, s := range ss.ops {
-			typ := k.op.part
-			if k.kind == KindDB || k.op.part == string(sqlitefile.WALPartFramePage) {
-				pt, _ := pageType(db, k.op.pgno, k.op.flag)
-				if k.kind == KindDB {
-					typ = pt
-				} else {
-					typ = "frame-page (" + pt + ")"
-				}
-			}
+			typ, _ := k.op.typed(k.kind, db)
 			pk := [2]string{kindName(k.kind), typ}
 			p := pages[pk]
 			if p == nil {
 				p = &model.SQLitePages{Kind: pk[0], Type: pk[1]}
 				pages[pk] = p
 			}
-			p.Reads += s.reads
-			p.Writes += s.writes
-			p.ReadBytes += s.readBytes
-			p.WriteBytes += s.writeBytes
+			addOps(p, s)
 			sio.Reads += s.reads
 			sio.Writes += s.writes
 			sio.ReadBytes += s.readBytes

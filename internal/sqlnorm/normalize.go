@@ -62,7 +62,7 @@ func Normalize(sql string, max int) string {
 		b.WriteString(tok)
 		prev2, prev = prev, tok
 	}
-	return cut(escape(b.String()), max)
+	return Cut(escape(b.String()), max)
 }
 
 // isOperand tells whether a token ends an operand (a word, a value, a
@@ -114,7 +114,9 @@ func escape(s string) string {
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) }
 
-func cut(s string, max int) string {
+// Cut cuts s to max characters (max <= 0: no limit), ending in "…" when
+// it was cut.
+func Cut(s string, max int) string {
 	if max <= 0 || utf8.RuneCountInString(s) <= max {
 		return s
 	}

@@ -24,7 +24,7 @@ func TestJoin(t *testing.T) {
 		2: {Writes: 5, Syncs: 1, WriteBytes: 20480, Pages: []model.SQLitePages{{Kind: "wal", Type: "frame-header", Writes: 5}}},
 		3: {Writes: 10, Syncs: 2, WriteBytes: 40960},
 	}
-	q := Join(res, io)
+	q := Join(res, io, nil, 0)
 	if len(q.Statements) != 3 {
 		t.Fatalf("%d statements, want 3 (pid 7's INSERT, its checkpoint, pid 8's INSERT): %+v", len(q.Statements), q.Statements)
 	}

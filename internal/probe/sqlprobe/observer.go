@@ -65,54 +65,19 @@ func (o *observer) Contribute(run *model.Run) {
 	if run.Storage.SQLite == nil {
 		run.Storage.SQLite = &model.SQLiteIO{}
 	}
+	var fileCalls int64
+	for _, f := range run.Storage.Files {
+		fileCalls += f.Reads.Count + f.Writes.Count + f.Syncs
+	}
 	sq := run.Storage.SQLite
-	sq.SQL = Join(o.res, sq.ByStatement)
-	addCalls(sq.SQL, o.res, run.Storage)
-}
-
-// addCalls adds to each statement every file's calls made under it, and
-// their share of the workload's file calls.
-func addCalls(q *model.SQLStatements, res *Result, st *model.StorageIO) {
-	byKey := map[[3]string]*model.SQLStatement{}
-	for i := range q.Statements {
-		s := &q.Statements[i]
-		byKey[[3]string{fmt.Sprint(s.PID), s.Kind, s.Text}] = s
-	}
-	var under int64
-	for _, s := range res.Statements {
-		c := st.StatementCalls[s.ID]
-		if c == nil {
-			continue
-		}
-		m := byKey[[3]string{fmt.Sprint(s.PID), s.Kind, label(s)}]
-		if m == nil {
-			continue
-		}
-		m.Calls.Reads += c.Reads
-		m.Calls.Writes += c.Writes
-		m.Calls.Syncs += c.Syncs
-		m.Calls.ReadBytes += c.ReadBytes
-		m.Calls.WriteBytes += c.WriteBytes
-		m.Calls.ReadSec += c.ReadSec
-		m.Calls.WriteSec += c.WriteSec
-		m.Calls.SyncSec += c.SyncSec
-		m.Calls.ReadMissPages += c.ReadMissPages
-		m.Calls.Faults += c.Faults
-		under += c.Reads + c.Writes + c.Syncs
-	}
-	var all int64
-	for _, f := range st.Files {
-		all += f.Reads.Count + f.Writes.Count + f.Syncs
-	}
-	q.FileCalls = all
-	if all > 0 {
-		q.CallsShare = min(float64(under)/float64(all), 1)
-	}
+	sq.SQL = Join(o.res, sq.ByStatement, run.Storage.StatementCalls, fileCalls)
 }
 
 // Join makes the record's statements: the probe's, merged by normalised
-// text per process, each with the IO charged to its ids.
-func Join(res *Result, io map[uint32]*model.SQLStmtIO) *model.SQLStatements {
+// text per process, each with the SQLite file IO (io) and every file's
+// calls (calls) charged to its ids; fileCalls is the workload's file
+// calls, of which those made under a statement are calls_share.
+func Join(res *Result, io map[uint32]*model.SQLStmtIO, calls map[uint32]*model.SQLCalls, fileCalls int64) *model.SQLStatements {
 	out := &model.SQLStatements{UprobeHits: int64(res.Runs), OtherHits: int64(res.Others), Notes: slices.Clone(res.Notes)}
 	for _, l := range res.Libraries {
 		out.Libraries = append(out.Libraries, model.SQLLibrary{Path: l.Path, BuildID: l.BuildID, SQLOffset: l.SQLOffset, AutoCommitOffset: l.AutoCommitOffset})
@@ -124,12 +89,12 @@ func Join(res *Result, io map[uint32]*model.SQLStmtIO) *model.SQLStatements {
 	merged := map[key]*model.SQLStatement{}
 	hists := map[key][]uint64{}
 	var total, joined model.SQLStmtIO
+	var under int64
 	for _, s := range res.Statements {
 		k := key{s.PID, s.Kind, label(s)}
-		text := k.text
 		m := merged[k]
 		if m == nil {
-			m = &model.SQLStatement{PID: s.PID, Kind: s.Kind, Text: text}
+			m = &model.SQLStatement{PID: s.PID, Kind: s.Kind, Text: k.text}
 			merged[k] = m
 			hists[k] = make([]uint64, len(s.Hist))
 		}
@@ -145,6 +110,14 @@ func Join(res *Result, io map[uint32]*model.SQLStmtIO) *model.SQLStatements {
 			addIO(&m.SQLStmtIO, sio)
 			addIO(&joined, sio)
 		}
+		if c := calls[s.ID]; c != nil {
+			addCalls(&m.Calls, c)
+			under += c.Reads + c.Writes + c.Syncs
+		}
+	}
+	out.FileCalls = fileCalls
+	if fileCalls > 0 {
+		out.CallsShare = min(float64(under)/float64(fileCalls), 1)
 	}
 	for id, sio := range io {
 		addIO(&total, sio)
@@ -198,6 +171,19 @@ func addIO(dst, src *model.SQLStmtIO) {
 		q.ReadBytes += p.ReadBytes
 		q.WriteBytes += p.WriteBytes
 	}
+}
+
+func addCalls(dst, src *model.SQLCalls) {
+	dst.Reads += src.Reads
+	dst.Writes += src.Writes
+	dst.Syncs += src.Syncs
+	dst.ReadBytes += src.ReadBytes
+	dst.WriteBytes += src.WriteBytes
+	dst.ReadSec += src.ReadSec
+	dst.WriteSec += src.WriteSec
+	dst.SyncSec += src.SyncSec
+	dst.ReadMissPages += src.ReadMissPages
+	dst.Faults += src.Faults
 }
 
 // quantile is the q-quantile of a log2 histogram of nanoseconds (slot i

@@ -47,9 +47,9 @@ func Start(pids []int, tracked, threads *ebpf.Map) (_ *Probe, err error) {
 			p.close()
 		}
 	}()
-	// One object per offsets: each library may be another SQLite build.
-	// The first library's decide; another with other offsets is attached
-	// only for naming by prepare (its statements go unnamed), and said.
+	// One object, so one pair of offsets: the first SQLite library's
+	// that decoded decide. A library of another build (other offsets) is
+	// not attached, and a note says so.
 	sqlOff, acOff := int64(-1), int64(-1)
 	for _, l := range libs {
 		if l.Engine == EngineSQLite && l.SQLOffset >= 0 {

@@ -54,7 +54,7 @@ func observeSQL(t *testing.T, work func()) *model.SQLStatements {
 	if q == nil {
 		t.Fatal("no SQLite file event")
 	}
-	return Join(res, q.ByStatement)
+	return Join(res, q.ByStatement, sio.StatementCalls, 0)
 }
 
 func find(q *model.SQLStatements, text string) *model.SQLStatement {

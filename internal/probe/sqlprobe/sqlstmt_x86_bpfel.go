@@ -76,13 +76,11 @@ type sqlstmtSqTextKey struct {
 type sqlstmtSqThread struct {
 	_         structs.HostLayout
 	StmtId    uint32
-	Exec      uint32
-	OuterStmt uint64
 	OuterId   uint32
+	OuterStmt uint64
 	OuterExec uint32
-	PgStart   uint64
 	PgId      uint32
-	Pad       uint32
+	PgStart   uint64
 }
 
 type sqlstmtTextBuf struct {

@@ -259,7 +259,7 @@ func (p *Probe) readEvents() {
 		}
 		p.cfg.OnEvent(sqlitetrace.Event{TsNs: raw.Ts, Dev: dev, Ino: raw.Ino, TID: int(raw.Tid), Op: int(raw.Op), Kind: int(raw.Kind),
 			Off: raw.Off, Len: raw.Len, Head: raw.Head[:n], B100: raw.B100, Has100: raw.Has100 != 0,
-			StmtID: raw.StmtId, Exec: raw.Exec})
+			StmtID: raw.StmtId})
 	}
 }
 

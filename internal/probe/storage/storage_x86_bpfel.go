@@ -30,13 +30,11 @@ type storageSqIo struct {
 type storageSqThread struct {
 	_         structs.HostLayout
 	StmtId    uint32
-	Exec      uint32
-	OuterStmt uint64
 	OuterId   uint32
+	OuterStmt uint64
 	OuterExec uint32
-	PgStart   uint64
 	PgId      uint32
-	Pad       uint32
+	PgStart   uint64
 }
 
 type storageStAio struct {
@@ -155,8 +153,6 @@ type storageStEvent struct {
 	Has100 uint8
 	Pad    [2]uint8
 	StmtId uint32
-	Exec   uint32
-	Pad2   uint32
 }
 
 type storageStFile struct {
