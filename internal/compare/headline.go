@@ -60,6 +60,17 @@ type Headline struct {
 	Words string `json:"words"`
 	// Advice says what to run to settle what is unknown.
 	Advice []string `json:"advice,omitempty"`
+	// Machine is, for paired runs that timed the canary, how the machine's
+	// own speed moved from A's runs to B's (a fixed CPU loop timed just
+	// before each run, model.ExperimentRun.CanaryMs), as Change moves:
+	// negative when the machine was slower during B's runs.
+	Machine *MachineSpeed `json:"machine,omitempty"`
+}
+
+// MachineSpeed is the canary's paired change between the two sides.
+type MachineSpeed struct {
+	Change   float64    `json:"change"`
+	Interval [2]float64 `json:"interval"`
 }
 
 // Value is one side's measure.
@@ -84,6 +95,8 @@ type Value struct {
 	seqs []int
 	// pair is the interleaved comparison the runs belong to, if any.
 	pair *model.Pair
+	// canary is each run's CanaryMs, when every run has one.
+	canary []float64
 }
 
 // measureOf is what a record's number is: diagnose's own measure, or for a
@@ -133,6 +146,10 @@ func valueOf(r *model.Run) (Value, bool) {
 			v := Value{From: fmt.Sprintf("%d diagnose baseline runs", len(c.Runs))}
 			for _, run := range c.Runs {
 				v.Runs, v.seqs = append(v.Runs, run.Value), append(v.seqs, run.Seq)
+				v.canary = append(v.canary, run.CanaryMs)
+			}
+			if !positive(v.canary) {
+				v.canary = nil
 			}
 			v.Median = stats.Median(v.Runs)
 			v.pair = ex.Pair
@@ -235,6 +252,16 @@ func headline(a, b *model.Run) Headline {
 		h.Interval = &p.Interval
 		h.RoundNoise = noiseSigmas * p.Spread
 		h.Significance, h.Reason = pairedSignificance(h.Change, *h.Interval, h.RoundNoise)
+		if len(va.canary) == len(va.Runs) && len(vb.canary) == len(vb.Runs) {
+			// The canary is a time: slower is longer, as for a time measure.
+			m := stats.PairedInTime(va.seqs, va.canary, vb.seqs, vb.canary, func(a, b float64) float64 { return a/b - 1 }, 1)
+			h.Machine = &MachineSpeed{Change: m.Change, Interval: m.Interval}
+			if h.Significance == Significant && machineMoved(h.Change, *h.Machine) {
+				h.Significance = NotSignificant
+				h.Reason = fmt.Sprintf("changed %s, interval %s, but the machine itself was %s during B's runs (a fixed CPU loop timed before each run: %s, interval [%s, %s]): a change this size can be the machine's, not B's; compare again when the machine is steady",
+					pct(h.Change), fmt.Sprintf("[%s, %s]", pct(h.Interval[0]), pct(h.Interval[1])), speedWords(m.Change), pct(m.Change), pct(m.Interval[0]), pct(m.Interval[1]))
+			}
+		}
 		return h
 	}
 	lo, hi := stats.ChangeInterval(va.Runs, vb.Runs, change)
@@ -263,6 +290,25 @@ func pairedSignificance(change float64, iv [2]float64, noise float64) (class, re
 			pct(change), ivs, noise*100, materialChange*100)
 	}
 	return Significant, fmt.Sprintf("changed %s, interval over the interleaved rounds %s excludes zero, beyond the rounds' noise (±%.0f%%)", pct(change), ivs, noise*100)
+}
+
+// machineMoved says whether the machine's own speed moved the same way as
+// the workload, beyond the canary's noise (its interval excludes zero) and
+// by at least half the workload's change: as much as a CPU-bound
+// workload's change would need to be the machine's. A workload that needs
+// less CPU moves less with the machine, so half is generous to the
+// workload's change, never to the machine's.
+func machineMoved(change float64, m MachineSpeed) bool {
+	beyond := m.Interval[0] > 0 || m.Interval[1] < 0
+	return beyond && m.Change*change > 0 && math.Abs(m.Change) >= math.Abs(change)/2
+}
+
+// speedWords says a machine's change of speed: "7% slower".
+func speedWords(change float64) string {
+	if change < 0 {
+		return fmt.Sprintf("%.0f%% slower", -change*100)
+	}
+	return fmt.Sprintf("%.0f%% faster", change*100)
 }
 
 // batchDriftMargin: a change between two batches made one after the other

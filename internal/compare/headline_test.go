@@ -111,6 +111,39 @@ func TestHeadline(t *testing.T) {
 				b.Experiments.Pair = &model.Pair{ID: "x", Side: "B"}
 			},
 			sig: NotSignificant, change: 0, words: "performs the same", reason: "reaches zero"},
+		// Regression: two identical WAL sides, interleaved, came out "B is
+		// 13% slower", interval [-23%, -9%], B's CPU time per transaction
+		// 16% up: the machine, not B. With the canary timed before each
+		// run 13% slower in B's runs too, the change is the machine's.
+		{name: "interleaved, the machine slower in B's runs", a: sqliteRun, b: sqliteRun,
+			edit: func(a, b *model.Run) {
+				withRepeats(a, 0.05, 1000, 1010, 990, 1005, 995, 1000, 1008, 992)
+				withRepeats(b, 0.05, 870, 880, 860, 875, 865, 870, 878, 862)
+				pairOf(a, b)
+				canaries(a, 1.40, 1.41, 1.39, 1.40, 1.42, 1.40, 1.38, 1.41)
+				canaries(b, 1.61, 1.62, 1.60, 1.61, 1.63, 1.60, 1.59, 1.62)
+			},
+			sig: NotSignificant, change: -0.13, words: "is 13% slower", reason: "but the machine itself was 13% slower during B's runs (a fixed CPU loop timed before each run"},
+		// The same change with the machine steady stays a change.
+		{name: "interleaved, the machine steady", a: sqliteRun, b: sqliteRun,
+			edit: func(a, b *model.Run) {
+				withRepeats(a, 0.05, 1000, 1010, 990, 1005, 995, 1000, 1008, 992)
+				withRepeats(b, 0.05, 870, 880, 860, 875, 865, 870, 878, 862)
+				pairOf(a, b)
+				canaries(a, 1.40, 1.41, 1.39, 1.40, 1.42, 1.40, 1.38, 1.41)
+				canaries(b, 1.41, 1.39, 1.40, 1.42, 1.40, 1.38, 1.41, 1.40)
+			},
+			sig: Significant, change: -0.13, reason: "excludes zero"},
+		// A machine faster during B's runs cannot have made B slower.
+		{name: "interleaved, the machine faster in B's runs", a: sqliteRun, b: sqliteRun,
+			edit: func(a, b *model.Run) {
+				withRepeats(a, 0.05, 1000, 1010, 990, 1005, 995, 1000, 1008, 992)
+				withRepeats(b, 0.05, 870, 880, 860, 875, 865, 870, 878, 862)
+				pairOf(a, b)
+				canaries(a, 1.61, 1.62, 1.60, 1.61, 1.63, 1.60, 1.59, 1.62)
+				canaries(b, 1.40, 1.41, 1.39, 1.40, 1.42, 1.40, 1.38, 1.41)
+			},
+			sig: Significant, change: -0.13, reason: "excludes zero"},
 		{name: "the same runs unpaired span the drift", a: sqliteRun, b: sqliteRun,
 			edit: func(a, b *model.Run) {
 				withRepeats(a, 0.2, 500, 650, 450, 600, 400)
@@ -250,5 +283,27 @@ func TestChangeWords(t *testing.T) {
 		if got := changeWords(tc.change); got != tc.want {
 			t.Errorf("changeWords(%g) = %q, want %q", tc.change, got, tc.want)
 		}
+	}
+}
+
+// pairOf makes a and b the two sides of one interleaved comparison, their
+// runs alternating A B, B A, ... as compare --run makes them.
+func pairOf(a, b *model.Run) {
+	a.Experiments.Pair = &model.Pair{ID: "x", Side: "A"}
+	b.Experiments.Pair = &model.Pair{ID: "x", Side: "B"}
+	ra, rb := a.Experiments.Conditions[0].Runs, b.Experiments.Conditions[0].Runs
+	for i := range ra {
+		first, second := 2*i+1, 2*i+2
+		if i%2 == 1 {
+			first, second = second, first
+		}
+		ra[i].Seq, rb[i].Seq = first, second
+	}
+}
+
+// canaries sets the CPU canary's time before each of r's runs.
+func canaries(r *model.Run, ms ...float64) {
+	for i := range ms {
+		r.Experiments.Conditions[0].Runs[i].CanaryMs = ms[i]
 	}
 }

@@ -349,6 +349,8 @@ func (x *experimenter) plan(perRun, spent time.Duration) (int, []int, error) {
 func (x *experimenter) once(ctx context.Context, ci, seq int) (*model.Run, error) {
 	c := x.conds[ci]
 	settled := x.side.settle(ctx)
+	// Timed before the condition takes its CPUs away.
+	speed := canary()
 	before, stop, err := c.apply(ctx, x.env)
 	defer stop()
 	if err != nil {
@@ -374,7 +376,7 @@ func (x *experimenter) once(ctx context.Context, ci, seq int) (*model.Run, error
 		return res.run, nil
 	}
 	cond := x.recs[ci]
-	cond.Runs = append(cond.Runs, res.experimentRun(seq, settled))
+	cond.Runs = append(cond.Runs, res.experimentRun(seq, settled, speed))
 	x.ex.Order = append(x.ex.Order, fmt.Sprintf("%s#%d", c.name, len(cond.Runs)))
 	if c.name == "baseline" {
 		x.baselines = append(x.baselines, res)

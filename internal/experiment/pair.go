@@ -91,6 +91,7 @@ rounds:
 					Left: perRound * time.Duration(ps.Repeat-r)})
 			}
 			settled := sides[i].settle(ctx)
+			speed := canary()
 			res, err := sides[i].once(ctx, nil, hooks, false)
 			if ctx.Err() != nil || (res != nil && res.run.Interrupted) {
 				incomplete = true
@@ -106,7 +107,7 @@ rounds:
 			}
 			results[i] = append(results[i], res)
 			order = append(order, fmt.Sprintf("%s#%d", names[i], len(results[i])))
-			exs[i].Conditions[0].Runs = append(exs[i].Conditions[0].Runs, res.experimentRun(len(order), settled))
+			exs[i].Conditions[0].Runs = append(exs[i].Conditions[0].Runs, res.experimentRun(len(order), settled, speed))
 		}
 	}
 	if len(results[0]) == 0 || len(results[1]) == 0 {

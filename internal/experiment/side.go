@@ -154,8 +154,8 @@ func (s *side) once(ctx context.Context, before func([]int) error, hooks Hooks, 
 }
 
 // experimentRun is what the record keeps of one run.
-func (r *result) experimentRun(seq int, settled time.Duration) model.ExperimentRun {
-	e := model.ExperimentRun{Seq: seq, Value: r.value, SettleSec: settled.Seconds()}
+func (r *result) experimentRun(seq int, settled time.Duration, canaryMs float64) model.ExperimentRun {
+	e := model.ExperimentRun{Seq: seq, Value: r.value, SettleSec: settled.Seconds(), CanaryMs: canaryMs}
 	if v := r.run.Verdict; v != nil {
 		e.Primary = v.Primary
 	}

@@ -170,6 +170,9 @@ func headlineOf(h compare.Headline) headlineView {
 	for _, l := range x.Runs {
 		v.Runs = append(v.Runs, kv{l.Side + "'s runs", strings.Join(l.Runs, " · ") + " (" + l.From + ")"})
 	}
+	if x.Machine != "" {
+		v.Runs = append(v.Runs, kv{"machine speed", x.Machine})
+	}
 	v.Change = x.Change
 	if x.Change != "" && h.Interval != nil {
 		v.Change += fmt.Sprintf(", 95%% interval [%s, %s]", rows.Pct(h.Interval[0]), rows.Pct(h.Interval[1]))

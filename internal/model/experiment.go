@@ -129,6 +129,12 @@ type ExperimentRun struct {
 	// SettleSec is how long the run waited, before it started, for the
 	// previous run's writes to reach the device (diagnose settles each run).
 	SettleSec float64 `json:"settle_sec,omitempty"`
+	// CanaryMs is the machine's own speed just before the run: how long a
+	// fixed CPU loop took, the mean over the CPUs of each one's fastest
+	// of five (0: not timed, as in records made before). No workload
+	// setting changes it; the host's other guests, a slower clock or a
+	// busy sibling hyperthread do.
+	CanaryMs float64 `json:"canary_ms,omitempty"`
 }
 
 // SkippedCondition is a condition that could not be applied here.

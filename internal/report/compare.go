@@ -88,6 +88,9 @@ func (d *doc) compareHeadline(h compare.Headline) {
 	for _, l := range x.Runs {
 		d.wrapped(fmt.Sprintf("  %s's runs ", l.Side), "          ", strings.Join(l.Runs, " ")+" ("+l.From+")")
 	}
+	if x.Machine != "" {
+		d.wrapped("  machine speed ", "    ", x.Machine)
+	}
 	answer := x.Answer
 	if h.Significance == compare.Significant {
 		answer = d.paint(ansiBold, answer)

@@ -111,6 +111,17 @@ func TestHeadlineValuesInEachSidesUnit(t *testing.T) {
 	}
 }
 
+// TestHeadlineMachineSpeed: the canary's change shows only when timed.
+func TestHeadlineMachineSpeed(t *testing.T) {
+	if got := HeadlineOf(compare.Headline{}).Machine; got != "" {
+		t.Errorf("no canary: machine %q, want none", got)
+	}
+	h := compare.Headline{Machine: &compare.MachineSpeed{Change: -0.13, Interval: [2]float64{-0.15, -0.11}}}
+	if got, want := HeadlineOf(h).Machine, "a fixed CPU loop timed before each run: -13% in B's runs, interval [-15%, -11%]"; got != want {
+		t.Errorf("machine %q, want %q", got, want)
+	}
+}
+
 // TestFileMeanSizeKeepsItsFraction: the mean size is a float, so the
 // terminal's KiB keep their decimal; the page truncates it to bytes.
 func TestFileMeanSizeKeepsItsFraction(t *testing.T) {

@@ -67,6 +67,9 @@ type Headline struct {
 	// Answer says whether the change is beyond the noise: yes, no,
 	// unknown, no change to compute.
 	Answer string
+	// Machine says how the machine's own speed (the CPU canary timed
+	// before each run) moved from A's runs to B's; "" when not timed.
+	Machine string
 }
 
 // RunList is one side's runs, and which runs they are.
@@ -134,6 +137,9 @@ func HeadlineOf(h compare.Headline) Headline {
 		if strings.Contains(h.Words, "x ") {
 			out.Change += " (" + Pct(h.Change) + ")"
 		}
+	}
+	if m := h.Machine; m != nil {
+		out.Machine = fmt.Sprintf("a fixed CPU loop timed before each run: %s in B's runs, interval [%s, %s]", Pct(m.Change), Pct(m.Interval[0]), Pct(m.Interval[1]))
 	}
 	return out
 }
