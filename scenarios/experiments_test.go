@@ -149,7 +149,17 @@ func TestExperimentSyncBound(t *testing.T) {
 	// measure and name (the AndroBench report's lesson), not a test's
 	// premise. What must hold: the storage costs it more than a CPU, the
 	// verdict says storage, and a cpu-half found to matter is said.
-	run := experiment(t, "--repeat", "7", "--conditions", "cpu-half,io-pressure", "--", scenario(t, "storagesync"), "12000")
+	//
+	// Issue 14: the runs are now about 1.2 s on whatever disk this is,
+	// five of each, at most seven. 12,000 syncs took 2.7 s a run on a
+	// slower day of this VM's disk, the test 90 s, and issue 14's command
+	// (go test -count=5 of this test, TestCompareIdenticalConfigs and
+	// TestScenarioVerdicts) ran past go test's 10 minutes. The syncs are
+	// counted from a timed run of 1,000 first; io-pressure cost that slower
+	// disk's loop 41% against a baseline noise of ±13%.
+	prog := scenario(t, "storagesync")
+	n := syncsFor(t, prog, 1200*time.Millisecond)
+	run := experiment(t, "--repeat", "5", "--max-repeat", "7", "--conditions", "cpu-half,io-pressure", "--", prog, fmt.Sprint(n))
 	class(t, run, "io-pressure", "sensitive")
 	cpuLoss, ioLoss := change(t, run, "cpu-half"), change(t, run, "io-pressure")
 	if -cpuLoss >= -ioLoss {
@@ -163,6 +173,25 @@ func TestExperimentSyncBound(t *testing.T) {
 			t.Errorf("cpu-half is sensitive (%+.0f%%) and the conclusion does not say so: %s", c.Change*100, run.Verdict.Conclusion)
 		}
 	}
+}
+
+// syncsFor is how many write+fdatasync of the storagesync scenario take
+// about d in the experiments' directory, from a timed run of 1,000 there:
+// at least 2,000 and at most 12,000.
+func syncsFor(t *testing.T, prog string, d time.Duration) int {
+	t.Helper()
+	const probe = 1000
+	cmd := exec.Command(prog, fmt.Sprint(probe))
+	cmd.Dir = expDir(t)
+	start := time.Now()
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%s %d: %v\n%s", prog, probe, err, out)
+	}
+	took := time.Since(start)
+	n := int(float64(probe) * d.Seconds() / took.Seconds())
+	n = min(max(n, 2000), 12000)
+	t.Logf("%d syncs took %s here: %d for about %s a run", probe, took.Round(time.Millisecond), n, d)
+	return n
 }
 
 func TestExperimentColdRead(t *testing.T) {

