@@ -1054,6 +1054,46 @@ static __always_inline __u32 cpu_holder(struct task_struct *prev, bool prev_trac
 	return TA_WAKER_OUTSIDE;
 }
 
+/* The last enqueue on each CPU's run queue (struct ta_enq), sized to the
+ * possible CPUs at load. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct ta_enq);
+} rq_enq SEC(".maps");
+
+/* TA_CUT_ANCHOR_MAX_NS: an enqueue older than this is not used to relate
+ * the two clocks (their rates may differ by an NTP correction's few ppm). */
+#define TA_CUT_ANCHOR_MAX_NS 20000000ULL
+/* TA_CUT_LAG_MAX_NS: a longer lag is not a pick's (a clock update the
+ * kernel skipped after a wake-up long ago, or clocks that jumped). */
+#define TA_CUT_LAG_MAX_NS 1000000LL
+
+/* cut_lag is how long before now (ktime, at sched_switch) the kernel ended
+ * the run of the task switching out: at rq->clock, which __schedule
+ * updates at its start (or left at the wake-up's update, when it skipped
+ * it), before it picks the next task. The run queue's clock is
+ * sched_clock's, not ktime's: the last enqueue on this CPU gives both at
+ * one moment (handle_enqueue, right after the clock's update), so the lag
+ * is (now - rq->clock) - (enqueue's ns - its clock). 0 when it cannot be
+ * told. */
+static __always_inline __u64 cut_lag(struct rq *rq, __u64 now)
+{
+	struct ta_enq *e;
+	__u32 cpu;
+	__s64 lag;
+
+	if (!rq)
+		return 0;
+	cpu = rq->cpu;
+	e = bpf_map_lookup_elem(&rq_enq, &cpu);
+	if (!e || !e->clock || now < e->ns || now - e->ns > TA_CUT_ANCHOR_MAX_NS)
+		return 0;
+	lag = (__s64)(now - rq->clock) - (__s64)(e->ns - e->clock);
+	return lag > 0 && lag < TA_CUT_LAG_MAX_NS ? (__u64)lag : 0;
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
@@ -1100,6 +1140,14 @@ int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_
 				t->involuntary++;
 			} else {
 				t->state = TA_STATE_BLOCKED;
+				{
+					__u64 lag = cut_lag(rq, now);
+
+					if (lag) {
+						t->cut_lag_ns += lag;
+						t->cut_lags++;
+					}
+				}
 				if (bpf_core_field_exists(prev->sched_info.run_delay))
 					t->rd_block = prev->sched_info.run_delay + 1;
 				t->cat = classify(ctx, prev, prev_state, t);
@@ -1191,6 +1239,8 @@ static __always_inline void fold_exited(struct ta_thread *t, __u64 now)
 	__sync_fetch_and_add(&a->futex_sleep_blocks, t->futex_sleep_blocks);
 	__sync_fetch_and_add(&a->uncharged_ns, t->uncharged_ns);
 	__sync_fetch_and_add(&a->steal_ns, t->steal_ns);
+	__sync_fetch_and_add(&a->cut_lag_ns, t->cut_lag_ns);
+	__sync_fetch_and_add(&a->cut_lags, t->cut_lags);
 	__sync_fetch_and_add(&a->threads, 1);
 	for (int i = 0; i < TA_SAMPLE_SLOTS; i++)
 		__sync_fetch_and_add(&a->samples[i], t->samples[i]);
@@ -1274,14 +1324,6 @@ static __always_inline __u32 waker_of(__u32 *id)
 	return TA_WAKER_OUTSIDE;
 }
 
-/* The last enqueue on each CPU's run queue (struct ta_enq), sized to the
- * possible CPUs at load. */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct ta_enq);
-} rq_enq SEC(".maps");
 
 /* handle_enqueue times each enqueue on a run queue, for queued_at. It runs
  * under the run queue's lock, inside enqueue_task, after the run queue's

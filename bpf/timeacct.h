@@ -227,6 +227,13 @@ struct ta_thread {
 	 * interval, plus 1 (0: that switch-out was not seen): what the kernel
 	 * adds to it before the wake-up is sleep it counted as wait. */
 	__u64 rd_block;
+	/* Of its switch-outs that blocked it, how long before each the
+	 * kernel had ended its run (cut_lag): schedstat's run time stops at
+	 * the run queue's clock, read at __schedule's start, this account at
+	 * the tracepoint after the next task was picked. cut_lags counts the
+	 * switch-outs measured. */
+	__u64 cut_lag_ns;
+	__u64 cut_lags;
 };
 
 /* The exited threads of one process, folded together at exit so that a
@@ -250,6 +257,8 @@ struct ta_agg {
 	__u32 samples[TA_SAMPLE_SLOTS]; /* the folded threads' on-CPU samples by activity */
 	__u64 uncharged_ns;
 	__u64 steal_ns;
+	__u64 cut_lag_ns;
+	__u64 cut_lags;
 };
 
 /* Kernel text ranges [start, end) whose presence on the stack of a task going

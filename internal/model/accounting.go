@@ -320,6 +320,10 @@ type KernelCheck struct {
 	// time): the kernel's figure leaves it out, so PerfsleuthSec less it
 	// (Charged) is what is set beside KernelSec.
 	UnchargedSec float64 `json:"uncharged_sec,omitempty"`
+	// CutLagSec is the part of PerfsleuthSec that came after the kernel
+	// had ended the threads' runs that blocked them (ThreadTime.CutLagSec,
+	// measured at each switch-out): Charged leaves it out too.
+	CutLagSec float64 `json:"cut_lag_sec,omitempty"`
 	// OpenEdgeSec and CloseEdgeSec are how much the kernel's counters of
 	// the threads moved while the window opened and while it closed: each
 	// is read just before and just after the probe's edge, so the kernel's
@@ -339,7 +343,7 @@ type KernelCheck struct {
 // Charged is perfsleuth's figure as the kernel counts it: less the time the
 // kernel did not charge to the threads.
 func (c KernelCheck) Charged() float64 {
-	return c.PerfsleuthSec - c.UnchargedSec
+	return c.PerfsleuthSec - c.UnchargedSec - c.CutLagSec
 }
 
 // KernelRange is where the kernel's figure for the window lies, from its
@@ -387,7 +391,8 @@ func (c KernelCheck) Disagreement() (d, rel float64, fails bool) {
 }
 
 // KernelSliceSec is how far apart the kernel's schedstat and perfsleuth
-// may cut each of a thread's runs on a CPU, beyond the 5%: the kernel ends
+// may cut each of a thread's runs on a CPU, beyond the 5% and beyond the
+// lag measured at switch-outs that block (KernelCheck.CutLagSec): the kernel ends
 // a run at the start of __schedule (its run-queue clock's update), before
 // it picks the next task; perfsleuth at the sched_switch tracepoint, after
 // the pick and in its own program (~370 ns of it). A run followed by an
@@ -452,6 +457,14 @@ type ThreadTime struct {
 	// it. Both are in Seconds["cpu"], not beside it.
 	UnchargedSec float64 `json:"uncharged_sec,omitempty"`
 	StealSec     float64 `json:"steal_sec,omitempty"`
+	// CutLagSec is the part of the thread's cpu seconds that came, at the
+	// end of each of CutLags runs that blocked it, after the kernel had
+	// ended the run: the kernel stops a run at its run queue's clock, read
+	// when __schedule begins, and then picks the next task; perfsleuth
+	// stops it at the switch tracepoint, after the pick. The kernel's run
+	// time (schedstat) leaves it out. In Seconds["cpu"], not beside it.
+	CutLagSec float64 `json:"cut_lag_sec,omitempty"`
+	CutLags   int64   `json:"cut_lags,omitempty"`
 	// KernelStaleSec is how much of the thread's sleeps the kernel's
 	// schedstat counts as run-queue wait, over KernelStaleWakeups
 	// wake-ups: at each, the kernel's run_delay had grown since the

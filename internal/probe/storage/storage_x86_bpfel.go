@@ -282,6 +282,8 @@ type storageTaThread struct {
 	Pad3         uint32
 	LockWalkNs   uint64
 	RdBlock      uint64
+	CutLagNs     uint64
+	CutLags      uint64
 }
 
 // Names of all BPF objects in the ELF.

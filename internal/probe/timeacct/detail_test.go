@@ -399,7 +399,7 @@ func TestWakeupsEndAtEnqueue(t *testing.T) {
 	}
 	judged := 0
 	for _, ch := range k.Checks {
-		t.Logf("%s (%s, tid %d, %d runs): %.4f s here, %.4f s by the kernel (of it %.4f s slept, a stale record of its queueing), judged %v", ch.What, ch.Source, ch.TID, ch.Runs, ch.PerfsleuthSec, ch.KernelSec, ch.KernelStaleSec, ch.Judged)
+		t.Logf("%s (%s, tid %d, %d runs): %.4f s here (%.4f s of it uncharged: steal, interrupts; %.4f s after the kernel ended runs that blocked), %.4f s by the kernel (of it %.4f s slept, a stale record of its queueing; edges -%.4f +%.4f s), judged %v", ch.What, ch.Source, ch.TID, ch.Runs, ch.PerfsleuthSec, ch.UnchargedSec, ch.CutLagSec, ch.KernelSec, ch.KernelStaleSec, ch.OpenEdgeSec, ch.CloseEdgeSec, ch.Judged)
 		if ch.Source != "schedstat" || !strings.HasPrefix(ch.What, "cpu + cpu-wait") {
 			continue
 		}
@@ -417,8 +417,8 @@ func TestWakeupsEndAtEnqueue(t *testing.T) {
 		// wait (KernelStaleSec, measured from its own fields between the
 		// switch-out that blocked a thread and its wake-up).
 		kernel := ch.KernelSec - ch.KernelStaleSec
-		if d := ch.PerfsleuthSec - ch.UnchargedSec - kernel; ch.Judged && ch.TID == 0 && math.Abs(d) > 0.05*kernel {
-			t.Errorf("%s (tid %d): %.4f s here, %.4f s by schedstat (%.4f s less its stale wait): more than 5%% apart", ch.What, ch.TID, ch.PerfsleuthSec-ch.UnchargedSec, ch.KernelSec, kernel)
+		if d := ch.Charged() - kernel; ch.Judged && ch.TID == 0 && math.Abs(d) > 0.05*kernel {
+			t.Errorf("%s (tid %d): %.4f s here, %.4f s by schedstat (%.4f s less its stale wait): more than 5%% apart", ch.What, ch.TID, ch.Charged(), ch.KernelSec, kernel)
 		}
 	}
 	if judged == 0 {

@@ -210,6 +210,7 @@ type pair struct {
 	perf, krn float64
 	runs      int64   // the thread's arrivals on a CPU in the window, by the kernel's count
 	unch      float64 // of perf, what the kernel did not charge (ThreadTime.UnchargedSec)
+	lag       float64 // of perf, what came after the kernel ended its runs (ThreadTime.CutLagSec)
 	// open, close: what the thread's kernel counters moved while the
 	// window opened and closed (model.KernelCheck.OpenEdgeSec).
 	open, close float64
@@ -220,7 +221,7 @@ type pair struct {
 
 // check is the pair as a judged check.
 func (p pair) check() model.KernelCheck {
-	return model.KernelCheck{PerfsleuthSec: p.perf, KernelSec: p.krn, Runs: p.runs, UnchargedSec: p.unch,
+	return model.KernelCheck{PerfsleuthSec: p.perf, KernelSec: p.krn, Runs: p.runs, UnchargedSec: p.unch, CutLagSec: p.lag,
 		OpenEdgeSec: p.open, CloseEdgeSec: p.close, KernelStaleSec: p.stale, Judged: true}
 }
 
@@ -246,6 +247,7 @@ func judgeThreads(what, source string, pairs []pair) (sum model.KernelCheck, wor
 		sum.KernelSec += p.krn
 		sum.Runs += p.runs
 		sum.UnchargedSec += p.unch
+		sum.CutLagSec += p.lag
 		sum.OpenEdgeSec += p.open
 		sum.CloseEdgeSec += p.close
 		sum.KernelStaleSec += p.stale
@@ -264,7 +266,7 @@ func judgeThreads(what, source string, pairs []pair) (sum model.KernelCheck, wor
 	return sum, &model.KernelCheck{
 		What:   fmt.Sprintf("%s, worst thread %d (%s)", what, w.t.TID, w.t.Comm),
 		Source: source, Threads: judged, PerfsleuthSec: w.perf, KernelSec: w.krn, Judged: true,
-		TID: w.t.TID, PID: w.t.PID, Comm: w.t.Comm, Runs: w.runs, UnchargedSec: w.unch,
+		TID: w.t.TID, PID: w.t.PID, Comm: w.t.Comm, Runs: w.runs, UnchargedSec: w.unch, CutLagSec: w.lag,
 		OpenEdgeSec: w.open, CloseEdgeSec: w.close, KernelStaleSec: w.stale,
 	}
 }
@@ -308,10 +310,11 @@ func schedstatChecks(ta *model.TimeAccounting, start, end *kernelSnapshot) ([]mo
 		wait.Threads++
 		cpu.PerfsleuthSec += t.Seconds[model.CatCPU]
 		cpu.UnchargedSec += t.UnchargedSec
+		cpu.CutLagSec += t.CutLagSec
 		cpu.KernelSec += run
 		wait.PerfsleuthSec += t.Seconds[model.CatCPUWait]
 		wait.KernelSec += rq
-		both = append(both, pair{t: t, perf: t.Seconds[model.CatCPU] + t.Seconds[model.CatCPUWait], krn: run + rq, runs: int64(b.runs - a.runs), unch: t.UnchargedSec,
+		both = append(both, pair{t: t, perf: t.Seconds[model.CatCPU] + t.Seconds[model.CatCPUWait], krn: run + rq, runs: int64(b.runs - a.runs), unch: t.UnchargedSec, lag: t.CutLagSec,
 			open: edgeSec(start, t, a), close: edgeSec(end, t, b), stale: t.KernelStaleSec})
 	}
 	if cpu.Threads == 0 {

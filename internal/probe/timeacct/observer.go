@@ -304,6 +304,7 @@ func toModel(r *Result) *model.TimeAccounting {
 			PID: t.PID, TID: t.TID, Comm: t.Comm, WallSec: float64(t.WallNs) / 1e9,
 			Seconds: secs, UserSec: user, SystemSec: cpu - user, Exited: t.Exited, Folded: t.Folded,
 			UnchargedSec: min(float64(t.UnchargedNs)/1e9, cpu), StealSec: min(float64(t.StealNs)/1e9, cpu),
+			CutLagSec: min(float64(t.CutLagNs)/1e9, cpu), CutLags: int64(t.CutLags),
 			KernelStaleSec: float64(t.StaleNs) / 1e9, KernelStaleWakeups: int64(t.StaleWakeups),
 		}
 		if r.Sampled {

@@ -556,6 +556,8 @@ func foldedThreads(a *timeacctTaAgg) Thread {
 		Samples:          samples(a.Samples),
 		UnchargedNs:      a.UnchargedNs,
 		StealNs:          a.StealNs,
+		CutLagNs:         a.CutLagNs,
+		CutLags:          a.CutLags,
 	}
 }
 
@@ -594,6 +596,8 @@ func closeThread(v *timeacctTaThread, start, end uint64) Thread {
 		StealNs:          v.StealNs,
 		StaleWakeups:     v.StaleWakeups,
 		StaleNs:          v.StaleNs,
+		CutLagNs:         v.CutLagNs,
+		CutLags:          v.CutLags,
 	}
 	last := end
 	if t.Exited {

@@ -426,6 +426,12 @@ type Thread struct {
 	// sched_info.last_queued, was older than the wake-up), and StaleNs how
 	// much (bpf stale_wait).
 	StaleWakeups, StaleNs uint64
+	// CutLagNs is, over CutLags of its switch-outs that blocked it, how
+	// long before each the kernel had ended its run (at its run queue's
+	// clock, read when __schedule begins, before it picks the next task;
+	// this account ends it at the switch tracepoint, after the pick):
+	// schedstat's run time leaves it out (bpf cut_lag).
+	CutLagNs, CutLags uint64
 }
 
 // userHZ is the unit of utime/stime in /proc/<pid>/stat: USER_HZ is 100 on

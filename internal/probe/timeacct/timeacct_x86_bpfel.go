@@ -40,6 +40,8 @@ type timeacctTaAgg struct {
 	Samples          [14]uint32
 	UnchargedNs      uint64
 	StealNs          uint64
+	CutLagNs         uint64
+	CutLags          uint64
 }
 
 type timeacctTaCounters struct {
@@ -272,6 +274,8 @@ type timeacctTaThread struct {
 	Pad3             uint32
 	LockWalkNs       uint64
 	RdBlock          uint64
+	CutLagNs         uint64
+	CutLags          uint64
 }
 
 type timeacctTaTickKey struct {
