@@ -1088,9 +1088,11 @@ static __always_inline __u64 cut_lag(struct rq *rq, __u64 now)
 		return 0;
 	cpu = rq->cpu;
 	e = bpf_map_lookup_elem(&rq_enq, &cpu);
-	if (!e || !e->clock || now < e->ns || now - e->ns > TA_CUT_ANCHOR_MAX_NS)
+	if (!e || !e->local_clock || now < e->local_ns || now - e->local_ns > TA_CUT_ANCHOR_MAX_NS)
 		return 0;
-	lag = (__s64)(now - rq->clock) - (__s64)(e->ns - e->clock);
+	/* The anchor is the last enqueue made on this CPU: its clock is this
+	 * CPU's sched_clock, as rq->clock is here. */
+	lag = (__s64)(now - rq->clock) - (__s64)(e->local_ns - e->local_clock);
 	return lag > 0 && lag < TA_CUT_LAG_MAX_NS ? (__u64)lag : 0;
 }
 
@@ -1347,6 +1349,15 @@ int BPF_PROG(handle_enqueue, struct rq *rq, int change)
 		return 0;
 	e->ns = bpf_ktime_get_ns();
 	e->clock = rq->clock;
+	if (bpf_get_smp_processor_id() == cpu) {
+		__s64 off = (__s64)(e->ns - e->clock);
+
+		e->local_ns = e->ns;
+		e->local_clock = e->clock;
+		if (!e->off_n || off < e->off_min)
+			e->off_min = off;
+		e->off_n++;
+	}
 	return 0;
 }
 

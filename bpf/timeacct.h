@@ -320,7 +320,19 @@ struct ta_counters {
 struct ta_enq {
 	__u64 ns;    /* ktime of the enqueue */
 	__u64 clock; /* the run queue's clock then (a task's sched_info.last_queued is set from it) */
-	__u64 _pad[6];
+	/* The same at the last enqueue made on the run queue's own CPU: its
+	 * clock is then that CPU's sched_clock (another CPU updates a remote
+	 * run queue's clock from its own). */
+	__u64 local_ns;
+	__u64 local_clock;
+	/* Of the enqueues made on the run queue's own CPU, the least ktime -
+	 * clock (ns, signed) and how many: that CPU's sched_clock against
+	 * ktime. CPUs whose least offsets differ have scheduler clocks that
+	 * disagree (a virtual machine's per-vCPU clocks), and the kernel's
+	 * schedstat stamps a remote wake-up's queueing with the waker's. */
+	__s64 off_min;
+	__u64 off_n;
+	__u64 _pad[2];
 };
 
 /* Sync calls, timed by the filesystem's fsync tracepoints (ext4:

@@ -287,6 +287,14 @@ type KernelAgreement struct {
 	// Cgroup is the workload's own cgroup (v2 path), whose pressure (PSI)
 	// is compared; empty when it has none of its own.
 	Cgroup string `json:"cgroup,omitempty"`
+	// ClockSkewSec is how far apart the CPUs' scheduler clocks were
+	// against ktime, measured at enqueues made on each run queue's own
+	// CPU (ClockCPUs of them): the kernel stamps a remote wake-up's
+	// queueing with the waker's CPU's clock, so schedstat's wait of each
+	// is off by up to this. Shown, not judged. Absent: under 1 ns, or not
+	// measured (fewer than two CPUs, older records).
+	ClockSkewSec float64 `json:"clock_skew_sec,omitempty"`
+	ClockCPUs    int     `json:"clock_cpus,omitempty"`
 }
 
 // KernelCheck is one figure of the accounting beside the kernel's: What

@@ -336,8 +336,11 @@ func TestWakeupsEndAtEnqueue(t *testing.T) {
 		spinners.Add(1)
 		go func() {
 			defer spinners.Done()
+			// Locked for good: the thread exits with the goroutine
+			// instead of going back to the runtime's pool pinned to
+			// one CPU, where the next test (or -count iteration) of
+			// this process would run on it.
 			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
 			var set unix.CPUSet
 			set.Set(cpu)
 			unix.SchedSetaffinity(0, &set)
@@ -392,8 +395,8 @@ func TestWakeupsEndAtEnqueue(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d wake-ups (%d of the two threads), %d ended at their enqueue, %.2f ms before sched_wakeup in all",
-		all, pair, res.QueuedWakeups, float64(res.QueuedWakeupsNs)/1e6)
+	t.Logf("%d wake-ups (%d of the two threads), %d ended at their enqueue, %.2f ms before sched_wakeup in all; the CPUs' scheduler clocks %.1f us apart (%d CPUs)",
+		all, pair, res.QueuedWakeups, float64(res.QueuedWakeupsNs)/1e6, float64(res.ClockSkewNs)/1e3, res.ClockCPUs)
 	for _, n := range k.Notes {
 		t.Log("note:", n)
 	}

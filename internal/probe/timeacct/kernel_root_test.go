@@ -79,8 +79,8 @@ func TestKernelAgreementDirectReads(t *testing.T) {
 		t.Log("note:", n)
 	}
 	for _, ch := range k.Checks {
-		t.Logf("check %s (%s, %d threads, tid %d): %.4f s here, %.4f s by the kernel, judged %v",
-			ch.What, ch.Source, ch.Threads, ch.TID, ch.PerfsleuthSec, ch.KernelSec, ch.Judged)
+		t.Logf("check %s (%s, %d threads, tid %d, %d runs): %.4f s here (%.4f s of it uncharged, %.4f s after the kernel ended runs that blocked), %.4f s by the kernel (%.4f s of it stale), judged %v",
+			ch.What, ch.Source, ch.Threads, ch.TID, ch.Runs, ch.PerfsleuthSec, ch.UnchargedSec, ch.CutLagSec, ch.KernelSec, ch.KernelStaleSec, ch.Judged)
 	}
 
 	// cpu + cpu-wait: summed, and the reader's own (it has ~60 ms).

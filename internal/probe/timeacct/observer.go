@@ -112,6 +112,9 @@ func (o *observer) Contribute(run *model.Run) {
 	ta.Locks, ta.LocksNote = locksOf(o.res.Locks, o.res.LockWalks, o.res.LockDropped, o.s.Namer)
 	tickOnCPU(ta, o.res, o.s.Namer)
 	ta.Kernel = o.kernel.agreement(ta, o.res.Threads)
+	if k := ta.Kernel; k != nil && o.res.ClockCPUs >= 2 {
+		k.ClockSkewSec, k.ClockCPUs = float64(o.res.ClockSkewNs)/1e9, o.res.ClockCPUs
+	}
 	run.TimeAccounting = ta
 }
 

@@ -421,6 +421,7 @@ func (p *Probe) read() (*Result, error) {
 			res.TrackedRuns[i] += c.Tracked[i]
 		}
 	}
+	res.ClockSkewNs, res.ClockCPUs = p.clockSkew()
 	if res.Costs = p.cfg.Costs; res.Costs != nil {
 		res.EstimatedNs, res.CostNote = res.Costs.Estimate(res.Runs, res.TrackedRuns)
 	} else {
@@ -685,3 +686,28 @@ func (p *Probe) missedRuns() map[string]int64 {
 
 // programObject is the probe's BPF object: a calibration is for its programs.
 var programObject = _TimeacctBytes
+
+// clockSkew is how far apart the CPUs' scheduler clocks were against
+// ktime (Result.ClockSkewNs), from each CPU's least offset at its own
+// enqueues (bpf handle_enqueue), and how many CPUs had one.
+func (p *Probe) clockSkew() (uint64, int) {
+	var lo, hi int64
+	n := 0
+	var e timeacctTaEnq
+	for cpu := uint32(0); cpu < p.objs.RqEnq.MaxEntries(); cpu++ {
+		if p.objs.RqEnq.Lookup(cpu, &e) != nil || e.OffN == 0 {
+			continue
+		}
+		if n == 0 || e.OffMin < lo {
+			lo = e.OffMin
+		}
+		if n == 0 || e.OffMin > hi {
+			hi = e.OffMin
+		}
+		n++
+	}
+	if n < 2 {
+		return 0, n
+	}
+	return uint64(hi - lo), n
+}

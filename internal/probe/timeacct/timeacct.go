@@ -239,6 +239,15 @@ type Result struct {
 	// wake-ups are not timed so, when they are not.
 	QueuedWakeups, QueuedWakeupsNs uint64
 	QueuedNote                     string
+	// ClockSkewNs is how far apart the CPUs' scheduler clocks were
+	// against ktime: the largest less the least of each CPU's least
+	// ktime - rq->clock at enqueues made on the run queue's own CPU
+	// (ClockCPUs of them had one). The kernel stamps a remote wake-up's
+	// queueing with the waker's CPU's clock and its arrival with the
+	// wakee's, so schedstat's run-queue wait of each such wake-up is off
+	// by up to this. 0 with fewer than two CPUs measured.
+	ClockSkewNs uint64
+	ClockCPUs   int
 	// MissedRuns counts, per program, the runs the kernel skipped (its
 	// recursion misses); nil when none.
 	MissedRuns map[string]int64

@@ -105,10 +105,14 @@ type timeacctTaEdgeKey struct {
 }
 
 type timeacctTaEnq struct {
-	_     structs.HostLayout
-	Ns    uint64
-	Clock uint64
-	Pad   [6]uint64
+	_          structs.HostLayout
+	Ns         uint64
+	Clock      uint64
+	LocalNs    uint64
+	LocalClock uint64
+	OffMin     int64
+	OffN       uint64
+	Pad        [2]uint64
 }
 
 type timeacctTaFile struct {
