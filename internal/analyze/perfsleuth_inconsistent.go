@@ -281,9 +281,18 @@ func kernelAgreementOf(ta *model.TimeAccounting) []string {
 		if c.Runs > 0 {
 			runs = fmt.Sprintf(", %.1f µs per run on a CPU (%d runs)", d/float64(c.Runs)*1e6, c.Runs)
 		}
-		unch := ""
+		// What is taken off perfsleuth's side is said, so that the
+		// figure printed follows from the one measured.
+		var less []string
 		if c.UnchargedSec > 0 {
-			unch = fmt.Sprintf(" (%.3fs less %.3fs the kernel did not charge: steal, interrupts)", c.PerfsleuthSec, c.UnchargedSec)
+			less = append(less, fmt.Sprintf("%.3fs the kernel did not charge: steal, interrupts", c.UnchargedSec))
+		}
+		if c.CutLagSec > 0 {
+			less = append(less, fmt.Sprintf("%.3fs after the kernel had ended runs that blocked", c.CutLagSec))
+		}
+		unch := ""
+		if len(less) > 0 {
+			unch = fmt.Sprintf(" (%.3fs less %s)", c.PerfsleuthSec, strings.Join(less, ", and "))
 		}
 		edges := ""
 		if c.KernelStaleSec > 0 {

@@ -545,6 +545,13 @@ func TestKernelAgreementTakesOffUncharged(t *testing.T) {
 	if len(got) != 1 || !strings.Contains(got[0], "perfsleuth 0.482s (0.532s less 0.050s the kernel did not charge") {
 		t.Errorf("disagreements %q, want one naming 0.482s charged of 0.532s", got)
 	}
+	// With the lag after the kernel ended runs taken off too, the figure
+	// printed follows from both.
+	ta.Kernel.Checks[0].CutLagSec = 0.02
+	got = kernelAgreementOf(ta)
+	if len(got) != 1 || !strings.Contains(got[0], "perfsleuth 0.462s (0.532s less 0.050s the kernel did not charge: steal, interrupts, and 0.020s after the kernel had ended runs that blocked)") {
+		t.Errorf("disagreements %q, want one naming 0.462s charged of 0.532s", got)
+	}
 }
 
 // TestSamplesVsCPUWithSteal: on-CPU samples at 99 Hz against 2 s of cpu

@@ -359,8 +359,16 @@ func KernelAgreement(ta *model.TimeAccounting) string {
 		parts = append(parts, fmt.Sprintf("%s %s here, %s by %s%s", what, Secs(c.Charged()), Secs(c.KernelSec), c.Source, apart))
 	}
 	line := fmt.Sprintf("against the kernel (%d threads): %s", checks[0].Threads, strings.Join(parts, "; "))
-	if u := checks[0].UnchargedSec; u >= 0.0005 { // what rounds to 0ms is not said
-		line += fmt.Sprintf("; perfsleuth's cpu is taken here as the kernel charges it, less %s of steal or interrupt time", Secs(u))
+	// What rounds to 0ms is not said.
+	var less []string
+	if u := checks[0].UnchargedSec; u >= 0.0005 {
+		less = append(less, Secs(u)+" of steal or interrupt time")
+	}
+	if l := checks[0].CutLagSec; l >= 0.0005 {
+		less = append(less, Secs(l)+" after the kernel had ended runs that blocked (it ends a run before it picks the next task)")
+	}
+	if len(less) > 0 {
+		line += "; perfsleuth's cpu is taken here as the kernel charges it, less " + strings.Join(less, " and ")
 	}
 	if !checks[len(checks)-1].Judged {
 		line += " (the others shown, not judged: docs/figures.md says why)"

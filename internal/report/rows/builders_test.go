@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/perfsleuth/perfsleuth/internal/compare"
@@ -206,5 +207,20 @@ func TestAccountingSharesOfTheTotal(t *testing.T) {
 	}
 	if !slices.Equal(cats, []string{"cpu 0.75", "lock 0.25", "sleep 0"}) || a.Busy != 2 || a.Idle != 1 || !a.CPUSplit || a.CPUUser != 0.25 {
 		t.Errorf("got %+v (cats %q)", a, cats)
+	}
+}
+
+// TestKernelAgreementSaysWhatIsTakenOff: the line's figure is perfsleuth's
+// less the uncharged time and the lag after the kernel ended runs, and it
+// says both.
+func TestKernelAgreementSaysWhatIsTakenOff(t *testing.T) {
+	ta := &model.TimeAccounting{Kernel: &model.KernelAgreement{Checks: []model.KernelCheck{
+		{What: "cpu + cpu-wait", Source: "schedstat", Threads: 2, PerfsleuthSec: 0.532, KernelSec: 0.470, Judged: true, UnchargedSec: 0.05, CutLagSec: 0.012},
+	}}}
+	got := KernelAgreement(ta)
+	for _, want := range []string{"cpu + cpu-wait 470ms here, 470ms by schedstat, 0.0% apart", "less 50ms of steal or interrupt time and 12ms after the kernel had ended runs that blocked"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("%q: want %q in it", got, want)
+		}
 	}
 }
