@@ -368,11 +368,21 @@ func TestSysbenchOLTPWithMariaDB(t *testing.T) {
 // ?, as pgbench's own -r report names them with :variables), its mean time
 // in the server is within what pgbench measured for it (which adds the
 // round trip), and the commits (END) carry the WAL syncs of the backends.
+// By both of PostgreSQL's protocols: simple (the text with its values, one
+// Query message: exec_simple_query) and extended (Parse with $1 and
+// Bind/Execute: exec_execute_message). Both report the text running
+// through pgstat_report_activity, which the probe hooks.
 func TestPgbenchStatements(t *testing.T) {
 	dir, postmaster, pgbench := pgCluster(t)
+	for _, mode := range []string{"simple", "extended"} {
+		t.Run(mode, func(t *testing.T) { pgbenchStatements(t, dir, postmaster, pgbench, mode) })
+	}
+}
+
+func pgbenchStatements(t *testing.T, dir string, postmaster int, pgbench, mode string) {
 	rec := filepath.Join(t.TempDir(), "run.json")
 	args := []string{"observe", "--sql", "--interval", "200ms", "--json", rec, "-p", strconv.Itoa(postmaster), "--",
-		pgbench, "-h", dir, "-U", "bench", "-c", "4", "-j", "1", "-T", "3", "-r", "postgres"}
+		pgbench, "-h", dir, "-U", "bench", "-M", mode, "-c", "4", "-j", "1", "-T", "3", "-r", "postgres"}
 	if stdout, stderr, status := perfsleuth(t, dir, args...); status != 0 {
 		t.Fatalf("perfsleuth %s: exit status %d\n%s\n%s", strings.Join(args, " "), status, stdout, stderr)
 	}
@@ -409,6 +419,12 @@ func TestPgbenchStatements(t *testing.T) {
 		if s == nil || s.Done == 0 {
 			t.Errorf("pgbench's statement %q (%s) is not among the statements observed", m.Job, text)
 			continue
+		}
+		// Each statement of pgbench's script runs once a transaction:
+		// the extended protocol's Parse, Bind and Execute are one
+		// execution, not three.
+		if d := float64(s.Done); tx > 0 && (d < 0.7*tx || d > 1.3*tx) {
+			t.Errorf("%s: %d executions observed, pgbench made about %.0f transactions, each running it once", text, s.Done, tx)
 		}
 		mean := s.Sec / float64(s.Done)
 		t.Logf("%-70.70s pgbench %7.3f ms, server %7.3f ms over %d, syncs %d", text, m.Value*1e3, mean*1e3, s.Done, s.Calls.Syncs)
