@@ -259,7 +259,7 @@ func headline(a, b *model.Run) Headline {
 			if h.Significance == Significant && machineMoved(h.Change, *h.Machine) {
 				h.Significance = NotSignificant
 				h.Reason = fmt.Sprintf("changed %s, interval %s, but the machine itself was %s during B's runs (a fixed CPU loop timed before each run: %s, interval [%s, %s]): a change this size can be the machine's, not B's; compare again when the machine is steady",
-					pct(h.Change), fmt.Sprintf("[%s, %s]", pct(h.Interval[0]), pct(h.Interval[1])), speedWords(m.Change), pct(m.Change), pct(m.Interval[0]), pct(m.Interval[1]))
+					pct(h.Change), fmt.Sprintf("[%s, %s]", pct(h.Interval[0]), pct(h.Interval[1])), strings.TrimPrefix(changeWords(m.Change), "is "), pct(m.Change), pct(m.Interval[0]), pct(m.Interval[1]))
 			}
 		}
 		return h
@@ -301,14 +301,6 @@ func pairedSignificance(change float64, iv [2]float64, noise float64) (class, re
 func machineMoved(change float64, m MachineSpeed) bool {
 	beyond := m.Interval[0] > 0 || m.Interval[1] < 0
 	return beyond && m.Change*change > 0 && math.Abs(m.Change) >= math.Abs(change)/2
-}
-
-// speedWords says a machine's change of speed: "7% slower".
-func speedWords(change float64) string {
-	if change < 0 {
-		return fmt.Sprintf("%.0f%% slower", -change*100)
-	}
-	return fmt.Sprintf("%.0f%% faster", change*100)
 }
 
 // batchDriftMargin: a change between two batches made one after the other

@@ -91,10 +91,8 @@ func parseKallsyms(r io.Reader) (_ []symRange, tick uint64, _ error) {
 		return nil, 0, fmt.Errorf("kallsyms: %w", err)
 	}
 	var out []symRange
+	// wanted kept only the kernel's own text symbols.
 	for _, f := range funcs {
-		if f.Module != "" || (f.Type != 't' && f.Type != 'T') {
-			continue
-		}
 		if tick == 0 && slices.Contains(tickFunctions, f.Name) {
 			tick = f.Start
 		}
