@@ -1361,6 +1361,10 @@ int BPF_PROG(handle_enqueue, struct rq *rq, int change)
 	return 0;
 }
 
+/* TA_REQUEUE_MAX_NS: a last_queued further before sched_wakeup than this
+ * was set in the sleep (stale_wait), not by the wake-up's requeue. */
+#define TA_REQUEUE_MAX_NS 50000ULL
+
 /* queued_at is when p, woken now, was queued on its run queue: where its
  * sleep ends, as schedstat's run-queue wait starts there. sched_wakeup
  * comes after the enqueue and the preemption check, which on a busy CPU
@@ -1369,11 +1373,11 @@ int BPF_PROG(handle_enqueue, struct rq *rq, int change)
  * the waker's). The enqueue is the last one handle_enqueue timed on p's
  * run queue when its clock then is p's sched_info.last_queued (set from
  * it); else, or where it would fall outside t's blocked interval, now. */
-static __always_inline __u64 queued_at(struct task_struct *p, struct ta_thread *t, __u64 now, struct ta_counters *c)
+static __always_inline __u64 queued_at(struct task_struct *p, struct ta_thread *t, __u64 now, struct ta_counters *c, __u64 *stale)
 {
 	struct ta_enq *e;
+	__u64 ns, queued;
 	__u32 cpu;
-	__u64 ns;
 
 	if (!bpf_core_field_exists(p->sched_info.last_queued) || !bpf_core_field_exists(p->thread_info.cpu))
 		return now;
@@ -1381,12 +1385,49 @@ static __always_inline __u64 queued_at(struct task_struct *p, struct ta_thread *
 	e = bpf_map_lookup_elem(&rq_enq, &cpu);
 	if (!e)
 		return now;
+	queued = p->sched_info.last_queued;
 	ns = e->ns;
-	if (!e->clock || e->clock != p->sched_info.last_queued || ns >= now || ns <= t->last_ns || ns <= window_ns)
+	if (e->clock && e->clock == queued) {
+		if (ns >= now || ns <= t->last_ns || ns <= window_ns)
+			return now;
+		if (c) {
+			c->wakeups_queued++;
+			c->wakeups_queued_ns += now - ns;
+		}
+		/* The enqueue's clock against ktime, beside the CPU's own
+		 * last enqueue's (cut_lag's anchor): later by more means
+		 * the kernel stamped it with a run queue clock not updated
+		 * for it, and counts its run-queue wait from before the
+		 * enqueue, in the sleep (beside a CPU burner here: 4-10 us
+		 * at most remote wake-ups, 50 ms over 5,000 of them). */
+		if (stale && e->local_clock && now >= e->local_ns && now - e->local_ns <= TA_CUT_ANCHOR_MAX_NS) {
+			__s64 d = (__s64)(ns - e->clock) - (__s64)(e->local_ns - e->local_clock);
+
+			if (d > 0 && d < TA_CUT_LAG_MAX_NS)
+				*stale = d;
+		}
+		return ns;
+	}
+	/* An enqueue that changed no count of runnable tasks was not timed:
+	 * the wake-up of a thread that blocked under delayed dequeue (EEVDF,
+	 * 6.12+) and was still on its run queue requeues it (ttwu_runnable,
+	 * ENQUEUE_DELAYED), which sets last_queued and adds nothing to
+	 * nr_running. last_queued is the run queue's clock then: in ktime,
+	 * by the CPU's last enqueue made on it (cut_lag's anchor), when that
+	 * is recent and the result lies in the sleep, close before now. */
+	if (!queued || !e->local_clock || now < e->local_ns || now - e->local_ns > TA_CUT_ANCHOR_MAX_NS)
 		return now;
+	ns = queued + (e->local_ns - e->local_clock);
+	if (ns >= now || ns <= t->last_ns || ns <= window_ns)
+		return now;
+	if (now - ns > TA_REQUEUE_MAX_NS) {
+		if (c)
+			c->wakeups_requeued_old++;
+		return now;
+	}
 	if (c) {
-		c->wakeups_queued++;
-		c->wakeups_queued_ns += now - ns;
+		c->wakeups_requeued++;
+		c->wakeups_requeued_ns += now - ns;
 	}
 	return ns;
 }
@@ -1461,8 +1502,15 @@ static __always_inline void wakeup(struct task_struct *p, bool new_task)
 		return;
 	}
 	if (t->state == TA_STATE_BLOCKED) {
-		__u64 end = queued_at(p, t, now, c);
+		__u64 enq_stale = 0;
+		__u64 end = queued_at(p, t, now, c, &enq_stale);
 		__u64 stale = stale_wait(p, t, now, end);
+
+		/* Both are the kernel's wait beyond this one's: stale_wait
+		 * all of it (when its clock was since updated), enq_stale
+		 * the enqueue's stamp only. */
+		if (enq_stale > stale)
+			stale = enq_stale;
 
 		if (stale) {
 			t->stale_wakeups++;

@@ -312,6 +312,9 @@ struct ta_counters {
 	__u64 lock_walks;            /* lock waits whose stacks were walked */
 	__u64 tick_stacks;           /* ticks whose stacks were walked */
 	__u64 tick_dropped;          /* of those, not counted: tick_counts full */
+	__u64 wakeups_requeued;      /* wake-ups whose enqueue was not timed, ended at sched_info.last_queued */
+	__u64 wakeups_requeued_ns;   /* the time between it and sched_wakeup */
+	__u64 wakeups_requeued_old;  /* last_queued in the sleep, too old for its enqueue: ended at sched_wakeup */
 };
 
 /* Per CPU, indexed by the CPU of the run queue (not the CPU that changed

@@ -118,8 +118,11 @@ type TimeAccounting struct {
 	// queued the thread on a run queue (the enqueue's time, from
 	// sched_update_nr_running_tp, identified by sched_info.last_queued),
 	// as schedstat's run-queue wait starts there, rather than at the
-	// sched_wakeup event that follows. The time between, QueuedWakeupsSec,
-	// is cpu-wait rather than the blocked category.
+	// sched_wakeup event that follows; and those whose enqueue changed no
+	// count of runnable tasks (a thread that blocked under delayed
+	// dequeue is requeued), ended at sched_info.last_queued put in ktime
+	// by its CPU's last enqueue. The time between, QueuedWakeupsSec, is
+	// cpu-wait rather than the blocked category.
 	QueuedWakeups    int64   `json:"wakeups_queued,omitempty"`
 	QueuedWakeupsSec float64 `json:"wakeups_queued_sec,omitempty"`
 	// QueuedWakeupsNote says why no wake-up is timed so, when none is
@@ -478,7 +481,8 @@ type ThreadTime struct {
 	// wake-ups: at each, the kernel's run_delay had grown since the
 	// switch-out that blocked it, or its record of its queueing
 	// (sched_info.last_queued, from which run_delay is counted) was older
-	// than the wake-up, set while it slept. Measured at
+	// than the wake-up, set while it slept or stamped at the enqueue with
+	// a run queue clock not updated for it. Measured at
 	// the wake-up (probes.md, "The kernel's stale queueing"); taken off
 	// the kernel's figure before the two are compared.
 	KernelStaleSec     float64 `json:"kernel_stale_sec,omitempty"`

@@ -397,6 +397,7 @@ func TestWakeupsEndAtEnqueue(t *testing.T) {
 	}
 	t.Logf("%d wake-ups (%d of the two threads), %d ended at their enqueue, %.2f ms before sched_wakeup in all; the CPUs' scheduler clocks %.1f us apart (%d CPUs)",
 		all, pair, res.QueuedWakeups, float64(res.QueuedWakeupsNs)/1e6, float64(res.ClockSkewNs)/1e3, res.ClockCPUs)
+	t.Logf("%d wake-ups requeued, ended at last_queued %.2f ms before sched_wakeup in all; %d with a last_queued too old", res.RequeuedWakeups, float64(res.RequeuedWakeupsNs)/1e6, res.RequeuedOld)
 	for _, n := range k.Notes {
 		t.Log("note:", n)
 	}

@@ -256,7 +256,7 @@ func toModel(r *Result) *model.TimeAccounting {
 	}
 	ta.PeakThreads = r.PeakThreads
 	ta.MissedRuns = r.MissedRuns
-	ta.QueuedWakeups, ta.QueuedWakeupsSec, ta.QueuedWakeupsNote = int64(r.QueuedWakeups), float64(r.QueuedWakeupsNs)/1e9, r.QueuedNote
+	ta.QueuedWakeups, ta.QueuedWakeupsSec, ta.QueuedWakeupsNote = int64(r.QueuedWakeups+r.RequeuedWakeups), float64(r.QueuedWakeupsNs+r.RequeuedWakeupsNs)/1e9, r.QueuedNote
 	if u := r.Unseen; u != (Unseen{}) {
 		ta.Unseen = &model.UnseenSwitches{Switches: int64(u.Switches), Ins: int64(u.Ins), InsTimed: int64(u.InsTimed),
 			Outs: int64(u.Outs), OutsTimed: int64(u.OutsTimed)}

@@ -416,6 +416,9 @@ func (p *Probe) read() (*Result, error) {
 		res.Unseen.OutsTimed += c.UnseenOutsTimed
 		res.QueuedWakeups += c.WakeupsQueued
 		res.QueuedWakeupsNs += c.WakeupsQueuedNs
+		res.RequeuedWakeups += c.WakeupsRequeued
+		res.RequeuedWakeupsNs += c.WakeupsRequeuedNs
+		res.RequeuedOld += c.WakeupsRequeuedOld
 		for i := range NumPrograms {
 			res.Runs[i] += c.Runs[i]
 			res.TrackedRuns[i] += c.Tracked[i]

@@ -239,6 +239,13 @@ type Result struct {
 	// wake-ups are not timed so, when they are not.
 	QueuedWakeups, QueuedWakeupsNs uint64
 	QueuedNote                     string
+	// RequeuedWakeups are the wake-ups whose enqueue was not timed (a
+	// thread that blocked under delayed dequeue is requeued, which
+	// changes no count of runnable tasks): their sleep ended at
+	// sched_info.last_queued in ktime, RequeuedWakeupsNs before
+	// sched_wakeup. RequeuedOld are those whose last_queued was too old
+	// to be their enqueue (set in the sleep): ended at sched_wakeup.
+	RequeuedWakeups, RequeuedWakeupsNs, RequeuedOld uint64
 	// ClockSkewNs is how far apart the CPUs' scheduler clocks were
 	// against ktime: the largest less the least of each CPU's least
 	// ktime - rq->clock at enqueues made on the run queue's own CPU

@@ -45,31 +45,34 @@ type timeacctTaAgg struct {
 }
 
 type timeacctTaCounters struct {
-	_               structs.HostLayout
-	ProcessForks    uint64
-	ThreadCreates   uint64
-	Exits           uint64
-	Dropped         uint64
-	Runs            [13]uint64
-	Tracked         [13]uint64
-	StackWalks      uint64
-	SysDropped      uint64
-	FileDropped     uint64
-	FileFolded      uint64
-	EdgeDropped     uint64
-	RqReads         uint64
-	RqMisses        uint64
-	UnseenSwitches  uint64
-	UnseenIns       uint64
-	UnseenInsTimed  uint64
-	UnseenOuts      uint64
-	UnseenOutsTimed uint64
-	WakeupsQueued   uint64
-	WakeupsQueuedNs uint64
-	LockDropped     uint64
-	LockWalks       uint64
-	TickStacks      uint64
-	TickDropped     uint64
+	_                  structs.HostLayout
+	ProcessForks       uint64
+	ThreadCreates      uint64
+	Exits              uint64
+	Dropped            uint64
+	Runs               [13]uint64
+	Tracked            [13]uint64
+	StackWalks         uint64
+	SysDropped         uint64
+	FileDropped        uint64
+	FileFolded         uint64
+	EdgeDropped        uint64
+	RqReads            uint64
+	RqMisses           uint64
+	UnseenSwitches     uint64
+	UnseenIns          uint64
+	UnseenInsTimed     uint64
+	UnseenOuts         uint64
+	UnseenOutsTimed    uint64
+	WakeupsQueued      uint64
+	WakeupsQueuedNs    uint64
+	LockDropped        uint64
+	LockWalks          uint64
+	TickStacks         uint64
+	TickDropped        uint64
+	WakeupsRequeued    uint64
+	WakeupsRequeuedNs  uint64
+	WakeupsRequeuedOld uint64
 }
 
 type timeacctTaCpuCtx struct {
