@@ -21,11 +21,24 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 #include "sqlstmt.h"
+#include "timeacct.h"
 #include "bits.bpf.h"
 #include "tracked.bpf.h"
 #include "sqlthread.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+_Static_assert(SQ_CATS == TA_NUM_CATS, "sqlstmt.h's SQ_CATS is timeacct.h's TA_NUM_CATS");
+
+/* Shared with timeacct (user space passes its map in, as it does
+ * tracked's): each thread's time per category, read at an execution's
+ * start and end. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, __u32);
+	__type(value, struct ta_thread);
+} threads SEC(".maps");
 
 const volatile __s64 sql_off = -1;        /* struct Vdbe's zSql */
 const volatile __s64 autocommit_off = -1; /* struct sqlite3's autoCommit */
@@ -214,16 +227,46 @@ static __always_inline __u32 new_exec(void)
 	return __sync_fetch_and_add(&next_exec, 1) + 1;
 }
 
-/* time_exec counts an ended execution of statement id that took d ns. */
-static __always_inline void time_exec(__u32 id, __u64 d)
+/* cats_now reads the current thread's time per category so far from the
+ * time accounting (closed intervals, and the run under way: a uprobe runs
+ * on the CPU) into v; false when it has no live entry for the thread. */
+static __always_inline bool cats_now(__u64 *v, __u64 now)
+{
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	struct ta_thread *t = bpf_map_lookup_elem(&threads, &tid);
+
+	if (!t || t->exited || t->state != TA_STATE_RUNNING)
+		return false;
+	for (int i = 0; i < SQ_CATS; i++)
+		v[i] = t->ns[i];
+	if (t->last_ns && now > t->last_ns)
+		v[TA_CAT_CPU] += now - t->last_ns;
+	return true;
+}
+
+/* time_exec counts an ended execution of statement id that took d ns
+ * (ending now); cat0 is its thread's time per category at its start, NULL
+ * when not read. The difference, category by category, is where the
+ * execution's time went. */
+static __always_inline void time_exec(__u32 id, __u64 d, __u64 now, __u64 *cat0, struct sq_counters *c)
 {
 	struct sq_stmt *s = stmt_of(id);
+	__u64 v[SQ_CATS];
 
 	if (!s)
 		return;
 	__sync_fetch_and_add(&s->ns, d);
 	__sync_fetch_and_add(&s->done, 1);
 	__sync_fetch_and_add(&s->slots[slot_of(d, SQ_SLOTS)], 1);
+	if (!cat0 || !cats_now(v, now)) {
+		if (c)
+			c->cat_unread++;
+		return;
+	}
+	for (int i = 0; i < SQ_CATS; i++)
+		if (v[i] > cat0[i])
+			__sync_fetch_and_add(&s->cat_ns[i], v[i] - cat0[i]);
+	__sync_fetch_and_add(&s->cat_execs, 1);
 }
 
 /* begin makes statement id (0: not kept) the thread's current one, as one
@@ -240,12 +283,17 @@ static __always_inline void begin(struct sq_thread *t, __u32 id)
 	}
 }
 
-/* finish ends the handle's running execution and times it. */
-static __always_inline void finish(struct sq_handle *h)
+/* finish ends the handle's running execution and times it: by category
+ * when it began on this thread. */
+static __always_inline void finish(struct sq_handle *h, struct sq_counters *c)
 {
+	__u32 tid = (__u32)bpf_get_current_pid_tgid();
+	__u64 now;
+
 	if (!h->exec)
 		return;
-	time_exec(h->id, bpf_ktime_get_ns() - h->start_ns);
+	now = bpf_ktime_get_ns();
+	time_exec(h->id, now - h->start_ns, now, h->tid && h->tid == tid ? h->cat0 : NULL, c);
 	h->exec = 0;
 }
 
@@ -272,7 +320,7 @@ int BPF_KPROBE(sq_step, void *stmt)
 		bpf_probe_read_user(&sql, sizeof(sql), stmt + sql_off);
 	h = bpf_map_lookup_elem(&handles, &hk);
 	if (h && h->sql != sql) {
-		finish(h);
+		finish(h, c);
 		h->id = 0;
 	}
 	if (!h || !h->exec) {
@@ -295,6 +343,7 @@ int BPF_KPROBE(sq_step, void *stmt)
 		}
 		h->exec = new_exec();
 		h->start_ns = bpf_ktime_get_ns();
+		h->tid = cats_now(h->cat0, h->start_ns) ? (__u32)bpf_get_current_pid_tgid() : 0;
 		begun = true;
 	}
 	s = stmt_of(h->id);
@@ -342,7 +391,7 @@ static __always_inline void end_exec(void *stmt, bool finalize)
 	h = bpf_map_lookup_elem(&handles, &hk);
 	if (!h)
 		return;
-	finish(h);
+	finish(h, c);
 	/* A finalized handle's address is reused by the next prepare. */
 	if (finalize)
 		bpf_map_delete_elem(&handles, &hk);
@@ -425,7 +474,7 @@ int BPF_KPROBE(pg_activity, int state, const char *cmd)
 	now = bpf_ktime_get_ns();
 	if (state != pg_running || !cmd) {
 		if (t->pg_start) {
-			time_exec(t->pg_id, now - t->pg_start);
+			time_exec(t->pg_id, now - t->pg_start, now, t->pg_cats ? t->pg_cat0 : NULL, c);
 			t->pg_start = 0;
 		}
 		t->stmt_id = 0;
@@ -437,9 +486,10 @@ int BPF_KPROBE(pg_activity, int state, const char *cmd)
 		return 0;
 	}
 	if (t->pg_start)
-		time_exec(t->pg_id, now - t->pg_start);
+		time_exec(t->pg_id, now - t->pg_start, now, t->pg_cats ? t->pg_cat0 : NULL, c);
 	t->pg_id = id;
 	t->pg_start = now;
+	t->pg_cats = cats_now(t->pg_cat0, now);
 	begin(t, id);
 	return 0;
 }

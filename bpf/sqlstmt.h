@@ -9,6 +9,7 @@
 #define SQ_TEXT 256       /* bytes of a statement's text kept, NUL included */
 #define SQ_MAX_STMTS 4096 /* distinct statements (by text) per run */
 #define SQ_SLOTS 40       /* log2 histogram of execution times, in ns */
+#define SQ_CATS 8         /* the time accounting's categories (TA_NUM_CATS) */
 
 /* What a thread is doing in SQLite. An execution is a statement from its
  * first step to its reset or finalize; prepare, checkpoint and close are
@@ -33,9 +34,12 @@ struct sq_thread {
 	__u64 outer_stmt;
 	__u32 outer_exec;
 	/* PostgreSQL: the statement the backend reported running, and since
-	 * when (0: none running). */
+	 * when (0: none running), and the thread's time per category then
+	 * (pg_cats: 1 if it was read). */
 	__u32 pg_id;
+	__u32 pg_cats;
 	__u64 pg_start;
+	__u64 pg_cat0[SQ_CATS];
 };
 
 /* The read, write and sync calls of every file (not only SQLite's) made
@@ -63,6 +67,11 @@ struct sq_handle {
 	__u64 start_ns;  /* the current execution's first step */
 	__u32 id;        /* the statement's id (stmts' index) */
 	__u32 exec;      /* the current execution's id, 0: none running */
+	/* The thread that made the first step, and its time per category
+	 * then (the time accounting's, 0 tid: not read). */
+	__u32 tid;
+	__u32 _pad;
+	__u64 cat0[SQ_CATS];
 };
 
 /* One statement, by its text (and process): stmts[id]. */
@@ -75,6 +84,11 @@ struct sq_stmt {
 	__u64 ns;         /* time of the ended executions, first step to reset */
 	__u64 autocommit; /* executions begun in autocommit mode (their own transaction) */
 	__u64 slots[SQ_SLOTS];
+	/* Of the ended executions, those begun and ended on one thread that
+	 * the time accounting follows, and their time by its categories
+	 * (TA_CAT_*: on CPU, waiting for one, blocked on storage, ...). */
+	__u64 cat_execs;
+	__u64 cat_ns[SQ_CATS];
 	__u32 text_len;   /* bytes of text, 0: unread */
 	__u32 truncated;  /* the text was longer than SQ_TEXT - 1 */
 	char text[SQ_TEXT];
@@ -87,6 +101,7 @@ struct sq_counters {
 	__u64 stmts_full; /* executions of statements not kept: stmts full */
 	__u64 unread;    /* statement texts that could not be read */
 	__u64 no_offset; /* executions whose statement could not be named (offsets unknown) */
+	__u64 cat_unread; /* ended executions whose time by category could not be told */
 };
 
 #endif /* __SQLSTMT_H */

@@ -1,13 +1,16 @@
 package scenarios
 
 import (
+	"cmp"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"os/exec"
 	"os/user"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -399,9 +402,17 @@ func pgbenchStatements(t *testing.T, dir string, postmaster int, pgbench, mode s
 			m.Done += s.Done
 			m.Sec += s.Sec
 			m.Calls.Syncs += s.Calls.Syncs
+			m.TimedExecs += s.TimedExecs
+			for k, v := range s.Time {
+				m.Time[k] += v
+			}
 			continue
 		}
 		c := *s
+		c.Time = maps.Clone(s.Time)
+		if c.Time == nil {
+			c.Time = map[string]float64{}
+		}
 		byText[s.Text] = &c
 	}
 	var tx float64
@@ -427,9 +438,20 @@ func pgbenchStatements(t *testing.T, dir string, postmaster int, pgbench, mode s
 			t.Errorf("%s: %d executions observed, pgbench made about %.0f transactions, each running it once", text, s.Done, tx)
 		}
 		mean := s.Sec / float64(s.Done)
-		t.Logf("%-70.70s pgbench %7.3f ms, server %7.3f ms over %d, syncs %d", text, m.Value*1e3, mean*1e3, s.Done, s.Calls.Syncs)
+		t.Logf("%-70.70s pgbench %7.3f ms, server %7.3f ms over %d, syncs %d; by state over %d: %s", text, m.Value*1e3, mean*1e3, s.Done, s.Calls.Syncs, s.TimedExecs, msByState(s.Time))
 		if mean <= 0 || mean > m.Value*1.25 {
 			t.Errorf("%s: %.3f ms a statement in the server, pgbench saw %.3f ms with the round trip", text, mean*1e3, m.Value*1e3)
+		}
+		// Each execution's time by state, from the backend's time
+		// accounting at its report and the next: they add up to it.
+		var states float64
+		for _, v := range s.Time {
+			states += v
+		}
+		if s.TimedExecs < s.Done*9/10 {
+			t.Errorf("%s: %d of %d executions timed by state", text, s.TimedExecs, s.Done)
+		} else if timed := s.Sec * float64(s.TimedExecs) / float64(s.Done); states < 0.9*timed || states > 1.1*timed {
+			t.Errorf("%s: its states add up to %.3f s, its %d timed executions took about %.3f s", text, states, s.TimedExecs, timed)
 		}
 		checked++
 	}
@@ -439,8 +461,21 @@ func pgbenchStatements(t *testing.T, dir string, postmaster int, pgbench, mode s
 	end := byText["END;"]
 	if end == nil || float64(end.Calls.Syncs) < 0.3*tx {
 		t.Errorf("END: %+v, want the commits' WAL syncs (%.0f transactions)", end, tx)
+	} else if end.Time[model.CatStorageSync] <= 0 {
+		t.Errorf("END: no time blocked in syncs (%s), with %d WAL syncs", msByState(end.Time), end.Calls.Syncs)
 	}
 	if q.CallsShare <= 0 || q.FileCalls == 0 {
 		t.Errorf("calls made under a statement: %.2f of %d", q.CallsShare, q.FileCalls)
 	}
+}
+
+// msByState writes a statement's time by state in ms, largest first.
+func msByState(m map[string]float64) string {
+	keys := slices.Collect(maps.Keys(m))
+	slices.SortFunc(keys, func(a, b string) int { return cmp.Compare(m[b], m[a]) })
+	var out []string
+	for _, k := range keys {
+		out = append(out, fmt.Sprintf("%s %.1f ms", k, m[k]*1e3))
+	}
+	return strings.Join(out, ", ")
 }

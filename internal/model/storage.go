@@ -408,6 +408,13 @@ type SQLStatement struct {
 	// Autocommit counts the executions begun in autocommit mode: each its
 	// own transaction, with its commit (and syncs) inside it.
 	Autocommit int64 `json:"autocommit"`
+	// Time is where the ended executions' time went, in seconds by the
+	// time accounting's categories (cpu, cpu-wait, storage-sync, lock,
+	// ...), read from its per-thread account at each execution's start
+	// and end; over TimedExecs of the Done executions (those begun and
+	// ended on one thread it followed). Its sum is their part of Sec.
+	Time       map[string]float64 `json:"time,omitempty"`
+	TimedExecs int64              `json:"timed_execs,omitempty"`
 	SQLStmtIO
 	// Calls are every file's calls made under it, timed (SQLStmtIO above
 	// is SQLite's files only, typed by page).

@@ -59,7 +59,7 @@ func BenchmarkStatementCost(b *testing.B) {
 	var hits uint64
 	for range b.N {
 		bare += loop()
-		p, err := Start([]int{os.Getpid()}, tracked, sp.SQLThreads())
+		p, err := Start([]int{os.Getpid()}, tracked, threads, sp.SQLThreads())
 		if err != nil {
 			b.Fatal(err)
 		}

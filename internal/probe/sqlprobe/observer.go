@@ -36,7 +36,7 @@ func (o *observer) Calibrate(probe.Options) {}
 func (o *observer) Start(_ context.Context, s *probe.Session) error {
 	// The maps timeacct and storage share, by name: probes do not import
 	// each other (docs/design.md).
-	p, err := Start(s.Roots, s.Map("tracked"), s.Map("sql_threads"))
+	p, err := Start(s.Roots, s.Map("tracked"), s.Map("threads"), s.Map("sql_threads"))
 	if err != nil {
 		return fmt.Errorf("no SQL statements: %w", err)
 	}
@@ -103,6 +103,17 @@ func Join(res *Result, io map[uint32]*model.SQLStmtIO, calls map[uint32]*model.S
 		m.Steps += int64(s.Steps)
 		m.Autocommit += int64(s.Autocommit)
 		m.Sec += s.Sec
+		if s.CatExecs > 0 {
+			if m.Time == nil {
+				m.Time = map[string]float64{}
+			}
+			m.TimedExecs += int64(s.CatExecs)
+			for i, ns := range s.CatNs {
+				if ns > 0 {
+					m.Time[model.Categories[i]] += float64(ns) / 1e9
+				}
+			}
+		}
 		for i, n := range s.Hist {
 			hists[k][i] += n
 		}
@@ -143,6 +154,9 @@ func Join(res *Result, io map[uint32]*model.SQLStmtIO, calls map[uint32]*model.S
 	}
 	if res.NoOffset > 0 {
 		out.Notes = append(out.Notes, fmt.Sprintf("%d executions of statements whose text the probe could not find (the library's statement layout was not decoded)", res.NoOffset))
+	}
+	if res.CatUnread > 0 {
+		out.Notes = append(out.Notes, fmt.Sprintf("%d executions have no time by state (on CPU, blocked, ...): begun on another thread, or on one the time accounting had not seen run", res.CatUnread))
 	}
 	if res.Unread > 0 {
 		out.Notes = append(out.Notes, fmt.Sprintf("%d statement texts could not be read from the workload's memory", res.Unread))

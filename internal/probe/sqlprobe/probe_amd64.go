@@ -30,12 +30,13 @@ func (p *Probe) hooks() map[string]*ebpf.Program {
 
 // Start finds the SQLite libraries of the processes pids (and the
 // system's), and attaches to them. tracked is timeacct's map of the
-// workload's processes; threads is storage's sql_threads map, which its
-// SQLite file events read. With no library found it fails with a note of
-// why.
-func Start(pids []int, tracked, threads *ebpf.Map) (_ *Probe, err error) {
-	if tracked == nil || threads == nil {
-		return nil, errors.New("sql: needs the time-accounting probe's tracked map and storage's sql_threads")
+// workload's processes and times its per-thread accounting (each
+// execution's time by category is read from it); threads is storage's
+// sql_threads map, which its SQLite file events read. With no library
+// found it fails with a note of why.
+func Start(pids []int, tracked, times, threads *ebpf.Map) (_ *Probe, err error) {
+	if tracked == nil || times == nil || threads == nil {
+		return nil, errors.New("sql: needs the time-accounting probe's tracked and threads maps and storage's sql_threads")
 	}
 	libs, notes := Find(pids)
 	if len(libs) == 0 {
@@ -68,7 +69,7 @@ func Start(pids []int, tracked, threads *ebpf.Map) (_ *Probe, err error) {
 		return nil, fmt.Errorf("sql: set autocommit_off: %w", err)
 	}
 	coll, err := probe.NewCollection("sql", spec, ebpf.CollectionOptions{
-		MapReplacements: map[string]*ebpf.Map{"tracked": tracked, "sql_threads": threads},
+		MapReplacements: map[string]*ebpf.Map{"tracked": tracked, "threads": times, "sql_threads": threads},
 	})
 	if err != nil {
 		return nil, err
@@ -152,6 +153,7 @@ func (p *Probe) Stop() (*Result, error) {
 		res.StmtsFull += c.StmtsFull
 		res.Unread += c.Unread
 		res.NoOffset += c.NoOffset
+		res.CatUnread += c.CatUnread
 	}
 	var id uint32
 	var s sqlstmtSqStmt
@@ -162,7 +164,7 @@ func (p *Probe) Stop() (*Result, error) {
 		}
 		st := Statement{ID: id, PID: int(s.Tgid), Text: text(s.Text[:], s.TextLen), Truncated: s.Truncated != 0,
 			Execs: s.Execs, Done: s.Done, Steps: s.Steps, Autocommit: s.Autocommit, Sec: float64(s.Ns) / 1e9,
-			Hist: append([]uint64(nil), s.Slots[:]...)}
+			Hist: append([]uint64(nil), s.Slots[:]...), CatExecs: s.CatExecs, CatNs: s.CatNs}
 		if int(s.Kind) < len(KindNames) {
 			st.Kind = KindNames[s.Kind]
 		}

@@ -16,6 +16,11 @@ type Statement struct {
 	Execs, Done, Steps, Autocommit uint64
 	Sec                            float64
 	Hist                           []uint64
+	// CatExecs of the Done executions began and ended on one thread the
+	// time accounting followed; CatNs is their time by its categories
+	// (model.Categories' order: cpu, cpu-wait, storage-read, ...).
+	CatExecs uint64
+	CatNs    [8]uint64
 }
 
 // Result is what the statement probe saw.
@@ -29,7 +34,11 @@ type Result struct {
 	// texts, not named. Unread: texts that could not be read. NoOffset:
 	// executions whose statement could not be named (offsets unknown).
 	StmtsFull, Unread, NoOffset uint64
-	Notes                       []string
+	// CatUnread: ended executions whose time by category could not be
+	// told (begun on another thread, or on one the time accounting had
+	// not seen run).
+	CatUnread uint64
+	Notes     []string
 }
 
 // KindNames are bpf/sqlstmt.h's SQ_* kinds.

@@ -20,6 +20,7 @@ type sqlstmtSqCounters struct {
 	StmtsFull uint64
 	Unread    uint64
 	NoOffset  uint64
+	CatUnread uint64
 }
 
 type sqlstmtSqHandle struct {
@@ -28,6 +29,9 @@ type sqlstmtSqHandle struct {
 	StartNs uint64
 	Id      uint32
 	Exec    uint32
+	Tid     uint32
+	Pad     uint32
+	Cat0    [8]uint64
 }
 
 type sqlstmtSqHandleKey struct {
@@ -61,6 +65,8 @@ type sqlstmtSqStmt struct {
 	Ns         uint64
 	Autocommit uint64
 	Slots      [40]uint64
+	CatExecs   uint64
+	CatNs      [8]uint64
 	TextLen    uint32
 	Truncated  uint32
 	Text       [256]int8
@@ -80,7 +86,72 @@ type sqlstmtSqThread struct {
 	OuterStmt uint64
 	OuterExec uint32
 	PgId      uint32
+	PgCats    uint32
+	_         [4]byte
 	PgStart   uint64
+	PgCat0    [8]uint64
+}
+
+type sqlstmtTaThread struct {
+	_                structs.HostLayout
+	Ns               [8]uint64
+	LastNs           uint64
+	FirstNs          uint64
+	ExitNs           uint64
+	UtimeNs          uint64
+	StimeNs          uint64
+	Switches         uint64
+	Involuntary      uint64
+	Wakeups          uint64
+	FutexLockBlocks  uint64
+	FutexSleepBlocks uint64
+	Tid              uint32
+	Tgid             uint32
+	State            uint32
+	Cat              uint32
+	Exited           uint32
+	Kstack           int32
+	Ustack           int32
+	Act              uint32
+	Wkind            uint32
+	Wid              uint32
+	Comm             [16]uint8
+	Ek               [2]struct {
+		_    structs.HostLayout
+		Tid  uint32
+		Tgid uint32
+		Id   uint32
+		Gen  uint32
+		Act  uint8
+		Cat  uint8
+		Kind uint8
+		Pad  uint8
+	}
+	EdgeNs       [2]uint64
+	EdgeCount    [2]uint64
+	Samples      [14]uint32
+	ExitRunNs    uint64
+	ExitWaitNs   uint64
+	ExitRuns     uint64
+	UnchargedNs  uint64
+	StealNs      uint64
+	RqUnchIn     uint64
+	RqStealIn    uint64
+	RqIn         uint32
+	Pad2         uint32
+	StaleWakeups uint64
+	StaleNs      uint64
+	LockObj      uint64
+	LockDev      uint32
+	LockKstack   int32
+	LockUstack   int32
+	LockHstack   int32
+	LockSet      uint32
+	Pad3         uint32
+	LockWalkNs   uint64
+	RdBlock      uint64
+	CutLagNs     uint64
+	CutLags      uint64
 }
 
 type sqlstmtTextBuf struct {
@@ -99,6 +170,7 @@ const (
 	sqlstmtMapSqlThreads    = "sql_threads"
 	sqlstmtMapStmtIo        = "stmt_io"
 	sqlstmtMapStmts         = "stmts"
+	sqlstmtMapThreads       = "threads"
 	sqlstmtMapTracked       = "tracked"
 	sqlstmtProgPgActivity   = "pg_activity"
 	sqlstmtProgSqCheckpoint = "sq_checkpoint"
@@ -176,6 +248,7 @@ type sqlstmtMapSpecs struct {
 	SqlThreads *ebpf.MapSpec `ebpf:"sql_threads"`
 	StmtIo     *ebpf.MapSpec `ebpf:"stmt_io"`
 	Stmts      *ebpf.MapSpec `ebpf:"stmts"`
+	Threads    *ebpf.MapSpec `ebpf:"threads"`
 	Tracked    *ebpf.MapSpec `ebpf:"tracked"`
 }
 
@@ -217,6 +290,7 @@ type sqlstmtMaps struct {
 	SqlThreads *ebpf.Map `ebpf:"sql_threads"`
 	StmtIo     *ebpf.Map `ebpf:"stmt_io"`
 	Stmts      *ebpf.Map `ebpf:"stmts"`
+	Threads    *ebpf.Map `ebpf:"threads"`
 	Tracked    *ebpf.Map `ebpf:"tracked"`
 }
 
@@ -229,6 +303,7 @@ func (m *sqlstmtMaps) Close() error {
 		m.SqlThreads,
 		m.StmtIo,
 		m.Stmts,
+		m.Threads,
 		m.Tracked,
 	)
 }

@@ -34,7 +34,10 @@ type storageSqThread struct {
 	OuterStmt uint64
 	OuterExec uint32
 	PgId      uint32
+	PgCats    uint32
+	_         [4]byte
 	PgStart   uint64
+	PgCat0    [8]uint64
 }
 
 type storageStAio struct {

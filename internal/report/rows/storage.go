@@ -538,6 +538,9 @@ type StatementRow struct {
 	// ReadIn is the pages its reads brought into the page cache (from
 	// the device), "" with none; Faults its page faults (mmap reads).
 	ReadIn, Faults string
+	// States is where its executions' time went, largest first, e.g.
+	// "sleep 72%, cpu 11%, cpu-wait 9%"; "" when not timed by state.
+	States string
 }
 
 // StatementsOf builds the statements table.
@@ -565,6 +568,7 @@ func StatementsOf(q *model.SQLStatements, n int) Statements {
 			r.Total = units.FormatNs(st.Sec * 1e9)
 			r.P50, r.P99 = units.FormatNs(st.P50Sec*1e9), units.FormatNs(st.P99Sec*1e9)
 		}
+		r.States = statesOf(st.Time)
 		if c.ReadMissPages > 0 {
 			r.ReadIn = units.FormatCount(c.ReadMissPages)
 		}
@@ -580,4 +584,26 @@ func StatementsOf(q *model.SQLStatements, n int) Statements {
 		s.Rows = append(s.Rows, r)
 	}
 	return s
+}
+
+// statesOf writes a statement's time by state as shares of its sum, the
+// largest first, the states of at least 1% (at most four).
+func statesOf(m map[string]float64) string {
+	var total float64
+	for _, v := range m {
+		total += v
+	}
+	if total <= 0 {
+		return ""
+	}
+	cats := slices.Clone(model.Categories)
+	slices.SortStableFunc(cats, func(a, b string) int { return cmp.Compare(m[b], m[a]) })
+	var out []string
+	for _, c := range cats {
+		if len(out) == 4 || m[c] < 0.01*total {
+			break
+		}
+		out = append(out, fmt.Sprintf("%s %.0f%%", c, m[c]/total*100))
+	}
+	return strings.Join(out, ", ")
 }

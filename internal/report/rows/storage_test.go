@@ -145,3 +145,15 @@ func TestStatementsOf(t *testing.T) {
 		t.Errorf("the checkpoint's row: %+v", cp)
 	}
 }
+
+// TestStatesOf: a statement's time by state as shares, largest first,
+// states under 1% and past the fourth left out.
+func TestStatesOf(t *testing.T) {
+	got := statesOf(map[string]float64{"sleep": 3.3936, "cpu": 0.5064, "cpu-wait": 0.4281, "other": 0.0004, "lock": 0.05})
+	if want := "sleep 78%, cpu 12%, cpu-wait 10%, lock 1%"; got != want {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if got := statesOf(nil); got != "" {
+		t.Errorf("no states: got %q", got)
+	}
+}
