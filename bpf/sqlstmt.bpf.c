@@ -75,6 +75,27 @@ struct {
 	__type(value, struct sq_handle);
 } handles SEC(".maps");
 
+/* Each connection's transaction under way (LRU: a program that opens a
+ * connection per transaction and never closes them). */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct sq_conn_key);
+	__type(value, struct sq_conn);
+} conns SEC(".maps");
+
+/* Per kind of transaction (its statements in order), its count and
+ * times. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, SQ_MAX_TXS);
+	__type(key, struct sq_tx_key);
+	__type(value, struct sq_tx);
+} txs SEC(".maps");
+
+const struct sq_conn zero_conn = {};
+const struct sq_tx zero_tx = {};
+
 struct text_buf {
 	char text[SQ_TEXT];
 };
@@ -269,6 +290,88 @@ static __always_inline void time_exec(__u32 id, __u64 d, __u64 now, __u64 *cat0,
 	__sync_fetch_and_add(&s->cat_execs, 1);
 }
 
+/* conn_of is the transaction state of connection db (0: the backend) of
+ * process tgid, made at its first sight. */
+static __always_inline struct sq_conn *conn_of(__u32 tgid, __u64 db)
+{
+	struct sq_conn_key k = {.tgid = tgid, .db = db};
+	struct sq_conn *cn = bpf_map_lookup_elem(&conns, &k);
+
+	if (cn)
+		return cn;
+	bpf_map_update_elem(&conns, &k, &zero_conn, BPF_NOEXIST);
+	return bpf_map_lookup_elem(&conns, &k);
+}
+
+/* tx_add adds an execution of statement id, starting at start on thread
+ * t, to the connection's transaction, which it begins if none is under
+ * way. */
+static __always_inline void tx_add(struct sq_conn *cn, struct sq_thread *t, __u32 id, __u64 start)
+{
+	__u32 n = cn->n;
+
+	if (!cn->start_ns) {
+		cn->start_ns = start;
+		cn->syncs0 = t->syncs;
+		cn->sync_ns0 = t->sync_ns;
+		n = 0;
+		for (int i = 0; i < SQ_TX_STMTS; i++)
+			cn->ids[i] = 0;
+	}
+	if (n < SQ_TX_STMTS)
+		cn->ids[n] = id;
+	if (n < 255)
+		cn->n = n + 1;
+}
+
+/* tx_end ends the connection's transaction under way at now (its commit
+ * or rollback returned) and counts it under its kind. */
+static __always_inline void tx_end(struct sq_conn *cn, struct sq_thread *t, __u32 tgid, __u64 now, struct sq_counters *c)
+{
+	struct sq_tx_key k = {.tgid = tgid};
+	struct sq_tx *x;
+	__u64 d;
+
+	if (!cn->start_ns || now <= cn->start_ns) {
+		cn->start_ns = 0;
+		return;
+	}
+	d = now - cn->start_ns;
+	k.n = cn->n;
+	for (int i = 0; i < SQ_TX_STMTS; i++)
+		k.ids[i] = cn->ids[i];
+	cn->start_ns = 0;
+	x = bpf_map_lookup_elem(&txs, &k);
+	if (!x) {
+		bpf_map_update_elem(&txs, &k, &zero_tx, BPF_NOEXIST);
+		x = bpf_map_lookup_elem(&txs, &k);
+		if (!x) {
+			if (c)
+				c->txs_full++;
+			return;
+		}
+	}
+	__sync_fetch_and_add(&x->count, 1);
+	__sync_fetch_and_add(&x->ns, d);
+	__sync_fetch_and_add(&x->slots[slot_of(d, SQ_SLOTS)], 1);
+	if (d > x->max_ns)
+		x->max_ns = d;
+	if (t->syncs >= cn->syncs0 && t->sync_ns >= cn->sync_ns0) {
+		__sync_fetch_and_add(&x->syncs, t->syncs - cn->syncs0);
+		__sync_fetch_and_add(&x->sync_ns, t->sync_ns - cn->sync_ns0);
+	}
+}
+
+/* autocommit_of reads whether statement stmt's connection is in
+ * autocommit mode (no transaction open) into *ac, and its sqlite3 * into
+ * *db; false when they cannot be read. */
+static __always_inline bool autocommit_of(void *stmt, __u64 *db, __u8 *ac)
+{
+	/* Vdbe.db is its first field. */
+	return autocommit_off >= 0 && bpf_probe_read_user(db, sizeof(*db), stmt) == 0 && *db &&
+	       bpf_probe_read_user(ac, 1, (void *)(*db + autocommit_off)) == 0;
+}
+
 /* begin makes statement id (0: not kept) the thread's current one, as one
  * more execution of it that is a single step: a pseudo-statement, or a
  * PostgreSQL statement. */
@@ -349,10 +452,29 @@ int BPF_KPROBE(sq_step, void *stmt)
 	s = stmt_of(h->id);
 	if (s && begun) {
 		__sync_fetch_and_add(&s->execs, 1);
-		/* Vdbe.db is its first field. */
-		if (autocommit_off >= 0 && bpf_probe_read_user(&db, sizeof(db), stmt) == 0 && db &&
-		    bpf_probe_read_user(&ac, 1, (void *)(db + autocommit_off)) == 0 && ac)
-			__sync_fetch_and_add(&s->autocommit, 1);
+		if (autocommit_of(stmt, &db, &ac)) {
+			if (ac)
+				__sync_fetch_and_add(&s->autocommit, 1);
+			/* The application's statements make its transactions:
+			 * one begun in autocommit mode starts one (its own, or
+			 * a BEGIN's), which its connection's later executions
+			 * join until one ends with the connection back in
+			 * autocommit (end_exec). */
+			if (s->kind == SQ_EXEC) {
+				struct sq_conn *cn = conn_of(tgid, db);
+
+				if (cn) {
+					if (ac && cn->start_ns) {
+						/* Back in autocommit with no end seen: a
+						 * statement not reset before the next. */
+						if (c)
+							c->tx_unended++;
+						cn->start_ns = 0;
+					}
+					tx_add(cn, t, h->id, h->start_ns);
+				}
+			}
+		}
 	}
 	if (s)
 		__sync_fetch_and_add(&s->steps, 1);
@@ -378,19 +500,31 @@ int BPF_KPROBE(sq_step, void *stmt)
 }
 
 /* end_exec ends the handle's execution, if one is running, and times it;
- * the thread's current statement stays (a reset can still commit). */
+ * the thread's current statement stays (a reset can still commit). An
+ * execution that leaves its connection in autocommit mode ended its
+ * transaction: an autocommit statement's own, or a COMMIT or ROLLBACK. */
 static __always_inline void end_exec(void *stmt, bool finalize)
 {
 	struct sq_counters *c = counters_get();
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
 	struct sq_handle_key hk = {.tgid = tgid, .stmt = (__u64)stmt};
+	struct sq_thread *t = enter(c, tgid);
 	struct sq_handle *h;
+	__u64 db = 0;
+	__u8 ac = 0;
 
-	if (!enter(c, tgid))
+	if (!t)
 		return;
 	h = bpf_map_lookup_elem(&handles, &hk);
 	if (!h)
 		return;
+	if (h->exec && autocommit_of(stmt, &db, &ac) && ac) {
+		struct sq_conn_key ck = {.tgid = tgid, .db = db};
+		struct sq_conn *cn = bpf_map_lookup_elem(&conns, &ck);
+
+		if (cn)
+			tx_end(cn, t, tgid, bpf_ktime_get_ns(), c);
+	}
 	finish(h, c);
 	/* A finalized handle's address is reused by the next prepare. */
 	if (finalize)
@@ -447,6 +581,8 @@ int BPF_KPROBE(sq_close)
 /* PostgreSQL's BackendState STATE_RUNNING (utils/backend_status.h; 2 since
  * 9.2): pgstat_report_activity(STATE_RUNNING, query) starts a statement. */
 const volatile __s32 pg_running = 2;
+/* STATE_IDLE: the backend waits for a command outside a transaction. */
+const volatile __s32 pg_idle = 1;
 
 /* pgstat_report_activity(state, cmd_str): every backend reports the
  * statement it starts (simple and extended protocol, utility statements
@@ -478,6 +614,15 @@ int BPF_KPROBE(pg_activity, int state, const char *cmd)
 			t->pg_start = 0;
 		}
 		t->stmt_id = 0;
+		/* Idle (not idle in a transaction): the transaction, an
+		 * explicit one or the statement's own, committed. */
+		if (state == pg_idle) {
+			struct sq_conn_key ck = {.tgid = tgid};
+			struct sq_conn *cn = bpf_map_lookup_elem(&conns, &ck);
+
+			if (cn)
+				tx_end(cn, t, tgid, now, c);
+		}
 		return 0;
 	}
 	id = stmt_id(tgid, SQ_EXEC, cmd, c);
@@ -491,5 +636,11 @@ int BPF_KPROBE(pg_activity, int state, const char *cmd)
 	t->pg_start = now;
 	t->pg_cats = cats_now(t->pg_cat0, now);
 	begin(t, id);
+	{
+		struct sq_conn *cn = conn_of(tgid, 0);
+
+		if (cn)
+			tx_add(cn, t, id, now);
+	}
 	return 0;
 }

@@ -10,6 +10,8 @@
 #define SQ_MAX_STMTS 4096 /* distinct statements (by text) per run */
 #define SQ_SLOTS 40       /* log2 histogram of execution times, in ns */
 #define SQ_CATS 8         /* the time accounting's categories (TA_NUM_CATS) */
+#define SQ_TX_STMTS 8     /* statements of a transaction kept in its kind */
+#define SQ_MAX_TXS 1024   /* distinct transaction kinds per run */
 
 /* What a thread is doing in SQLite. An execution is a statement from its
  * first step to its reset or finalize; prepare, checkpoint and close are
@@ -40,6 +42,42 @@ struct sq_thread {
 	__u32 pg_cats;
 	__u64 pg_start;
 	__u64 pg_cat0[SQ_CATS];
+	/* The sync calls the thread made and their time (storage counts
+	 * them): a transaction's are the difference over it. */
+	__u64 syncs, sync_ns;
+};
+
+/* A connection's transaction under way, by (tgid, SQLite's sqlite3 *;
+ * a PostgreSQL backend: 0). */
+struct sq_conn_key {
+	__u32 tgid;
+	__u32 _pad;
+	__u64 db;
+};
+
+struct sq_conn {
+	__u64 start_ns;          /* its first execution's start, 0: none under way */
+	__u64 syncs0, sync_ns0;  /* its thread's sq_thread.syncs and sync_ns then */
+	__u32 n;                 /* executions in it so far */
+	__u32 _pad;
+	__u32 ids[SQ_TX_STMTS];  /* the statements of the first SQ_TX_STMTS */
+};
+
+/* A kind of transaction: its process and the statements it ran, in order
+ * (the first SQ_TX_STMTS; n counts all, to 255). */
+struct sq_tx_key {
+	__u32 tgid;
+	__u32 n;
+	__u32 ids[SQ_TX_STMTS];
+};
+
+struct sq_tx {
+	__u64 count;
+	__u64 ns;      /* wall time: the first execution's start to the commit */
+	__u64 max_ns;
+	__u64 syncs;   /* the sync calls its thread made in it, and their time */
+	__u64 sync_ns;
+	__u64 slots[SQ_SLOTS];
 };
 
 /* The read, write and sync calls of every file (not only SQLite's) made
@@ -102,6 +140,8 @@ struct sq_counters {
 	__u64 unread;    /* statement texts that could not be read */
 	__u64 no_offset; /* executions whose statement could not be named (offsets unknown) */
 	__u64 cat_unread; /* ended executions whose time by category could not be told */
+	__u64 txs_full;   /* transactions not counted: txs full */
+	__u64 tx_unended; /* transactions whose end was not seen (a connection back in autocommit at the next start) */
 };
 
 #endif /* __SQLSTMT_H */

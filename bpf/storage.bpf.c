@@ -1483,6 +1483,11 @@ static __always_inline void stmt_count(struct sq_thread *sq, __u32 op, long ret,
 {
 	struct sq_io *io = stmt_io_of(sq);
 
+	/* The thread's syncs, for its transactions (sqlstmt's tx_end). */
+	if (sq && op == ST_EV_SYNC) {
+		sq->syncs++;
+		sq->sync_ns += delta;
+	}
 	if (!io)
 		return;
 	switch (op) {

@@ -467,6 +467,28 @@ func pgbenchStatements(t *testing.T, dir string, postmaster int, pgbench, mode s
 	if q.CallsShare <= 0 || q.FileCalls == 0 {
 		t.Errorf("calls made under a statement: %.2f of %d", q.CallsShare, q.FileCalls)
 	}
+	// pgbench's transaction: BEGIN, its five statements, END, in each of
+	// its four backends, once per transaction pgbench counted.
+	var pgtx *model.SQLTransaction
+	for i, x := range q.Transactions {
+		t.Logf("transaction x %d (%d statements, %d processes): %.3f ms each, p99 %.3f ms, %.2f syncs each: %q", x.Count, x.StatementCount, x.Processes, x.Sec/float64(x.Count)*1e3, x.P99Sec*1e3, float64(x.Syncs)/float64(x.Count), x.Statements)
+		if x.StatementCount == 7 && x.Statements[0] == "BEGIN;" && x.Statements[6] == "END;" {
+			pgtx = &q.Transactions[i]
+		}
+	}
+	if pgtx == nil {
+		t.Errorf("pgbench's transaction (BEGIN; 5 statements; END;) is not among the %d kinds", len(q.Transactions))
+	} else {
+		if c := float64(pgtx.Count); tx > 0 && (c < 0.7*tx || c > 1.3*tx) {
+			t.Errorf("pgbench's transaction: %d observed, pgbench made about %.0f", pgtx.Count, tx)
+		}
+		if float64(pgtx.Syncs) < 0.3*float64(pgtx.Count) || pgtx.Processes < 2 {
+			t.Errorf("pgbench's transaction: %d syncs for %d, in %d backends; want its commits' WAL syncs, in its 4 backends", pgtx.Syncs, pgtx.Count, pgtx.Processes)
+		}
+		if q.Transactions[0].Sec != pgtx.Sec {
+			t.Errorf("pgbench's transaction (%.3f s) does not lead the transactions by time (%q: %.3f s)", pgtx.Sec, q.Transactions[0].Statements, q.Transactions[0].Sec)
+		}
+	}
 }
 
 // msByState writes a statement's time by state in ms, largest first.

@@ -279,5 +279,17 @@ func sqlStatements(s *section, q rows.Statements) {
 	if q.More > 0 {
 		s.p(fmt.Sprintf("%d more statements in the JSON record", q.More))
 	}
+	if len(q.Transactions) > 0 {
+		s.p("Transactions, by the statements they ran (explicit ones from BEGIN to COMMIT; an autocommit statement is its own):")
+		tb := newTable("count", "time", "p50", "p99", "max", "syncs each", "sync time", "~statements")
+		for _, r := range q.Transactions {
+			tb.add(cell{Text: r.Count}, cell{Text: r.Total}, cell{Text: r.P50}, cell{Text: r.P99}, cell{Text: r.Max},
+				cell{Text: r.SyncsEach}, cell{Text: r.SyncTime}, cell{Text: r.Statements, Class: "mono"})
+		}
+		s.table(tb.t)
+		if q.TxMore > 0 {
+			s.p(fmt.Sprintf("%d more kinds of transaction in the JSON record", q.TxMore))
+		}
+	}
 	s.listIf(q.Notes)
 }

@@ -356,6 +356,8 @@ type SQLStatements struct {
 	// checkpoint, close) stand for the IO the library makes outside any
 	// statement's execution.
 	Statements []SQLStatement `json:"statements"`
+	// Transactions, most time first.
+	Transactions []SQLTransaction `json:"transactions,omitempty"`
 	// Unattributed is the SQLite file IO made while no statement was
 	// current (before the first step of a thread, or by a library the
 	// probe is not attached to).
@@ -389,6 +391,30 @@ type SQLLibrary struct {
 	BuildID          string `json:"build_id,omitempty"`
 	SQLOffset        int64  `json:"sql_offset"`
 	AutoCommitOffset int64  `json:"autocommit_offset"`
+}
+
+// SQLTransaction is one kind of transaction: those that ran the same
+// statements in the same order (explicit ones from their BEGIN to their
+// COMMIT or ROLLBACK; an autocommit statement is its own), summed over the
+// processes that ran them.
+type SQLTransaction struct {
+	// Statements are the texts of the first eight executions, in order
+	// (normalised, as the statements'); StatementCount how many each ran.
+	Statements     []string `json:"statements"`
+	StatementCount int      `json:"statement_count"`
+	Processes      int      `json:"processes"`
+	// Count ended; Sec their wall time in all, from the first
+	// execution's start to the end of the one that ended it; P50Sec and
+	// P99Sec from log2 buckets (within a factor of 2), MaxSec the longest.
+	Count  int64   `json:"count"`
+	Sec    float64 `json:"sec"`
+	P50Sec float64 `json:"p50_sec"`
+	P99Sec float64 `json:"p99_sec"`
+	MaxSec float64 `json:"max_sec"`
+	// Syncs are the sync calls made in them by the threads that ran
+	// them, every file's, in SyncSec.
+	Syncs   int64   `json:"syncs"`
+	SyncSec float64 `json:"sync_sec"`
 }
 
 // SQLStatement is one statement (by normalised text, per process).

@@ -247,6 +247,18 @@ func (d *doc) statements(s rows.Statements) {
 	if s.More > 0 {
 		d.line("  (%d more statements in the JSON record)", s.More)
 	}
+	if len(s.Transactions) > 0 {
+		d.line("")
+		d.line("  transactions, by the statements they ran:")
+		d.line("  %9s %9s %9s %9s %9s %10s %9s", "count", "time", "p50", "p99", "max", "syncs each", "sync time")
+		for _, r := range s.Transactions {
+			d.line("  %9s %9s %9s %9s %9s %10s %9s", r.Count, r.Total, r.P50, r.P99, r.Max, r.SyncsEach, r.SyncTime)
+			d.wrapped("    ", "      ", r.Statements)
+		}
+		if s.TxMore > 0 {
+			d.line("  (%d more kinds of transaction in the JSON record)", s.TxMore)
+		}
+	}
 	for _, n := range s.Notes {
 		d.wrapped("  - ", "    ", n)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/probe"
@@ -140,6 +141,7 @@ func Join(res *Result, io map[uint32]*model.SQLStmtIO, calls map[uint32]*model.S
 		m.P50Sec, m.P99Sec = quantile(hists[k], 0.5), quantile(hists[k], 0.99)
 		out.Statements = append(out.Statements, *m)
 	}
+	out.Transactions = transactions(res)
 	slices.SortFunc(out.Statements, func(a, b model.SQLStatement) int {
 		return cmp.Or(cmp.Compare(b.Sec, a.Sec), cmp.Compare(b.Reads+b.Writes+b.Syncs, a.Reads+a.Writes+a.Syncs), cmp.Compare(a.Text, b.Text))
 	})
@@ -155,6 +157,12 @@ func Join(res *Result, io map[uint32]*model.SQLStmtIO, calls map[uint32]*model.S
 	if res.NoOffset > 0 {
 		out.Notes = append(out.Notes, fmt.Sprintf("%d executions of statements whose text the probe could not find (the library's statement layout was not decoded)", res.NoOffset))
 	}
+	if res.TxsFull > 0 {
+		out.Notes = append(out.Notes, fmt.Sprintf("%d transactions past the first %d kinds (statement sequences) were not counted", res.TxsFull, maxTxs))
+	}
+	if res.TxUnended > 0 {
+		out.Notes = append(out.Notes, fmt.Sprintf("%d transactions are not counted: their end was not seen (a statement left without a reset until the connection's next one)", res.TxUnended))
+	}
 	if res.CatUnread > 0 {
 		out.Notes = append(out.Notes, fmt.Sprintf("%d executions have no time by state (on CPU, blocked, ...): begun on another thread, or on one the time accounting had not seen run", res.CatUnread))
 	}
@@ -166,6 +174,9 @@ func Join(res *Result, io map[uint32]*model.SQLStmtIO, calls map[uint32]*model.S
 
 // maxStmts is bpf/sqlstmt.h's SQ_MAX_STMTS, less the unused id 0.
 const maxStmts = 4095
+
+// maxTxs is bpf/sqlstmt.h's SQ_MAX_TXS.
+const maxTxs = 1024
 
 func addIO(dst, src *model.SQLStmtIO) {
 	dst.Reads += src.Reads
@@ -254,4 +265,55 @@ func label(s Statement) string {
 		return text
 	}
 	return "(a statement whose text could not be read)"
+}
+
+// transactions merges the probe's kinds of transaction by their
+// statements' normalised texts, across processes (a server's backends
+// each run the same kinds), most time first.
+func transactions(res *Result) []model.SQLTransaction {
+	texts := map[uint32]string{}
+	for _, s := range res.Statements {
+		texts[s.ID] = label(s)
+	}
+	type acc struct {
+		tx   model.SQLTransaction
+		hist []uint64
+		pids map[int]bool
+	}
+	merged := map[string]*acc{}
+	var order []string
+	for _, t := range res.Transactions {
+		names := make([]string, len(t.IDs))
+		for i, id := range t.IDs {
+			names[i] = cmp.Or(texts[id], "(unnamed)")
+		}
+		k := fmt.Sprintf("%d\x00%s", t.Statements, strings.Join(names, "\x00"))
+		a := merged[k]
+		if a == nil {
+			a = &acc{tx: model.SQLTransaction{Statements: names, StatementCount: t.Statements}, hist: make([]uint64, len(t.Hist)), pids: map[int]bool{}}
+			merged[k] = a
+			order = append(order, k)
+		}
+		a.tx.Count += int64(t.Count)
+		a.tx.Sec += t.Sec
+		a.tx.MaxSec = max(a.tx.MaxSec, t.MaxSec)
+		a.tx.Syncs += int64(t.Syncs)
+		a.tx.SyncSec += t.SyncSec
+		a.pids[t.PID] = true
+		for i, n := range t.Hist {
+			a.hist[i] += n
+		}
+	}
+	var out []model.SQLTransaction
+	for _, k := range order {
+		a := merged[k]
+		a.tx.Processes = len(a.pids)
+		// A bucket's middle can lie past the longest one seen.
+		a.tx.P50Sec, a.tx.P99Sec = min(quantile(a.hist, 0.5), a.tx.MaxSec), min(quantile(a.hist, 0.99), a.tx.MaxSec)
+		out = append(out, a.tx)
+	}
+	slices.SortFunc(out, func(a, b model.SQLTransaction) int {
+		return cmp.Or(cmp.Compare(b.Sec, a.Sec), cmp.Compare(b.Count, a.Count), slices.Compare(a.Statements, b.Statements))
+	})
+	return out
 }

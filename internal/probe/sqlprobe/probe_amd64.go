@@ -154,6 +154,8 @@ func (p *Probe) Stop() (*Result, error) {
 		res.Unread += c.Unread
 		res.NoOffset += c.NoOffset
 		res.CatUnread += c.CatUnread
+		res.TxsFull += c.TxsFull
+		res.TxUnended += c.TxUnended
 	}
 	var id uint32
 	var s sqlstmtSqStmt
@@ -172,6 +174,21 @@ func (p *Probe) Stop() (*Result, error) {
 	}
 	if err := it.Err(); err != nil {
 		errs = append(errs, fmt.Errorf("sql: map stmts: %w", err))
+	}
+	var tk sqlstmtSqTxKey
+	var tx sqlstmtSqTx
+	tit := p.objs.Txs.Iterate()
+	for tit.Next(&tk, &tx) {
+		if tx.Count == 0 {
+			continue
+		}
+		ids := append([]uint32(nil), tk.Ids[:min(int(tk.N), len(tk.Ids))]...)
+		res.Transactions = append(res.Transactions, Transaction{PID: int(tk.Tgid), Statements: int(tk.N), IDs: ids,
+			Count: tx.Count, Sec: float64(tx.Ns) / 1e9, MaxSec: float64(tx.MaxNs) / 1e9,
+			Syncs: tx.Syncs, SyncSec: float64(tx.SyncNs) / 1e9, Hist: append([]uint64(nil), tx.Slots[:]...)})
+	}
+	if err := tit.Err(); err != nil {
+		errs = append(errs, fmt.Errorf("sql: map txs: %w", err))
 	}
 	return &res, errors.Join(errs...)
 }

@@ -5,6 +5,7 @@ package sqlprobe
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -216,5 +217,106 @@ func TestStatementTimeByState(t *testing.T) {
 	}
 	if st := sum(sel, model.CatStorageRead, model.CatStorageWrite, model.CatStorageSync); st > 0.05*sel.Sec {
 		t.Errorf("the recursive SELECT: %.3f ms blocked on storage, it reads no file", st*1e3)
+	}
+}
+
+// TestTransactions: ten explicit transactions of three INSERTs each and
+// twenty autocommit INSERTs, rollback journal, synchronous=FULL: two kinds
+// of transaction, each with its statements in order, its count, its syncs
+// (a journal and a database sync at least per commit) and its time, which
+// holds its statements' times.
+func TestTransactions(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.db")
+	conn, err := capi.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := conn.Exec("PRAGMA journal_mode=DELETE; PRAGMA synchronous=FULL; CREATE TABLE t(a INTEGER PRIMARY KEY, b TEXT)"); err != nil {
+		t.Fatal(err)
+	}
+	const explicit, inTx, auto = 10, 3, 20
+	q := observeSQL(t, func() {
+		var stmts []*capi.Stmt
+		prep := func(sql string, kinds ...capi.Kind) *capi.Stmt {
+			s, err := conn.Prepare(sql, kinds...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stmts = append(stmts, s)
+			return s
+		}
+		begin, commit := prep("BEGIN"), prep("COMMIT")
+		ins := prep("INSERT INTO t(b) VALUES (?)", capi.Text)
+		defer func() {
+			for _, s := range stmts {
+				s.Close()
+			}
+		}()
+		text := []byte("z")
+		exec := func(s *capi.Stmt, vals []int64, text []byte) {
+			if _, err := s.Exec(vals, text); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for range explicit {
+			exec(begin, nil, nil)
+			for range inTx {
+				exec(ins, []int64{1}, text)
+			}
+			exec(commit, nil, nil)
+		}
+		for range auto {
+			exec(ins, []int64{1}, text)
+		}
+	})
+	for _, x := range q.Transactions {
+		t.Logf("%d x %v (%d statements, %d processes): %.3f ms, p50 %.3f ms, max %.3f ms, %d syncs in %.3f ms",
+			x.Count, x.Statements, x.StatementCount, x.Processes, x.Sec*1e3, x.P50Sec*1e3, x.MaxSec*1e3, x.Syncs, x.SyncSec*1e3)
+	}
+	for _, n := range q.Notes {
+		t.Log("note:", n)
+	}
+	find := func(stmts ...string) *model.SQLTransaction {
+		for i, x := range q.Transactions {
+			if slices.Equal(x.Statements, stmts) {
+				return &q.Transactions[i]
+			}
+		}
+		t.Errorf("no transaction of %q among %d kinds", stmts, len(q.Transactions))
+		return nil
+	}
+	const insert = "INSERT INTO t(b) VALUES (?)"
+	ex := find("BEGIN", insert, insert, insert, "COMMIT")
+	au := find(insert)
+	if ex == nil || au == nil {
+		return
+	}
+	for _, c := range []struct {
+		x     *model.SQLTransaction
+		count int64
+		n     int
+	}{{ex, explicit, inTx + 2}, {au, auto, 1}} {
+		x := c.x
+		if x.Count != c.count || x.StatementCount != c.n || x.Processes != 1 {
+			t.Errorf("%v: %d transactions of %d statements in %d processes, want %d of %d in 1", x.Statements, x.Count, x.StatementCount, x.Processes, c.count, c.n)
+		}
+		if x.Syncs < 2*x.Count || x.SyncSec <= 0 || x.SyncSec > x.Sec {
+			t.Errorf("%v: %d syncs in %.3f ms of %.3f ms, want at least 2 a transaction, within its time", x.Statements, x.Syncs, x.SyncSec*1e3, x.Sec*1e3)
+		}
+		if x.Sec <= 0 || x.MaxSec > x.Sec || x.P50Sec <= 0 || x.P99Sec < x.P50Sec {
+			t.Errorf("%v: %.3f ms in all, max %.3f, p50 %.3f, p99 %.3f", x.Statements, x.Sec*1e3, x.MaxSec*1e3, x.P50Sec*1e3, x.P99Sec*1e3)
+		}
+	}
+	// A transaction runs from its first statement's first step to the end
+	// of its last: it holds its statements' executions.
+	var stmtSec float64
+	for _, s := range q.Statements {
+		if s.Kind == "statement" {
+			stmtSec += s.Sec
+		}
+	}
+	if txSec := ex.Sec + au.Sec; txSec < stmtSec*0.99 {
+		t.Errorf("the transactions took %.3f ms, their statements %.3f ms: a transaction holds its statements", txSec*1e3, stmtSec*1e3)
 	}
 }

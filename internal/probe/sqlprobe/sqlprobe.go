@@ -38,7 +38,33 @@ type Result struct {
 	// told (begun on another thread, or on one the time accounting had
 	// not seen run).
 	CatUnread uint64
-	Notes     []string
+	// Transactions are the kinds of transaction seen, by process and the
+	// statements they ran in order. TxsFull: transactions past the first
+	// SQ_MAX_TXS kinds, not counted; TxUnended: transactions whose end
+	// was not seen (the connection was back in autocommit at its next
+	// statement: one not reset before it).
+	Transactions       []Transaction
+	TxsFull, TxUnended uint64
+	Notes              []string
+}
+
+// Transaction is one kind of transaction: a process's transactions that
+// ran the same statements in the same order.
+type Transaction struct {
+	PID int
+	// Statements is how many executions each ran (to 255); IDs the
+	// statements of the first eight, in order (Statement.ID).
+	Statements int
+	IDs        []uint32
+	// Count ended (committed or rolled back), in Sec in all (the first
+	// execution's start to the end of the one that ended it), the
+	// longest MaxSec, their times in Hist (log2 ns slots).
+	Count       uint64
+	Sec, MaxSec float64
+	Hist        []uint64
+	// Syncs are the sync calls their threads made in them, in SyncSec.
+	Syncs   uint64
+	SyncSec float64
 }
 
 // KindNames are bpf/sqlstmt.h's SQ_* kinds.

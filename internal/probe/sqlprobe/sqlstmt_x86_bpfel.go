@@ -13,6 +13,23 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type sqlstmtSqConn struct {
+	_       structs.HostLayout
+	StartNs uint64
+	Syncs0  uint64
+	SyncNs0 uint64
+	N       uint32
+	Pad     uint32
+	Ids     [8]uint32
+}
+
+type sqlstmtSqConnKey struct {
+	_    structs.HostLayout
+	Tgid uint32
+	Pad  uint32
+	Db   uint64
+}
+
 type sqlstmtSqCounters struct {
 	_         structs.HostLayout
 	Runs      uint64
@@ -21,6 +38,8 @@ type sqlstmtSqCounters struct {
 	Unread    uint64
 	NoOffset  uint64
 	CatUnread uint64
+	TxsFull   uint64
+	TxUnended uint64
 }
 
 type sqlstmtSqHandle struct {
@@ -90,6 +109,25 @@ type sqlstmtSqThread struct {
 	_         [4]byte
 	PgStart   uint64
 	PgCat0    [8]uint64
+	Syncs     uint64
+	SyncNs    uint64
+}
+
+type sqlstmtSqTx struct {
+	_      structs.HostLayout
+	Count  uint64
+	Ns     uint64
+	MaxNs  uint64
+	Syncs  uint64
+	SyncNs uint64
+	Slots  [40]uint64
+}
+
+type sqlstmtSqTxKey struct {
+	_    structs.HostLayout
+	Tgid uint32
+	N    uint32
+	Ids  [8]uint32
 }
 
 type sqlstmtTaThread struct {
@@ -164,6 +202,7 @@ type sqlstmtTextBuf struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	sqlstmtMapByText        = "by_text"
+	sqlstmtMapConns         = "conns"
 	sqlstmtMapCounters      = "counters"
 	sqlstmtMapHandles       = "handles"
 	sqlstmtMapScratch       = "scratch"
@@ -172,6 +211,7 @@ const (
 	sqlstmtMapStmts         = "stmts"
 	sqlstmtMapThreads       = "threads"
 	sqlstmtMapTracked       = "tracked"
+	sqlstmtMapTxs           = "txs"
 	sqlstmtProgPgActivity   = "pg_activity"
 	sqlstmtProgSqCheckpoint = "sq_checkpoint"
 	sqlstmtProgSqClose      = "sq_close"
@@ -182,8 +222,11 @@ const (
 	sqlstmtVarAutocommitOff = "autocommit_off"
 	sqlstmtVarNextExec      = "next_exec"
 	sqlstmtVarNextId        = "next_id"
+	sqlstmtVarPgIdle        = "pg_idle"
 	sqlstmtVarPgRunning     = "pg_running"
 	sqlstmtVarSqlOff        = "sql_off"
+	sqlstmtVarZeroConn      = "zero_conn"
+	sqlstmtVarZeroTx        = "zero_tx"
 )
 
 // loadSqlstmt returns the embedded CollectionSpec for sqlstmt.
@@ -242,6 +285,7 @@ type sqlstmtProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type sqlstmtMapSpecs struct {
 	ByText     *ebpf.MapSpec `ebpf:"by_text"`
+	Conns      *ebpf.MapSpec `ebpf:"conns"`
 	Counters   *ebpf.MapSpec `ebpf:"counters"`
 	Handles    *ebpf.MapSpec `ebpf:"handles"`
 	Scratch    *ebpf.MapSpec `ebpf:"scratch"`
@@ -250,6 +294,7 @@ type sqlstmtMapSpecs struct {
 	Stmts      *ebpf.MapSpec `ebpf:"stmts"`
 	Threads    *ebpf.MapSpec `ebpf:"threads"`
 	Tracked    *ebpf.MapSpec `ebpf:"tracked"`
+	Txs        *ebpf.MapSpec `ebpf:"txs"`
 }
 
 // sqlstmtVariableSpecs contains global variables before they are loaded into the kernel.
@@ -259,8 +304,11 @@ type sqlstmtVariableSpecs struct {
 	AutocommitOff *ebpf.VariableSpec `ebpf:"autocommit_off"`
 	NextExec      *ebpf.VariableSpec `ebpf:"next_exec"`
 	NextId        *ebpf.VariableSpec `ebpf:"next_id"`
+	PgIdle        *ebpf.VariableSpec `ebpf:"pg_idle"`
 	PgRunning     *ebpf.VariableSpec `ebpf:"pg_running"`
 	SqlOff        *ebpf.VariableSpec `ebpf:"sql_off"`
+	ZeroConn      *ebpf.VariableSpec `ebpf:"zero_conn"`
+	ZeroTx        *ebpf.VariableSpec `ebpf:"zero_tx"`
 }
 
 // sqlstmtObjects contains all objects after they have been loaded into the kernel.
@@ -284,6 +332,7 @@ func (o *sqlstmtObjects) Close() error {
 // It can be passed to loadSqlstmtObjects or ebpf.CollectionSpec.LoadAndAssign.
 type sqlstmtMaps struct {
 	ByText     *ebpf.Map `ebpf:"by_text"`
+	Conns      *ebpf.Map `ebpf:"conns"`
 	Counters   *ebpf.Map `ebpf:"counters"`
 	Handles    *ebpf.Map `ebpf:"handles"`
 	Scratch    *ebpf.Map `ebpf:"scratch"`
@@ -292,11 +341,13 @@ type sqlstmtMaps struct {
 	Stmts      *ebpf.Map `ebpf:"stmts"`
 	Threads    *ebpf.Map `ebpf:"threads"`
 	Tracked    *ebpf.Map `ebpf:"tracked"`
+	Txs        *ebpf.Map `ebpf:"txs"`
 }
 
 func (m *sqlstmtMaps) Close() error {
 	return _SqlstmtClose(
 		m.ByText,
+		m.Conns,
 		m.Counters,
 		m.Handles,
 		m.Scratch,
@@ -305,6 +356,7 @@ func (m *sqlstmtMaps) Close() error {
 		m.Stmts,
 		m.Threads,
 		m.Tracked,
+		m.Txs,
 	)
 }
 
@@ -315,8 +367,11 @@ type sqlstmtVariables struct {
 	AutocommitOff *ebpf.Variable `ebpf:"autocommit_off"`
 	NextExec      *ebpf.Variable `ebpf:"next_exec"`
 	NextId        *ebpf.Variable `ebpf:"next_id"`
+	PgIdle        *ebpf.Variable `ebpf:"pg_idle"`
 	PgRunning     *ebpf.Variable `ebpf:"pg_running"`
 	SqlOff        *ebpf.Variable `ebpf:"sql_off"`
+	ZeroConn      *ebpf.Variable `ebpf:"zero_conn"`
+	ZeroTx        *ebpf.Variable `ebpf:"zero_tx"`
 }
 
 // sqlstmtPrograms contains all programs after they have been loaded into the kernel.

@@ -38,6 +38,8 @@ type storageSqThread struct {
 	_         [4]byte
 	PgStart   uint64
 	PgCat0    [8]uint64
+	Syncs     uint64
+	SyncNs    uint64
 }
 
 type storageStAio struct {

@@ -518,10 +518,24 @@ type Statements struct {
 	Rows []StatementRow
 	// More counts the statements not listed.
 	More int
+	// Transactions are the kinds of transaction, most time first (as
+	// many as statements are listed), TxMore those not listed.
+	Transactions []TransactionRow
+	TxMore       int
 	// Attributed says what share of the workload's file calls, and of
 	// SQLite's, were made under a statement.
 	Attributed string
 	Notes      []string
+}
+
+// TransactionRow is one kind of transaction's line: how many, their
+// time, their syncs each, and their statements in order.
+type TransactionRow struct {
+	Count, Total, P50, P99, Max string
+	SyncsEach, SyncTime         string
+	// Statements joins the texts with " ; ", "(+N more)" past the
+	// eighth.
+	Statements string
 }
 
 // StatementRow is one statement's line: its executions and time, and
@@ -582,6 +596,23 @@ func StatementsOf(q *model.SQLStatements, n int) Statements {
 			}
 		}
 		s.Rows = append(s.Rows, r)
+	}
+	for i, x := range q.Transactions {
+		if i >= n {
+			s.TxMore = len(q.Transactions) - n
+			break
+		}
+		text := strings.Join(x.Statements, " ; ")
+		if more := x.StatementCount - len(x.Statements); more > 0 {
+			text += fmt.Sprintf(" ; (+%d more)", more)
+		}
+		r := TransactionRow{Count: units.FormatCount(x.Count), Total: units.FormatNs(x.Sec * 1e9),
+			P50: units.FormatNs(x.P50Sec * 1e9), P99: units.FormatNs(x.P99Sec * 1e9), Max: units.FormatNs(x.MaxSec * 1e9),
+			SyncTime: units.FormatNs(x.SyncSec * 1e9), Statements: text}
+		if x.Count > 0 {
+			r.SyncsEach = fmt.Sprintf("%.2f", float64(x.Syncs)/float64(x.Count))
+		}
+		s.Transactions = append(s.Transactions, r)
 	}
 	return s
 }
