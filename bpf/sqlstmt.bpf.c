@@ -644,3 +644,54 @@ int BPF_KPROBE(pg_activity, int state, const char *cmd)
 	}
 	return 0;
 }
+
+/* LOCALLOCK's tag is its first field: a LOCKTAG (four fields of 4, 4, 4
+ * and 2 bytes, then locktag_type) and the mode. */
+#define PG_LOCKTAG_TYPE_OFF 14
+
+/* ProcSleep(locallock, ...): a backend waits for a heavyweight lock (a
+ * row's writer waits for the other transaction's id, a table lock, ...).
+ * To the kernel it is a sleep in the backend's latch: the statement's time
+ * by state says sleep, this says which lock. */
+SEC("uprobe")
+int BPF_KPROBE(pg_lock_sleep, void *locallock)
+{
+	struct sq_counters *c = counters_get();
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct sq_thread *t = enter(c, tgid);
+	__u8 type = SQ_LOCK_TYPES - 1;
+
+	if (!t)
+		return 0;
+	if (locallock)
+		bpf_probe_read_user(&type, 1, locallock + PG_LOCKTAG_TYPE_OFF);
+	t->lock_type = type < SQ_LOCK_TYPES - 1 ? type : SQ_LOCK_TYPES - 1;
+	t->lock_stmt = t->pg_start ? t->pg_id : 0;
+	t->lock_start = bpf_ktime_get_ns();
+	return 0;
+}
+
+/* ProcSleep's return: the wait ended (granted, deadlock, timeout). A C
+ * server, so a uretprobe is safe; one trap per lock wait. */
+SEC("uretprobe")
+int BPF_KRETPROBE(pg_lock_woke)
+{
+	struct sq_counters *c = counters_get();
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct sq_thread *t = enter(c, tgid);
+	struct sq_stmt *s;
+	__u64 now;
+	__u32 i;
+
+	if (!t || !t->lock_start)
+		return 0;
+	now = bpf_ktime_get_ns();
+	s = stmt_of(t->lock_stmt);
+	i = t->lock_type;
+	if (s && i < SQ_LOCK_TYPES && now > t->lock_start) {
+		__sync_fetch_and_add(&s->lock_waits[i], 1);
+		__sync_fetch_and_add(&s->lock_ns[i], now - t->lock_start);
+	}
+	t->lock_start = 0;
+	return 0;
+}

@@ -12,6 +12,10 @@
 #define SQ_CATS 8         /* the time accounting's categories (TA_NUM_CATS) */
 #define SQ_TX_STMTS 8     /* statements of a transaction kept in its kind */
 #define SQ_MAX_TXS 1024   /* distinct transaction kinds per run */
+/* PostgreSQL's LockTagType (storage/lock.h: LOCKTAG_RELATION 0 to
+ * LOCKTAG_ADVISORY 10, the same from 9.6 to 17); the last slot holds any
+ * other. */
+#define SQ_LOCK_TYPES 12
 
 /* What a thread is doing in SQLite. An execution is a statement from its
  * first step to its reset or finalize; prepare, checkpoint and close are
@@ -45,6 +49,11 @@ struct sq_thread {
 	/* The sync calls the thread made and their time (storage counts
 	 * them): a transaction's are the difference over it. */
 	__u64 syncs, sync_ns;
+	/* PostgreSQL: the heavyweight lock wait under way (ProcSleep), since
+	 * when (0: none), its lock's type, and the statement waiting. */
+	__u64 lock_start;
+	__u32 lock_type;
+	__u32 lock_stmt;
 };
 
 /* A connection's transaction under way, by (tgid, SQLite's sqlite3 *;
@@ -127,6 +136,9 @@ struct sq_stmt {
 	 * (TA_CAT_*: on CPU, waiting for one, blocked on storage, ...). */
 	__u64 cat_execs;
 	__u64 cat_ns[SQ_CATS];
+	/* PostgreSQL: its waits for heavyweight locks, by the lock's type. */
+	__u64 lock_waits[SQ_LOCK_TYPES];
+	__u64 lock_ns[SQ_LOCK_TYPES];
 	__u32 text_len;   /* bytes of text, 0: unread */
 	__u32 truncated;  /* the text was longer than SQ_TEXT - 1 */
 	char text[SQ_TEXT];

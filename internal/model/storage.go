@@ -417,6 +417,14 @@ type SQLTransaction struct {
 	SyncSec float64 `json:"sync_sec"`
 }
 
+// SQLLockWait is a statement's waits for one type of lock (PostgreSQL's
+// pg_locks names: transactionid, tuple, relation, ...).
+type SQLLockWait struct {
+	Type  string  `json:"type"`
+	Waits int64   `json:"waits"`
+	Sec   float64 `json:"sec"`
+}
+
 // SQLStatement is one statement (by normalised text, per process).
 type SQLStatement struct {
 	PID  int    `json:"pid"`
@@ -441,6 +449,10 @@ type SQLStatement struct {
 	// ended on one thread it followed). Its sum is their part of Sec.
 	Time       map[string]float64 `json:"time,omitempty"`
 	TimedExecs int64              `json:"timed_execs,omitempty"`
+	// LockWaits are a PostgreSQL statement's waits for heavyweight
+	// locks, by the lock's type, most time first: the kernel sees them as
+	// sleeps (in the backend's latch), so Time has them under sleep.
+	LockWaits []SQLLockWait `json:"lock_waits,omitempty"`
 	SQLStmtIO
 	// Calls are every file's calls made under it, timed (SQLStmtIO above
 	// is SQLite's files only, typed by page).

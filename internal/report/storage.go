@@ -229,6 +229,9 @@ func (d *doc) statements(s rows.Statements) {
 		if r.States != "" {
 			notes = append(notes, "time: "+r.States)
 		}
+		if r.Locks != "" {
+			notes = append(notes, "lock waits: "+r.Locks)
+		}
 		if r.TopPages != "" {
 			notes = append(notes, r.TopPages)
 		}

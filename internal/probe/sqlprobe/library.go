@@ -42,6 +42,10 @@ const (
 // symbols too).
 const pgActivity = "pgstat_report_activity"
 
+// pgLockSleep is where a PostgreSQL backend waits for a heavyweight lock
+// (exported too).
+const pgLockSleep = "ProcSleep"
+
 // Library is an ELF file that defines SQLite's API (libsqlite3, or a
 // program or module with SQLite linked in), or a PostgreSQL server.
 type Library struct {
@@ -76,8 +80,15 @@ func Inspect(path string) (*Library, error) {
 		// activity report, no offsets needed.
 		lib := &Library{Path: path, BuildID: buildID(f), Engine: EnginePostgres, Symbols: map[string]uint64{pgActivity: syms[pgActivity]},
 			FileOffsets: map[string]uint64{}, SQLOffset: -1, AutoCommitOffset: -1}
-		if p := segment(f, syms[pgActivity]); p != nil {
-			lib.FileOffsets[pgActivity] = syms[pgActivity] - p.Vaddr + p.Off
+		for _, name := range []string{pgActivity, pgLockSleep} {
+			a, ok := syms[name]
+			if !ok {
+				continue
+			}
+			lib.Symbols[name] = a
+			if p := segment(f, a); p != nil {
+				lib.FileOffsets[name] = a - p.Vaddr + p.Off
+			}
 		}
 		return lib, nil
 	}

@@ -115,6 +115,18 @@ func Join(res *Result, io map[uint32]*model.SQLStmtIO, calls map[uint32]*model.S
 				}
 			}
 		}
+		for i, n := range s.LockWaits {
+			if n == 0 {
+				continue
+			}
+			j := slices.IndexFunc(m.LockWaits, func(w model.SQLLockWait) bool { return w.Type == LockTypes[i] })
+			if j < 0 {
+				m.LockWaits = append(m.LockWaits, model.SQLLockWait{Type: LockTypes[i]})
+				j = len(m.LockWaits) - 1
+			}
+			m.LockWaits[j].Waits += int64(n)
+			m.LockWaits[j].Sec += float64(s.LockNs[i]) / 1e9
+		}
 		for i, n := range s.Hist {
 			hists[k][i] += n
 		}
@@ -139,6 +151,7 @@ func Join(res *Result, io map[uint32]*model.SQLStmtIO, calls map[uint32]*model.S
 	}
 	for k, m := range merged {
 		m.P50Sec, m.P99Sec = quantile(hists[k], 0.5), quantile(hists[k], 0.99)
+		slices.SortFunc(m.LockWaits, func(a, b model.SQLLockWait) int { return cmp.Compare(b.Sec, a.Sec) })
 		out.Statements = append(out.Statements, *m)
 	}
 	out.Transactions = transactions(res)

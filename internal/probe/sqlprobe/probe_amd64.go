@@ -89,6 +89,21 @@ func Start(pids []int, tracked, times, threads *ebpf.Map) (_ *Probe, err error) 
 				return nil, fmt.Errorf("sql: attach %s in %s: %w", pgActivity, l.Path, err)
 			}
 			p.links = append(p.links, lk)
+			off, ok := l.FileOffsets[pgLockSleep]
+			if !ok {
+				p.res.Notes = append(p.res.Notes, fmt.Sprintf("%s: no %s symbol: the statements' lock waits are not named (they show as sleep)", l.Path, pgLockSleep))
+				continue
+			}
+			in, err := ex.Uprobe(pgLockSleep, p.objs.PgLockSleep, &link.UprobeOptions{Address: off})
+			if err != nil {
+				return nil, fmt.Errorf("sql: attach %s in %s: %w", pgLockSleep, l.Path, err)
+			}
+			p.links = append(p.links, in)
+			out, err := ex.Uretprobe(pgLockSleep, p.objs.PgLockWoke, &link.UprobeOptions{Address: off})
+			if err != nil {
+				return nil, fmt.Errorf("sql: attach the return of %s in %s: %w", pgLockSleep, l.Path, err)
+			}
+			p.links = append(p.links, out)
 			continue
 		}
 		if l.SQLOffset != sqlOff || l.AutoCommitOffset != acOff {
@@ -166,7 +181,7 @@ func (p *Probe) Stop() (*Result, error) {
 		}
 		st := Statement{ID: id, PID: int(s.Tgid), Text: text(s.Text[:], s.TextLen), Truncated: s.Truncated != 0,
 			Execs: s.Execs, Done: s.Done, Steps: s.Steps, Autocommit: s.Autocommit, Sec: float64(s.Ns) / 1e9,
-			Hist: append([]uint64(nil), s.Slots[:]...), CatExecs: s.CatExecs, CatNs: s.CatNs}
+			Hist: append([]uint64(nil), s.Slots[:]...), CatExecs: s.CatExecs, CatNs: s.CatNs, LockWaits: s.LockWaits, LockNs: s.LockNs}
 		if int(s.Kind) < len(KindNames) {
 			st.Kind = KindNames[s.Kind]
 		}

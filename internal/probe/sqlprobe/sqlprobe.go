@@ -21,7 +21,14 @@ type Statement struct {
 	// (model.Categories' order: cpu, cpu-wait, storage-read, ...).
 	CatExecs uint64
 	CatNs    [8]uint64
+	// LockWaits and LockNs: a PostgreSQL statement's waits for
+	// heavyweight locks, by the lock's type (LockTypes).
+	LockWaits, LockNs [12]uint64
 }
+
+// LockTypes names PostgreSQL's lock types (LockTagType) as its pg_locks
+// view does; the last stands for any other.
+var LockTypes = [12]string{"relation", "extend", "frozenid", "page", "tuple", "transactionid", "virtualxid", "spectoken", "object", "userlock", "advisory", "other"}
 
 // Result is what the statement probe saw.
 type Result struct {

@@ -86,6 +86,8 @@ type sqlstmtSqStmt struct {
 	Slots      [40]uint64
 	CatExecs   uint64
 	CatNs      [8]uint64
+	LockWaits  [12]uint64
+	LockNs     [12]uint64
 	TextLen    uint32
 	Truncated  uint32
 	Text       [256]int8
@@ -111,6 +113,9 @@ type sqlstmtSqThread struct {
 	PgCat0    [8]uint64
 	Syncs     uint64
 	SyncNs    uint64
+	LockStart uint64
+	LockType  uint32
+	LockStmt  uint32
 }
 
 type sqlstmtSqTx struct {
@@ -213,6 +218,8 @@ const (
 	sqlstmtMapTracked       = "tracked"
 	sqlstmtMapTxs           = "txs"
 	sqlstmtProgPgActivity   = "pg_activity"
+	sqlstmtProgPgLockSleep  = "pg_lock_sleep"
+	sqlstmtProgPgLockWoke   = "pg_lock_woke"
 	sqlstmtProgSqCheckpoint = "sq_checkpoint"
 	sqlstmtProgSqClose      = "sq_close"
 	sqlstmtProgSqFinalize   = "sq_finalize"
@@ -272,6 +279,8 @@ type sqlstmtSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type sqlstmtProgramSpecs struct {
 	PgActivity   *ebpf.ProgramSpec `ebpf:"pg_activity"`
+	PgLockSleep  *ebpf.ProgramSpec `ebpf:"pg_lock_sleep"`
+	PgLockWoke   *ebpf.ProgramSpec `ebpf:"pg_lock_woke"`
 	SqCheckpoint *ebpf.ProgramSpec `ebpf:"sq_checkpoint"`
 	SqClose      *ebpf.ProgramSpec `ebpf:"sq_close"`
 	SqFinalize   *ebpf.ProgramSpec `ebpf:"sq_finalize"`
@@ -379,6 +388,8 @@ type sqlstmtVariables struct {
 // It can be passed to loadSqlstmtObjects or ebpf.CollectionSpec.LoadAndAssign.
 type sqlstmtPrograms struct {
 	PgActivity   *ebpf.Program `ebpf:"pg_activity"`
+	PgLockSleep  *ebpf.Program `ebpf:"pg_lock_sleep"`
+	PgLockWoke   *ebpf.Program `ebpf:"pg_lock_woke"`
 	SqCheckpoint *ebpf.Program `ebpf:"sq_checkpoint"`
 	SqClose      *ebpf.Program `ebpf:"sq_close"`
 	SqFinalize   *ebpf.Program `ebpf:"sq_finalize"`
@@ -390,6 +401,8 @@ type sqlstmtPrograms struct {
 func (p *sqlstmtPrograms) Close() error {
 	return _SqlstmtClose(
 		p.PgActivity,
+		p.PgLockSleep,
+		p.PgLockWoke,
 		p.SqCheckpoint,
 		p.SqClose,
 		p.SqFinalize,

@@ -40,6 +40,9 @@ type storageSqThread struct {
 	PgCat0    [8]uint64
 	Syncs     uint64
 	SyncNs    uint64
+	LockStart uint64
+	LockType  uint32
+	LockStmt  uint32
 }
 
 type storageStAio struct {

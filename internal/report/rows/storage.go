@@ -555,6 +555,9 @@ type StatementRow struct {
 	// States is where its executions' time went, largest first, e.g.
 	// "sleep 72%, cpu 11%, cpu-wait 9%"; "" when not timed by state.
 	States string
+	// Locks are its lock waits by type, e.g. "transactionid 2,900 in
+	// 3.31s"; "" with none.
+	Locks string
 }
 
 // StatementsOf builds the statements table.
@@ -583,6 +586,11 @@ func StatementsOf(q *model.SQLStatements, n int) Statements {
 			r.P50, r.P99 = units.FormatNs(st.P50Sec*1e9), units.FormatNs(st.P99Sec*1e9)
 		}
 		r.States = statesOf(st.Time)
+		var locks []string
+		for _, w := range st.LockWaits {
+			locks = append(locks, fmt.Sprintf("%s %s in %s", w.Type, units.FormatCount(w.Waits), units.FormatNs(w.Sec*1e9)))
+		}
+		r.Locks = strings.Join(locks, ", ")
 		if c.ReadMissPages > 0 {
 			r.ReadIn = units.FormatCount(c.ReadMissPages)
 		}
