@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -44,12 +45,24 @@ func scenario(t *testing.T, name string) string {
 		t.Skip("gcc not found: the scenarios are C programs")
 	}
 	out := filepath.Join(bin, name)
+	builtMu.Lock()
+	defer builtMu.Unlock()
+	if built[name] {
+		return out // built by this process already (-count=N runs it N times)
+	}
 	cc := exec.Command("gcc", "-O2", "-Wall", "-pthread", "-o", out, filepath.Join("c", name+".c"))
 	if b, err := cc.CombinedOutput(); err != nil {
 		t.Fatalf("build scenario %s: %v\n%s", name, err, b)
 	}
+	built[name] = true
 	return out
 }
+
+// built are the scenarios this process has built into bin.
+var (
+	builtMu sync.Mutex
+	built   = map[string]bool{}
+)
 
 // diagnose runs perfsleuth diagnose --quick with args in a fresh directory
 // on the real disk (scenarios create their files in the current directory)

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -50,14 +51,37 @@ func Need(t testing.TB) {
 // taken as quiet.
 func Loaded(t testing.TB) (bool, string) {
 	t.Helper()
+	lastMu.Lock()
+	defer lastMu.Unlock()
+	if ago := time.Since(lastQuiet); ago < quietReuse {
+		t.Logf("the machine was quiet %s ago (%s): not measured again", ago.Round(time.Millisecond), lastLoad)
+		return false, ""
+	}
 	l, err := measureLoad(loadWindow)
 	if err != nil {
 		t.Logf("cannot tell whether the machine is loaded (%v): taking it as quiet", err)
 		return false, ""
 	}
 	why := l.loaded()
+	if why == "" {
+		lastQuiet, lastLoad = time.Now(), l
+	}
 	return why != "", fmt.Sprintf("%s over %s (%s)", why, loadWindow, l)
 }
+
+// quietReuse: a quiet reading stands for this long, for the tests that
+// follow in the same process (issue 14's command measured the load 35
+// times, 35 s of its 10 minutes). Only a quiet one: taken again, a loaded
+// machine may have gone quiet, and a test then holds the stricter
+// assertion; a quiet one reused when load has just begun makes a test
+// stricter than the moment allows, never looser.
+const quietReuse = 10 * time.Second
+
+var (
+	lastMu    sync.Mutex
+	lastQuiet time.Time
+	lastLoad  load
+)
 
 // loadWindow is how long Need samples: long enough for a neighbour
 // that runs in bursts (a build's compiler processes) to show, short enough

@@ -58,6 +58,22 @@ func observeSQL(t *testing.T, work func()) *model.SQLStatements {
 	return Join(res, q.ByStatement, sio.StatementCalls, 0)
 }
 
+// journaled opens a new database in rollback-journal mode with
+// synchronous=FULL (each commit syncs its journal and the database) and
+// a table t(a, b), closed with the test.
+func journaled(t *testing.T) *capi.Conn {
+	t.Helper()
+	conn, err := capi.Open(filepath.Join(t.TempDir(), "t.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if err := conn.Exec("PRAGMA journal_mode=DELETE; PRAGMA synchronous=FULL; CREATE TABLE t(a INTEGER PRIMARY KEY, b TEXT)"); err != nil {
+		t.Fatal(err)
+	}
+	return conn
+}
+
 func find(q *model.SQLStatements, text string) *model.SQLStatement {
 	for i := range q.Statements {
 		if q.Statements[i].Text == text {
@@ -71,15 +87,7 @@ func find(q *model.SQLStatements, text string) *model.SQLStatement {
 // each its own transaction with its syncs, then a SELECT: each statement
 // is named with its executions, and the SQLite file IO is charged to them.
 func TestStatementsJoined(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "t.db")
-	conn, err := capi.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if err := conn.Exec("PRAGMA journal_mode=DELETE; PRAGMA synchronous=FULL; CREATE TABLE t(a INTEGER PRIMARY KEY, b TEXT)"); err != nil {
-		t.Fatal(err)
-	}
+	conn := journaled(t)
 	const n = 50
 	q := observeSQL(t, func() {
 		ins, err := conn.Prepare("INSERT INTO t(b) VALUES (?)", capi.Text)
@@ -139,15 +147,7 @@ func TestStatementTimeByState(t *testing.T) {
 			t.Fatalf("model.Categories[%d] is %q, the time accounting's category %d is %q: the statement probe reads them by index", i, model.Categories[i], i, c)
 		}
 	}
-	path := filepath.Join(t.TempDir(), "t.db")
-	conn, err := capi.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if err := conn.Exec("PRAGMA journal_mode=DELETE; PRAGMA synchronous=FULL; CREATE TABLE t(a INTEGER PRIMARY KEY, b TEXT)"); err != nil {
-		t.Fatal(err)
-	}
+	conn := journaled(t)
 	const n = 40
 	const spin = "WITH RECURSIVE c(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM c WHERE x < 1000000) SELECT sum(x) FROM c"
 	q := observeSQL(t, func() {
@@ -226,15 +226,7 @@ func TestStatementTimeByState(t *testing.T) {
 // (a journal and a database sync at least per commit) and its time, which
 // holds its statements' times.
 func TestTransactions(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "t.db")
-	conn, err := capi.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	if err := conn.Exec("PRAGMA journal_mode=DELETE; PRAGMA synchronous=FULL; CREATE TABLE t(a INTEGER PRIMARY KEY, b TEXT)"); err != nil {
-		t.Fatal(err)
-	}
+	conn := journaled(t)
 	const explicit, inTx, auto = 10, 3, 20
 	q := observeSQL(t, func() {
 		var stmts []*capi.Stmt
