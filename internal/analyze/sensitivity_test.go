@@ -257,3 +257,40 @@ func TestClassifyVariableEffect(t *testing.T) {
 			c.Class, c.Reason, c.Change, c.Interval, c.Noise*100, run.Experiments.BaselineNoise*100)
 	}
 }
+
+// TestConclusionTieGoesToTheAccounting: the SQLite WAL case from a quiet
+// clean-clone run. cpu-contention cost -51%, io-pressure -53%: both
+// sensitive, within the material change of each other, so the experiments
+// cannot tell them apart and the accounting (cpu, 944 ms against 257 ms of
+// storage) decides; io is named as mattering as much. Apart by more than
+// the material change, the experiments decide, as before.
+func TestConclusionTieGoesToTheAccounting(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		io      []float64
+		want    string
+		phrases []string
+	}{
+		{"within 10 points", []float64{470, 465, 480}, "cpu", []string{"CPU-bound, confirmed", "and the accounting agrees (cpu)", "io matters as much (within 10 points, which the accounting decides): io-pressure changed the result -53%"}},
+		{"apart by more", []float64{300, 290, 310}, "io", []string{"storage-bound: io-pressure changed the result -70%", "the accounting's largest share was cpu, which the experiments found to matter less", "cpu matters too: cpu-contention changed the result -51%"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := runWith(2, 10, thread(1, map[string]float64{model.CatCPU: 0.944, model.CatStorageWrite: 0.257, model.CatCPUWait: 0.05}))
+			run.Experiments = &model.Experiments{Measure: model.Measure{HigherIsBetter: true}, Conditions: []model.Condition{
+				cond("baseline", "", 1000, 1000, 1000),
+				cond("cpu-contention", "cpu", 490, 485, 495),
+				cond("io-pressure", "io", tc.io...),
+			}}
+			Analyze(run)
+			v := run.Verdict
+			if v.Bottleneck != tc.want {
+				t.Errorf("bottleneck %q, want %s; conclusion: %s", v.Bottleneck, tc.want, v.Conclusion)
+			}
+			for _, p := range tc.phrases {
+				if !strings.Contains(v.Conclusion, p) {
+					t.Errorf("conclusion %q lacks %q", v.Conclusion, p)
+				}
+			}
+		})
+	}
+}
