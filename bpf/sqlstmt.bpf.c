@@ -295,12 +295,8 @@ static __always_inline void time_exec(__u32 id, __u64 d, __u64 now, __u64 *cat0,
 static __always_inline struct sq_conn *conn_of(__u32 tgid, __u64 db)
 {
 	struct sq_conn_key k = {.tgid = tgid, .db = db};
-	struct sq_conn *cn = bpf_map_lookup_elem(&conns, &k);
 
-	if (cn)
-		return cn;
-	bpf_map_update_elem(&conns, &k, &zero_conn, BPF_NOEXIST);
-	return bpf_map_lookup_elem(&conns, &k);
+	return lookup_or_init(&conns, &k, &zero_conn);
 }
 
 /* tx_add adds an execution of statement id, starting at start on thread
@@ -341,15 +337,11 @@ static __always_inline void tx_end(struct sq_conn *cn, struct sq_thread *t, __u3
 	for (int i = 0; i < SQ_TX_STMTS; i++)
 		k.ids[i] = cn->ids[i];
 	cn->start_ns = 0;
-	x = bpf_map_lookup_elem(&txs, &k);
+	x = lookup_or_init(&txs, &k, &zero_tx);
 	if (!x) {
-		bpf_map_update_elem(&txs, &k, &zero_tx, BPF_NOEXIST);
-		x = bpf_map_lookup_elem(&txs, &k);
-		if (!x) {
-			if (c)
-				c->txs_full++;
-			return;
-		}
+		if (c)
+			c->txs_full++;
+		return;
 	}
 	__sync_fetch_and_add(&x->count, 1);
 	__sync_fetch_and_add(&x->ns, d);
@@ -360,6 +352,17 @@ static __always_inline void tx_end(struct sq_conn *cn, struct sq_thread *t, __u3
 		__sync_fetch_and_add(&x->syncs, t->syncs - cn->syncs0);
 		__sync_fetch_and_add(&x->sync_ns, t->sync_ns - cn->sync_ns0);
 	}
+}
+
+/* conn_end ends the transaction under way on connection db (0: the
+ * backend) of process tgid, if it has one, at now. */
+static __always_inline void conn_end(__u32 tgid, __u64 db, struct sq_thread *t, __u64 now, struct sq_counters *c)
+{
+	struct sq_conn_key k = {.tgid = tgid, .db = db};
+	struct sq_conn *cn = bpf_map_lookup_elem(&conns, &k);
+
+	if (cn)
+		tx_end(cn, t, tgid, now, c);
 }
 
 /* autocommit_of reads whether statement stmt's connection is in
@@ -518,13 +521,8 @@ static __always_inline void end_exec(void *stmt, bool finalize)
 	h = bpf_map_lookup_elem(&handles, &hk);
 	if (!h)
 		return;
-	if (h->exec && autocommit_of(stmt, &db, &ac) && ac) {
-		struct sq_conn_key ck = {.tgid = tgid, .db = db};
-		struct sq_conn *cn = bpf_map_lookup_elem(&conns, &ck);
-
-		if (cn)
-			tx_end(cn, t, tgid, bpf_ktime_get_ns(), c);
-	}
+	if (h->exec && autocommit_of(stmt, &db, &ac) && ac)
+		conn_end(tgid, db, t, bpf_ktime_get_ns(), c);
 	finish(h, c);
 	/* A finalized handle's address is reused by the next prepare. */
 	if (finalize)
@@ -584,6 +582,15 @@ const volatile __s32 pg_running = 2;
 /* STATE_IDLE: the backend waits for a command outside a transaction. */
 const volatile __s32 pg_idle = 1;
 
+/* pg_finish ends and times the statement the backend runs, if any. */
+static __always_inline void pg_finish(struct sq_thread *t, __u64 now, struct sq_counters *c)
+{
+	if (!t->pg_start)
+		return;
+	time_exec(t->pg_id, now - t->pg_start, now, t->pg_cats ? t->pg_cat0 : NULL, c);
+	t->pg_start = 0;
+}
+
 /* pgstat_report_activity(state, cmd_str): every backend reports the
  * statement it starts (simple and extended protocol, utility statements
  * too) and its return to idle. A statement's execution runs from its
@@ -609,20 +616,12 @@ int BPF_KPROBE(pg_activity, int state, const char *cmd)
 		return 0;
 	now = bpf_ktime_get_ns();
 	if (state != pg_running || !cmd) {
-		if (t->pg_start) {
-			time_exec(t->pg_id, now - t->pg_start, now, t->pg_cats ? t->pg_cat0 : NULL, c);
-			t->pg_start = 0;
-		}
+		pg_finish(t, now, c);
 		t->stmt_id = 0;
 		/* Idle (not idle in a transaction): the transaction, an
 		 * explicit one or the statement's own, committed. */
-		if (state == pg_idle) {
-			struct sq_conn_key ck = {.tgid = tgid};
-			struct sq_conn *cn = bpf_map_lookup_elem(&conns, &ck);
-
-			if (cn)
-				tx_end(cn, t, tgid, now, c);
-		}
+		if (state == pg_idle)
+			conn_end(tgid, 0, t, now, c);
 		return 0;
 	}
 	id = stmt_id(tgid, SQ_EXEC, cmd, c);
@@ -630,8 +629,7 @@ int BPF_KPROBE(pg_activity, int state, const char *cmd)
 		t->stmt_id = id;
 		return 0;
 	}
-	if (t->pg_start)
-		time_exec(t->pg_id, now - t->pg_start, now, t->pg_cats ? t->pg_cat0 : NULL, c);
+	pg_finish(t, now, c);
 	t->pg_id = id;
 	t->pg_start = now;
 	t->pg_cats = cats_now(t->pg_cat0, now);

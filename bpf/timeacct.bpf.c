@@ -1078,21 +1078,32 @@ struct {
  * one moment (handle_enqueue, right after the clock's update), so the lag
  * is (now - rq->clock) - (enqueue's ns - its clock). 0 when it cannot be
  * told. */
+/* anchor_of is ktime - sched_clock on e's CPU at its last enqueue made
+ * on that CPU (its clock is then that CPU's sched_clock), into *off; false
+ * when there is none or it is older than TA_CUT_ANCHOR_MAX_NS at now. */
+static __always_inline bool anchor_of(struct ta_enq *e, __u64 now, __s64 *off)
+{
+	if (!e->local_clock || now < e->local_ns || now - e->local_ns > TA_CUT_ANCHOR_MAX_NS)
+		return false;
+	*off = (__s64)(e->local_ns - e->local_clock);
+	return true;
+}
+
 static __always_inline __u64 cut_lag(struct rq *rq, __u64 now)
 {
 	struct ta_enq *e;
+	__s64 lag, off;
 	__u32 cpu;
-	__s64 lag;
 
 	if (!rq)
 		return 0;
 	cpu = rq->cpu;
 	e = bpf_map_lookup_elem(&rq_enq, &cpu);
-	if (!e || !e->local_clock || now < e->local_ns || now - e->local_ns > TA_CUT_ANCHOR_MAX_NS)
-		return 0;
 	/* The anchor is the last enqueue made on this CPU: its clock is this
 	 * CPU's sched_clock, as rq->clock is here. */
-	lag = (__s64)(now - rq->clock) - (__s64)(e->local_ns - e->local_clock);
+	if (!e || !anchor_of(e, now, &off))
+		return 0;
+	lag = (__s64)(now - rq->clock) - off;
 	return lag > 0 && lag < TA_CUT_LAG_MAX_NS ? (__u64)lag : 0;
 }
 
@@ -1377,6 +1388,7 @@ static __always_inline __u64 queued_at(struct task_struct *p, struct ta_thread *
 {
 	struct ta_enq *e;
 	__u64 ns, queued;
+	__s64 off;
 	__u32 cpu;
 
 	if (!bpf_core_field_exists(p->sched_info.last_queued) || !bpf_core_field_exists(p->thread_info.cpu))
@@ -1400,8 +1412,8 @@ static __always_inline __u64 queued_at(struct task_struct *p, struct ta_thread *
 		 * for it, and counts its run-queue wait from before the
 		 * enqueue, in the sleep (beside a CPU burner here: 4-10 us
 		 * at most remote wake-ups, 50 ms over 5,000 of them). */
-		if (stale && e->local_clock && now >= e->local_ns && now - e->local_ns <= TA_CUT_ANCHOR_MAX_NS) {
-			__s64 d = (__s64)(ns - e->clock) - (__s64)(e->local_ns - e->local_clock);
+		if (stale && anchor_of(e, now, &off)) {
+			__s64 d = (__s64)(ns - e->clock) - off;
 
 			if (d > 0 && d < TA_CUT_LAG_MAX_NS)
 				*stale = d;
@@ -1415,9 +1427,9 @@ static __always_inline __u64 queued_at(struct task_struct *p, struct ta_thread *
 	 * nr_running. last_queued is the run queue's clock then: in ktime,
 	 * by the CPU's last enqueue made on it (cut_lag's anchor), when that
 	 * is recent and the result lies in the sleep, close before now. */
-	if (!queued || !e->local_clock || now < e->local_ns || now - e->local_ns > TA_CUT_ANCHOR_MAX_NS)
+	if (!queued || !anchor_of(e, now, &off))
 		return now;
-	ns = queued + (e->local_ns - e->local_clock);
+	ns = queued + off;
 	if (ns >= now || ns <= t->last_ns || ns <= window_ns)
 		return now;
 	if (now - ns > TA_REQUEUE_MAX_NS) {
