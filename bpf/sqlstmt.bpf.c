@@ -615,6 +615,7 @@ int BPF_KPROBE(pg_activity, int state, const char *cmd)
 	if (!t)
 		return 0;
 	now = bpf_ktime_get_ns();
+	t->pg_depth = 0; /* nested statements end with theirs (an error skips their end) */
 	if (state != pg_running || !cmd) {
 		pg_finish(t, now, c);
 		t->stmt_id = 0;
@@ -625,6 +626,7 @@ int BPF_KPROBE(pg_activity, int state, const char *cmd)
 		return 0;
 	}
 	id = stmt_id(tgid, SQ_EXEC, cmd, c);
+	t->pg_text = (__u64)cmd;
 	if (t->pg_start && id && id == t->pg_id) {
 		t->stmt_id = id;
 		return 0;
@@ -639,6 +641,119 @@ int BPF_KPROBE(pg_activity, int state, const char *cmd)
 
 		if (cn)
 			tx_add(cn, t, id, now);
+	}
+	return 0;
+}
+
+/* pg_current is the statement the backend runs: the innermost nested
+ * one under way, or the one it reported (0: none). */
+static __always_inline __u32 pg_current(struct sq_thread *t)
+{
+	__u32 d = t->pg_depth;
+
+	if (!t->pg_start)
+		return 0;
+	if (d > 0 && d <= SQ_PG_NEST)
+		return t->nest[(d - 1) & (SQ_PG_NEST - 1)].id;
+	return t->pg_id;
+}
+
+/* QueryDesc (executor/execdesc.h): CmdType operation; PlannedStmt
+ * *plannedstmt; const char *sourceText; ... the same from 9.x to 17. */
+#define PG_QD_SOURCE_OFF 16
+
+/* standard_ExecutorStart(queryDesc, eflags): every plan the backend
+ * executes starts here (ExecutorStart calls it, or an extension's hook
+ * that calls it: with pg_stat_statements loaded ExecutorStart's own call
+ * is a tail jump, so the hook is on the standard one). The backend's own
+ * statement's executor has its reported text (the same pointer, or the
+ * same normalised text); any other is a statement nested in it: a
+ * function's or a trigger's through SPI, a SQL function's body. It
+ * becomes the backend's current statement, so its IO is its own, until
+ * its executor ends. */
+SEC("uprobe")
+int BPF_KPROBE(pg_exec_start, void *qd)
+{
+	struct sq_counters *c = counters_get();
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct sq_thread *t = enter(c, tgid);
+	__u8 head[SQ_HEAD] = {};
+	struct sq_nest *n;
+	struct sq_stmt *s;
+	__u64 src = 0, now;
+	__u32 d, id, parent;
+	bool same;
+
+	if (!t || !t->pg_start || !qd)
+		return 0;
+	if (bpf_probe_read_user(&src, sizeof(src), qd + PG_QD_SOURCE_OFF) || !src)
+		return 0;
+	d = t->pg_depth;
+	if (d == 0 && src == t->pg_text)
+		return 0;
+	if (d >= SQ_PG_NEST) {
+		if (c)
+			c->nest_deep++;
+		return 0;
+	}
+	n = &t->nest[d & (SQ_PG_NEST - 1)];
+	/* The statement last seen at this depth, if its text is at the same
+	 * address and begins the same: its id, without reading all of its
+	 * text (a text read fails short of SQ_HEAD only at a page's end,
+	 * and then is not matched). */
+	same = n->src == src && n->src_id && bpf_probe_read_user(head, SQ_HEAD, (void *)src) == 0;
+	for (int i = 0; i < SQ_HEAD && same; i++)
+		same = head[i] == n->head[i];
+	if (same) {
+		id = n->src_id;
+	} else {
+		id = stmt_id(tgid, SQ_EXEC, (const char *)src, c);
+		if (id && bpf_probe_read_user(n->head, SQ_HEAD, (void *)src) == 0) {
+			n->src = src;
+			n->src_id = id;
+		} else {
+			n->src_id = 0;
+		}
+	}
+	if (d == 0 && id == t->pg_id)
+		return 0;
+	parent = pg_current(t);
+	now = bpf_ktime_get_ns();
+	n->qd = (__u64)qd;
+	n->start = now;
+	n->id = id;
+	n->cats = cats_now(n->cat0, now);
+	t->pg_depth = d + 1;
+	s = stmt_of(id);
+	if (s && !s->parent && parent != id)
+		s->parent = parent;
+	begin(t, id);
+	return 0;
+}
+
+/* standard_ExecutorEnd(queryDesc): a nested statement's execution ended;
+ * its parent is current again. Ends under it whose end was skipped (an
+ * error caught in a function) are dropped with it. */
+SEC("uprobe")
+int BPF_KPROBE(pg_exec_end, void *qd)
+{
+	struct sq_counters *c = counters_get();
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct sq_thread *t = enter(c, tgid);
+	__u64 now;
+
+	if (!t || !t->pg_depth)
+		return 0;
+	for (int i = SQ_PG_NEST - 1; i >= 0; i--) {
+		struct sq_nest *n = &t->nest[i];
+
+		if (i >= t->pg_depth || n->qd != (__u64)qd)
+			continue;
+		now = bpf_ktime_get_ns();
+		time_exec(n->id, now - n->start, now, n->cats ? n->cat0 : NULL, c);
+		t->pg_depth = i;
+		t->stmt_id = pg_current(t);
+		break;
 	}
 	return 0;
 }
@@ -664,7 +779,7 @@ int BPF_KPROBE(pg_lock_sleep, void *locallock)
 	if (locallock)
 		bpf_probe_read_user(&type, 1, locallock + PG_LOCKTAG_TYPE_OFF);
 	t->lock_type = type < SQ_LOCK_TYPES - 1 ? type : SQ_LOCK_TYPES - 1;
-	t->lock_stmt = t->pg_start ? t->pg_id : 0;
+	t->lock_stmt = pg_current(t);
 	t->lock_start = bpf_ktime_get_ns();
 	return 0;
 }

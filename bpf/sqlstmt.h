@@ -16,6 +16,10 @@
  * LOCKTAG_ADVISORY 10, the same from 9.6 to 17); the last slot holds any
  * other. */
 #define SQ_LOCK_TYPES 12
+/* PostgreSQL: statements nested in a statement (a function's, a
+ * trigger's) followed in depth; deeper ones run as their parent. */
+#define SQ_PG_NEST 4
+#define SQ_HEAD 32 /* bytes of a nested statement's text that confirm its address */
 
 /* What a thread is doing in SQLite. An execution is a statement from its
  * first step to its reset or finalize; prepare, checkpoint and close are
@@ -28,6 +32,25 @@
 /* SQLite's own statements (schema reads, the nested statements of a
  * CREATE or ALTER): prepared inside the library without their text. */
 #define SQ_INTERNAL 4
+
+/* PostgreSQL: one statement nested in the backend's statement (run by a
+ * function through SPI, a trigger, a SQL function), from its executor's
+ * start to its end. */
+struct sq_nest {
+	__u64 qd;              /* its QueryDesc * */
+	__u64 start;
+	__u32 id;              /* its statement id */
+	__u32 cats;            /* 1: cat0 was read */
+	__u64 cat0[SQ_CATS];   /* the thread's time per category at its start */
+	/* The last statement seen at this depth, kept after it ends: its
+	 * text's address and first bytes, and its id. A function's loop runs
+	 * the same statement (its text kept with its plan) again and again:
+	 * found by these, its text is not read and hashed again. */
+	__u64 src;
+	__u32 src_id;
+	__u32 _pad;
+	__u8 head[SQ_HEAD];
+};
 
 /* Per thread (task storage): what its SQLite file IO is charged to. */
 struct sq_thread {
@@ -54,6 +77,13 @@ struct sq_thread {
 	__u64 lock_start;
 	__u32 lock_type;
 	__u32 lock_stmt;
+	/* PostgreSQL: the text pointer the backend reported its statement
+	 * with (its own executor's QueryDesc has the same), and the
+	 * statements nested in it under way, innermost last. */
+	__u64 pg_text;
+	__u32 pg_depth;
+	__u32 _pad;
+	struct sq_nest nest[SQ_PG_NEST];
 };
 
 /* A connection's transaction under way, by (tgid, SQLite's sqlite3 *;
@@ -139,6 +169,10 @@ struct sq_stmt {
 	/* PostgreSQL: its waits for heavyweight locks, by the lock's type. */
 	__u64 lock_waits[SQ_LOCK_TYPES];
 	__u64 lock_ns[SQ_LOCK_TYPES];
+	/* PostgreSQL: the statement it first ran nested in (0: top level);
+	 * its time is in its parent's too, its IO is its own. */
+	__u32 parent;
+	__u32 _pad;
 	__u32 text_len;   /* bytes of text, 0: unread */
 	__u32 truncated;  /* the text was longer than SQ_TEXT - 1 */
 	char text[SQ_TEXT];
@@ -154,6 +188,7 @@ struct sq_counters {
 	__u64 cat_unread; /* ended executions whose time by category could not be told */
 	__u64 txs_full;   /* transactions not counted: txs full */
 	__u64 tx_unended; /* transactions whose end was not seen (a connection back in autocommit at the next start) */
+	__u64 nest_deep;  /* PostgreSQL: nested executions past SQ_PG_NEST deep, run as their parent */
 };
 
 #endif /* __SQLSTMT_H */

@@ -394,27 +394,13 @@ func pgbenchStatements(t *testing.T, dir string, postmaster int, pgbench, mode s
 		t.Fatalf("no statements in the record: warnings %v", r.Warnings)
 	}
 	q := r.Storage.SQLite.SQL
-	byText := map[string]*model.SQLStatement{}
-	for i := range q.Statements {
-		s := &q.Statements[i]
-		if m := byText[s.Text]; m != nil { // one per backend: summed
-			m.Execs += s.Execs
-			m.Done += s.Done
-			m.Sec += s.Sec
-			m.Calls.Syncs += s.Calls.Syncs
-			m.TimedExecs += s.TimedExecs
-			for k, v := range s.Time {
-				m.Time[k] += v
-			}
-			m.LockWaits = append(m.LockWaits, s.LockWaits...)
-			continue
+	byText := statementsByText(q)
+	// pgbench's statements are each the backend's own: their executors
+	// are not taken for nested statements.
+	for _, s := range q.Statements {
+		if s.NestedIn != "" {
+			t.Errorf("%s: inside %q, want top level", s.Text, s.NestedIn)
 		}
-		c := *s
-		c.Time = maps.Clone(s.Time)
-		if c.Time == nil {
-			c.Time = map[string]float64{}
-		}
-		byText[s.Text] = &c
 	}
 	var tx float64
 	checked := 0
@@ -517,6 +503,35 @@ func pgbenchStatements(t *testing.T, dir string, postmaster int, pgbench, mode s
 	}
 }
 
+// statementsByText sums the statements of a server's backends (one per
+// backend in the record) by their text.
+func statementsByText(q *model.SQLStatements) map[string]*model.SQLStatement {
+	byText := map[string]*model.SQLStatement{}
+	for i := range q.Statements {
+		s := &q.Statements[i]
+		if m := byText[s.Text]; m != nil {
+			m.Execs += s.Execs
+			m.Done += s.Done
+			m.Sec += s.Sec
+			m.Calls.Writes += s.Calls.Writes
+			m.Calls.Syncs += s.Calls.Syncs
+			m.TimedExecs += s.TimedExecs
+			for k, v := range s.Time {
+				m.Time[k] += v
+			}
+			m.LockWaits = append(m.LockWaits, s.LockWaits...)
+			continue
+		}
+		c := *s
+		c.Time = maps.Clone(s.Time)
+		if c.Time == nil {
+			c.Time = map[string]float64{}
+		}
+		byText[s.Text] = &c
+	}
+	return byText
+}
+
 // msByState writes a statement's time by state in ms, largest first.
 func msByState(m map[string]float64) string {
 	keys := slices.Collect(maps.Keys(m))
@@ -526,4 +541,97 @@ func msByState(m map[string]float64) string {
 		out = append(out, fmt.Sprintf("%s %.1f ms", k, m[k]*1e3))
 	}
 	return strings.Join(out, ", ")
+}
+
+// TestPgNestedStatements: the statements a PL/pgSQL function runs are
+// named on their own, nested in the statement that called it. fill(n)
+// inserts n rows one INSERT at a time and counts a table: each INSERT is
+// an execution of its own (its executor started and ended), inside
+// SELECT fill(...), whose time includes theirs; the table's growth (a
+// write of each new page, made by the INSERT that needed it) is the
+// INSERT's IO, and the commit's WAL sync the SELECT's.
+func TestPgNestedStatements(t *testing.T) {
+	dir, postmaster, _ := pgCluster(t)
+	psql := func(sql string) []string {
+		return []string{filepath.Join(pgBin(t), "psql"), "-X", "-q", "-h", dir, "-U", "bench", "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-c", sql}
+	}
+	setup := psql(`CREATE TABLE nest_t (id int, v text);
+CREATE FUNCTION fill(n int) RETURNS bigint LANGUAGE plpgsql AS $$
+BEGIN
+  FOR i IN 1..n LOOP
+    INSERT INTO nest_t VALUES (i, repeat('x', 200));
+  END LOOP;
+  RETURN (SELECT count(*) FROM nest_t);
+END $$;`)
+	run(t, exec.Command(setup[0], setup[1:]...))
+	const rowsEach, calls = 5000, 4
+	rec := filepath.Join(t.TempDir(), "run.json")
+	script := fmt.Sprintf("for i in $(seq %d); do %s; done", calls, strings.Join(quoteAll(psql(fmt.Sprintf("SELECT fill(%d);", rowsEach))), " "))
+	args := []string{"observe", "--sql", "--json", rec, "-p", strconv.Itoa(postmaster), "--", "sh", "-c", script}
+	if stdout, stderr, status := perfsleuth(t, dir, args...); status != 0 {
+		t.Fatalf("perfsleuth %s: exit status %d\n%s\n%s", strings.Join(args, " "), status, stdout, stderr)
+	}
+	r := loadRecord(t, rec)
+	if r.Storage == nil || r.Storage.SQLite == nil || r.Storage.SQLite.SQL == nil {
+		t.Fatalf("no statements in the record: warnings %v", r.Warnings)
+	}
+	// Each psql connects anew: one backend, so one of each statement, per
+	// call; summed.
+	var top, insert, count *model.SQLStatement
+	for _, s := range statementsByText(r.Storage.SQLite.SQL) {
+		t.Logf("%q inside %q: %d execs, %d done, %.3f s (%s), writes %d, syncs %d", s.Text, s.NestedIn, s.Execs, s.Done, s.Sec, msByState(s.Time), s.Calls.Writes, s.Calls.Syncs)
+		switch {
+		case strings.HasPrefix(s.Text, "SELECT fill("):
+			top = s
+		case strings.HasPrefix(s.Text, "INSERT INTO nest_t"):
+			insert = s
+		case strings.Contains(s.Text, "count(*) FROM nest_t"):
+			count = s
+		}
+	}
+	if top == nil || insert == nil || count == nil {
+		t.Fatalf("want SELECT fill(?), and the INSERT and the count nested in it, among the statements: %+v", r.Storage.SQLite.SQL.Statements)
+	}
+	if top.NestedIn != "" || top.Done != calls {
+		t.Errorf("SELECT fill: inside %q, %d executions ended; want top level, %d", top.NestedIn, top.Done, calls)
+	}
+	for _, s := range []*model.SQLStatement{insert, count} {
+		if s.NestedIn != top.Text {
+			t.Errorf("%s: inside %q, want %q", s.Text, s.NestedIn, top.Text)
+		}
+	}
+	if insert.Execs != calls*rowsEach || insert.Done != insert.Execs {
+		t.Errorf("INSERT: %d executions begun, %d ended; want %d, each ended", insert.Execs, insert.Done, calls*rowsEach)
+	}
+	if count.Done != calls {
+		t.Errorf("count: %d executions, want %d", count.Done, calls)
+	}
+	// The calling statement's time holds its nested ones' (0.58-0.67 of
+	// it here: the rest is the loop around them, the call's own parse,
+	// plan and commit).
+	if nested := insert.Sec + count.Sec; nested > top.Sec || nested < 0.3*top.Sec {
+		t.Errorf("nested statements %.3f s inside SELECT fill's %.3f s: want within it, and a good part of it", nested, top.Sec)
+	}
+	// 20,000 rows of ~230 bytes fill ~650 pages of 8 KiB: each new page of
+	// the table is written by the INSERT that extended it (fewer when the
+	// file system extends by more than a page at once; PostgreSQL 16+
+	// extends in bulk).
+	if insert.Calls.Writes < 50 || insert.Calls.Writes < top.Calls.Writes {
+		t.Errorf("INSERT: %d writes, SELECT fill %d: want the table's growth under the INSERT", insert.Calls.Writes, top.Calls.Writes)
+	}
+	if insert.Calls.Syncs != 0 {
+		t.Errorf("INSERT: %d syncs, want none: the commit (the calling statement's) syncs", insert.Calls.Syncs)
+	}
+	if insert.TimedExecs < insert.Done*9/10 {
+		t.Errorf("INSERT: %d of %d executions timed by state", insert.TimedExecs, insert.Done)
+	}
+}
+
+// quoteAll quotes each argument for sh.
+func quoteAll(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	return out
 }

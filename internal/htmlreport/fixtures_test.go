@@ -163,7 +163,7 @@ func hostileRun(t testing.TB) *model.Run {
 	// Statement texts come from the traced program's memory.
 	run.Storage.SQLite.SQL = &model.SQLStatements{Notes: []string{h(2)}, Statements: []model.SQLStatement{
 		{PID: 1, Kind: "statement", Text: "SELECT " + h(0), Execs: 3, Done: 3, Steps: 6},
-		{PID: 1, Kind: "statement", Text: "INSERT INTO t VALUES (" + h(1) + ")", Execs: 1, Done: 1, Steps: 1},
+		{PID: 1, Kind: "statement", Text: "INSERT INTO t VALUES (" + h(1) + ")", NestedIn: "SELECT " + h(3), Execs: 1, Done: 1, Steps: 1},
 	}}
 	run.Experiments.Measure.Name = h(0)
 	run.Experiments.Measure.Unit = h(1)

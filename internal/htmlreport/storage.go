@@ -268,9 +268,9 @@ func sqlStatements(s *section, q rows.Statements) {
 	s.h3("SQL statements")
 	s.p(q.Attributed + " (observe --sql)")
 	if len(q.Rows) > 0 {
-		tb := newTable("~statement", "pid", "execs", "rows", "time", "p50", "p99", "~time went to", "~lock waits", "reads", "pages read in", "faults", "writes", "syncs", "sync time", "written", "~most ops on")
+		tb := newTable("~statement", "~run inside", "pid", "execs", "rows", "time", "p50", "p99", "~time went to", "~lock waits", "reads", "pages read in", "faults", "writes", "syncs", "sync time", "written", "~most ops on")
 		for _, r := range q.Rows {
-			tb.add(cell{Text: r.Text, Class: "mono"}, cell{Text: fmt.Sprint(r.PID)}, cell{Text: r.Execs}, cell{Text: r.Rows},
+			tb.add(cell{Text: r.Text, Class: "mono"}, cell{Text: r.NestedIn, Class: "mono"}, cell{Text: fmt.Sprint(r.PID)}, cell{Text: r.Execs}, cell{Text: r.Rows},
 				cell{Text: r.Total}, cell{Text: r.P50}, cell{Text: r.P99}, cell{Text: r.States}, cell{Text: r.Locks}, cell{Text: r.Reads}, cell{Text: r.ReadIn}, cell{Text: r.Faults}, cell{Text: r.Writes},
 				cell{Text: r.Syncs}, cell{Text: r.SyncTime}, cell{Text: r.Written}, cell{Text: r.TopPages})
 		}

@@ -453,6 +453,11 @@ type SQLStatement struct {
 	// locks, by the lock's type, most time first: the kernel sees them as
 	// sleeps (in the backend's latch), so Time has them under sleep.
 	LockWaits []SQLLockWait `json:"lock_waits,omitempty"`
+	// NestedIn is the text of the PostgreSQL statement it ran inside (a
+	// statement of a function or trigger that statement called); "" at
+	// top level. Its time is in that statement's too (as
+	// pg_stat_statements counts it), its IO and syncs are its own.
+	NestedIn string `json:"nested_in,omitempty"`
 	SQLStmtIO
 	// Calls are every file's calls made under it, timed (SQLStmtIO above
 	// is SQLite's files only, typed by page).

@@ -226,6 +226,9 @@ func (d *doc) statements(s rows.Statements) {
 	for _, r := range s.Rows {
 		d.line("  %9s %8s %9s %9s %9s %8s %8s %7s %9s %9s", r.Execs, r.Rows, r.Total, r.P50, r.P99, r.Reads, r.Writes, r.Syncs, r.SyncTime, r.Written)
 		var notes []string
+		if r.NestedIn != "" {
+			notes = append(notes, "inside: "+r.NestedIn)
+		}
 		if r.States != "" {
 			notes = append(notes, "time: "+r.States)
 		}

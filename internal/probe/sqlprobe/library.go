@@ -46,6 +46,15 @@ const pgActivity = "pgstat_report_activity"
 // (exported too).
 const pgLockSleep = "ProcSleep"
 
+// pgExecStart and pgExecEnd begin and end every plan's execution: the
+// standard ones, which ExecutorStart and ExecutorEnd call directly or
+// through an extension's hook (exported for those). A statement nested in
+// the backend's (a function's) is told by its text.
+const (
+	pgExecStart = "standard_ExecutorStart"
+	pgExecEnd   = "standard_ExecutorEnd"
+)
+
 // Library is an ELF file that defines SQLite's API (libsqlite3, or a
 // program or module with SQLite linked in), or a PostgreSQL server.
 type Library struct {
@@ -80,7 +89,7 @@ func Inspect(path string) (*Library, error) {
 		// activity report, no offsets needed.
 		lib := &Library{Path: path, BuildID: buildID(f), Engine: EnginePostgres, Symbols: map[string]uint64{pgActivity: syms[pgActivity]},
 			FileOffsets: map[string]uint64{}, SQLOffset: -1, AutoCommitOffset: -1}
-		for _, name := range []string{pgActivity, pgLockSleep} {
+		for _, name := range []string{pgActivity, pgLockSleep, pgExecStart, pgExecEnd} {
 			a, ok := syms[name]
 			if !ok {
 				continue

@@ -89,6 +89,7 @@ func Join(res *Result, io map[uint32]*model.SQLStmtIO, calls map[uint32]*model.S
 	}
 	merged := map[key]*model.SQLStatement{}
 	hists := map[key][]uint64{}
+	texts := labels(res)
 	var total, joined model.SQLStmtIO
 	var under int64
 	for _, s := range res.Statements {
@@ -96,6 +97,9 @@ func Join(res *Result, io map[uint32]*model.SQLStmtIO, calls map[uint32]*model.S
 		m := merged[k]
 		if m == nil {
 			m = &model.SQLStatement{PID: s.PID, Kind: s.Kind, Text: k.text}
+			if s.Parent != 0 {
+				m.NestedIn = cmp.Or(texts[s.Parent], "(a statement not kept)")
+			}
 			merged[k] = m
 			hists[k] = make([]uint64, len(s.Hist))
 		}
@@ -154,7 +158,7 @@ func Join(res *Result, io map[uint32]*model.SQLStmtIO, calls map[uint32]*model.S
 		slices.SortFunc(m.LockWaits, func(a, b model.SQLLockWait) int { return cmp.Compare(b.Sec, a.Sec) })
 		out.Statements = append(out.Statements, *m)
 	}
-	out.Transactions = transactions(res)
+	out.Transactions = transactions(res, texts)
 	slices.SortFunc(out.Statements, func(a, b model.SQLStatement) int {
 		return cmp.Or(cmp.Compare(b.Sec, a.Sec), cmp.Compare(b.Reads+b.Writes+b.Syncs, a.Reads+a.Writes+a.Syncs), cmp.Compare(a.Text, b.Text))
 	})
@@ -176,6 +180,9 @@ func Join(res *Result, io map[uint32]*model.SQLStmtIO, calls map[uint32]*model.S
 	if res.TxUnended > 0 {
 		out.Notes = append(out.Notes, fmt.Sprintf("%d transactions are not counted: their end was not seen (a statement left without a reset until the connection's next one)", res.TxUnended))
 	}
+	if res.NestDeep > 0 {
+		out.Notes = append(out.Notes, fmt.Sprintf("%d executions of statements nested more than %d deep in functions ran as the statement they are nested in", res.NestDeep, maxNest))
+	}
 	if res.CatUnread > 0 {
 		out.Notes = append(out.Notes, fmt.Sprintf("%d executions have no time by state (on CPU, blocked, ...): begun on another thread, or on one the time accounting had not seen run", res.CatUnread))
 	}
@@ -190,6 +197,9 @@ const maxStmts = 4095
 
 // maxTxs is bpf/sqlstmt.h's SQ_MAX_TXS.
 const maxTxs = 1024
+
+// maxNest is bpf/sqlstmt.h's SQ_PG_NEST.
+const maxNest = 4
 
 func addIO(dst, src *model.SQLStmtIO) {
 	dst.Reads += src.Reads
@@ -280,14 +290,19 @@ func label(s Statement) string {
 	return "(a statement whose text could not be read)"
 }
 
-// transactions merges the probe's kinds of transaction by their
-// statements' normalised texts, across processes (a server's backends
-// each run the same kinds), most time first.
-func transactions(res *Result) []model.SQLTransaction {
+// labels are the statements' key texts by id.
+func labels(res *Result) map[uint32]string {
 	texts := map[uint32]string{}
 	for _, s := range res.Statements {
 		texts[s.ID] = label(s)
 	}
+	return texts
+}
+
+// transactions merges the probe's kinds of transaction by their
+// statements' normalised texts, across processes (a server's backends
+// each run the same kinds), most time first.
+func transactions(res *Result, texts map[uint32]string) []model.SQLTransaction {
 	type acc struct {
 		tx   model.SQLTransaction
 		hist []uint64

@@ -89,6 +89,23 @@ func Start(pids []int, tracked, times, threads *ebpf.Map) (_ *Probe, err error) 
 				return nil, fmt.Errorf("sql: attach %s in %s: %w", pgActivity, l.Path, err)
 			}
 			p.links = append(p.links, lk)
+			start, okStart := l.FileOffsets[pgExecStart]
+			end, okEnd := l.FileOffsets[pgExecEnd]
+			if okStart && okEnd {
+				for _, h := range []struct {
+					sym  string
+					prog *ebpf.Program
+					off  uint64
+				}{{pgExecStart, p.objs.PgExecStart, start}, {pgExecEnd, p.objs.PgExecEnd, end}} {
+					lk, err := ex.Uprobe(h.sym, h.prog, &link.UprobeOptions{Address: h.off})
+					if err != nil {
+						return nil, fmt.Errorf("sql: attach %s in %s: %w", h.sym, l.Path, err)
+					}
+					p.links = append(p.links, lk)
+				}
+			} else {
+				p.res.Notes = append(p.res.Notes, fmt.Sprintf("%s: no %s and %s symbols: statements nested in functions are not named (their IO is the calling statement's)", l.Path, pgExecStart, pgExecEnd))
+			}
 			off, ok := l.FileOffsets[pgLockSleep]
 			if !ok {
 				p.res.Notes = append(p.res.Notes, fmt.Sprintf("%s: no %s symbol: the statements' lock waits are not named (they show as sleep)", l.Path, pgLockSleep))
@@ -171,6 +188,7 @@ func (p *Probe) Stop() (*Result, error) {
 		res.CatUnread += c.CatUnread
 		res.TxsFull += c.TxsFull
 		res.TxUnended += c.TxUnended
+		res.NestDeep += c.NestDeep
 	}
 	var id uint32
 	var s sqlstmtSqStmt
@@ -181,7 +199,7 @@ func (p *Probe) Stop() (*Result, error) {
 		}
 		st := Statement{ID: id, PID: int(s.Tgid), Text: text(s.Text[:], s.TextLen), Truncated: s.Truncated != 0,
 			Execs: s.Execs, Done: s.Done, Steps: s.Steps, Autocommit: s.Autocommit, Sec: float64(s.Ns) / 1e9,
-			Hist: append([]uint64(nil), s.Slots[:]...), CatExecs: s.CatExecs, CatNs: s.CatNs, LockWaits: s.LockWaits, LockNs: s.LockNs}
+			Hist: append([]uint64(nil), s.Slots[:]...), CatExecs: s.CatExecs, CatNs: s.CatNs, LockWaits: s.LockWaits, LockNs: s.LockNs, Parent: s.Parent}
 		if int(s.Kind) < len(KindNames) {
 			st.Kind = KindNames[s.Kind]
 		}

@@ -24,6 +24,9 @@ type Statement struct {
 	// LockWaits and LockNs: a PostgreSQL statement's waits for
 	// heavyweight locks, by the lock's type (LockTypes).
 	LockWaits, LockNs [12]uint64
+	// Parent: the PostgreSQL statement it first ran nested in (a
+	// function's statement: its ID), 0 at top level.
+	Parent uint32
 }
 
 // LockTypes names PostgreSQL's lock types (LockTagType) as its pg_locks
@@ -52,7 +55,10 @@ type Result struct {
 	// statement: one not reset before it).
 	Transactions       []Transaction
 	TxsFull, TxUnended uint64
-	Notes              []string
+	// NestDeep: PostgreSQL statements nested past the depth followed
+	// (bpf/sqlstmt.h's SQ_PG_NEST), run as their parent.
+	NestDeep uint64
+	Notes    []string
 }
 
 // Transaction is one kind of transaction: a process's transactions that

@@ -40,6 +40,7 @@ type sqlstmtSqCounters struct {
 	CatUnread uint64
 	TxsFull   uint64
 	TxUnended uint64
+	NestDeep  uint64
 }
 
 type sqlstmtSqHandle struct {
@@ -88,6 +89,8 @@ type sqlstmtSqStmt struct {
 	CatNs      [8]uint64
 	LockWaits  [12]uint64
 	LockNs     [12]uint64
+	Parent     uint32
+	Pad        uint32
 	TextLen    uint32
 	Truncated  uint32
 	Text       [256]int8
@@ -116,6 +119,21 @@ type sqlstmtSqThread struct {
 	LockStart uint64
 	LockType  uint32
 	LockStmt  uint32
+	PgText    uint64
+	PgDepth   uint32
+	Pad       uint32
+	Nest      [4]struct {
+		_     structs.HostLayout
+		Qd    uint64
+		Start uint64
+		Id    uint32
+		Cats  uint32
+		Cat0  [8]uint64
+		Src   uint64
+		SrcId uint32
+		Pad   uint32
+		Head  [32]uint8
+	}
 }
 
 type sqlstmtSqTx struct {
@@ -218,6 +236,8 @@ const (
 	sqlstmtMapTracked       = "tracked"
 	sqlstmtMapTxs           = "txs"
 	sqlstmtProgPgActivity   = "pg_activity"
+	sqlstmtProgPgExecEnd    = "pg_exec_end"
+	sqlstmtProgPgExecStart  = "pg_exec_start"
 	sqlstmtProgPgLockSleep  = "pg_lock_sleep"
 	sqlstmtProgPgLockWoke   = "pg_lock_woke"
 	sqlstmtProgSqCheckpoint = "sq_checkpoint"
@@ -279,6 +299,8 @@ type sqlstmtSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type sqlstmtProgramSpecs struct {
 	PgActivity   *ebpf.ProgramSpec `ebpf:"pg_activity"`
+	PgExecEnd    *ebpf.ProgramSpec `ebpf:"pg_exec_end"`
+	PgExecStart  *ebpf.ProgramSpec `ebpf:"pg_exec_start"`
 	PgLockSleep  *ebpf.ProgramSpec `ebpf:"pg_lock_sleep"`
 	PgLockWoke   *ebpf.ProgramSpec `ebpf:"pg_lock_woke"`
 	SqCheckpoint *ebpf.ProgramSpec `ebpf:"sq_checkpoint"`
@@ -388,6 +410,8 @@ type sqlstmtVariables struct {
 // It can be passed to loadSqlstmtObjects or ebpf.CollectionSpec.LoadAndAssign.
 type sqlstmtPrograms struct {
 	PgActivity   *ebpf.Program `ebpf:"pg_activity"`
+	PgExecEnd    *ebpf.Program `ebpf:"pg_exec_end"`
+	PgExecStart  *ebpf.Program `ebpf:"pg_exec_start"`
 	PgLockSleep  *ebpf.Program `ebpf:"pg_lock_sleep"`
 	PgLockWoke   *ebpf.Program `ebpf:"pg_lock_woke"`
 	SqCheckpoint *ebpf.Program `ebpf:"sq_checkpoint"`
@@ -401,6 +425,8 @@ type sqlstmtPrograms struct {
 func (p *sqlstmtPrograms) Close() error {
 	return _SqlstmtClose(
 		p.PgActivity,
+		p.PgExecEnd,
+		p.PgExecStart,
 		p.PgLockSleep,
 		p.PgLockWoke,
 		p.SqCheckpoint,

@@ -43,6 +43,21 @@ type storageSqThread struct {
 	LockStart uint64
 	LockType  uint32
 	LockStmt  uint32
+	PgText    uint64
+	PgDepth   uint32
+	Pad       uint32
+	Nest      [4]struct {
+		_     structs.HostLayout
+		Qd    uint64
+		Start uint64
+		Id    uint32
+		Cats  uint32
+		Cat0  [8]uint64
+		Src   uint64
+		SrcId uint32
+		Pad   uint32
+		Head  [32]uint8
+	}
 }
 
 type storageStAio struct {

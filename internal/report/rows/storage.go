@@ -558,6 +558,9 @@ type StatementRow struct {
 	// Locks are its lock waits by type, e.g. "transactionid 2,900 in
 	// 3.31s"; "" with none.
 	Locks string
+	// NestedIn is the statement it ran inside (a PostgreSQL function's
+	// statement: its caller's text), "" at top level.
+	NestedIn string
 }
 
 // StatementsOf builds the statements table.
@@ -586,6 +589,7 @@ func StatementsOf(q *model.SQLStatements, n int) Statements {
 			r.P50, r.P99 = units.FormatNs(st.P50Sec*1e9), units.FormatNs(st.P99Sec*1e9)
 		}
 		r.States = statesOf(st.Time)
+		r.NestedIn = st.NestedIn
 		var locks []string
 		for _, w := range st.LockWaits {
 			locks = append(locks, fmt.Sprintf("%s %s in %s", w.Type, units.FormatCount(w.Waits), units.FormatNs(w.Sec*1e9)))

@@ -122,7 +122,7 @@ func TestStatementsOf(t *testing.T) {
 	q := &model.SQLStatements{AttributedShare: 0.985, AttributedBytesShare: 0.99, CallsShare: 0.5, FileCalls: 400,
 		Unattributed: model.SQLStmtIO{Reads: 3},
 		Statements: []model.SQLStatement{
-			{Kind: "statement", Text: "SELECT a FROM t WHERE b = ?", Execs: 10, Done: 10, Steps: 510, Sec: 0.25, P50Sec: 0.02, P99Sec: 0.05,
+			{Kind: "statement", Text: "SELECT a FROM t WHERE b = ?", NestedIn: "SELECT f(?)", Execs: 10, Done: 10, Steps: 510, Sec: 0.25, P50Sec: 0.02, P99Sec: 0.05,
 				SQLStmtIO: model.SQLStmtIO{Reads: 150, Pages: []model.SQLitePages{{Kind: "db", Type: "table-leaf", Reads: 120}, {Kind: "db", Type: "index-leaf", Reads: 30}}},
 				Calls:     model.SQLCalls{Reads: 160}},
 			{Kind: "checkpoint", Text: "(checkpoint)", Execs: 2, Steps: 2, SQLStmtIO: model.SQLStmtIO{Writes: 40, Syncs: 4},
@@ -137,11 +137,11 @@ func TestStatementsOf(t *testing.T) {
 		t.Errorf("attributed %q, want %q", s.Attributed, want)
 	}
 	sel := s.Rows[0]
-	if sel.Rows != "500" || sel.Execs != "10" || sel.Reads != "160" || sel.TopPages != "db table-leaf 80%" || sel.Total == "" {
+	if sel.Rows != "500" || sel.Execs != "10" || sel.Reads != "160" || sel.TopPages != "db table-leaf 80%" || sel.Total == "" || sel.NestedIn != "SELECT f(?)" {
 		t.Errorf("the SELECT's row: %+v", sel)
 	}
 	// A pseudo-statement has no rows or times of its own: blank, not 0.
-	if cp := s.Rows[1]; cp.Rows != "" || cp.Total != "" || cp.Syncs != "4" || cp.SyncTime != "2.00ms" {
+	if cp := s.Rows[1]; cp.Rows != "" || cp.Total != "" || cp.Syncs != "4" || cp.SyncTime != "2.00ms" || cp.NestedIn != "" {
 		t.Errorf("the checkpoint's row: %+v", cp)
 	}
 }
