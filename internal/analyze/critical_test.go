@@ -231,6 +231,21 @@ func TestVerdictNamesCPUTakers(t *testing.T) {
 	if v := run.Verdict; v.Primary != model.CatCPUWait || !strings.HasSuffix(v.Summary, want) {
 		t.Errorf("verdict %q (%s), want cpu-wait ending in %q", v.Summary, v.Primary, want)
 	}
+	// Two servers of one name (another PostgreSQL cluster beside the
+	// test's, issue 14): each is named with its own parent to observe it
+	// by, and a postmaster that held a CPU joins its backends, not a -p
+	// of its own.
+	two := withWaits(runWith(2, 2, thread(1, map[string]float64{"cpu": 0.4, "cpu-wait": 1.4, "sleep": 0.2})),
+		model.Wait{PID: 1, TID: 1, Activity: "user", Category: "cpu-wait", Waker: "outside", WakerPID: 4242, WakerTID: 4242, WakerPPID: 4200, WakerComm: "postgres", Seconds: 0.6, Count: 300},
+		model.Wait{PID: 1, TID: 1, Activity: "user", Category: "cpu-wait", Waker: "outside", WakerPID: 4243, WakerTID: 4243, WakerPPID: 4200, WakerComm: "postgres", Seconds: 0.3, Count: 300},
+		model.Wait{PID: 1, TID: 1, Activity: "user", Category: "cpu-wait", Waker: "outside", WakerPID: 4200, WakerTID: 4200, WakerPPID: 1, WakerComm: "postgres", Seconds: 0.1, Count: 3},
+		model.Wait{PID: 1, TID: 1, Activity: "user", Category: "cpu-wait", Waker: "outside", WakerPID: 2301, WakerTID: 2301, WakerPPID: 2225, WakerComm: "postgres", Seconds: 0.2, Count: 30},
+		model.Wait{PID: 1, TID: 1, Activity: "user", Category: "cpu-wait", Waker: "outside", WakerPID: 2302, WakerTID: 2302, WakerPPID: 2225, WakerComm: "postgres", Seconds: 0.2, Count: 30})
+	Analyze(two)
+	want = "postgres (pids 4242, 4243, 4200, children of pid 4200) had them for 71%, postgres (pids 2301, 2302, children of pid 2225) 29% of that: observe them with the workload, -p 4200 -p 2225 beside the command"
+	if v := two.Verdict; !strings.HasSuffix(v.Summary, want) {
+		t.Errorf("two servers: verdict %q, want it ending in %q", v.Summary, want)
+	}
 	// Waits for a CPU that other threads of the workload held: nothing
 	// outside to name.
 	inside := withWaits(runWith(2, 2, thread(1, map[string]float64{"cpu": 0.4, "cpu-wait": 1.4, "sleep": 0.2})),

@@ -490,20 +490,42 @@ func topOutsider(by map[outsider]float64) (outsider, float64) {
 // four pids of each: "postgres (pids 4242, 4243 and 6 more) woke it for
 // 90%, sshd (pid 99) 5% of that: observe them with the workload, -p 4242
 // -p 4243 -p 99". The processes of one name that share a parent (a
-// server's backends) are observed through it: "-p 4200".
+// server's backends) are observed through it: "-p 4200". A name is
+// grouped by that parent: two servers of one name (two PostgreSQL
+// clusters) are two groups, each with its own -p, and a server's own
+// process (the postmaster) joins its children's group.
 func outsidersByName(by map[outsider]float64, sec float64, verb string) string {
 	type name struct {
-		comm string
-		sec  float64
-		pids []outsider
+		comm   string
+		parent int // the parent its processes share (> 1), else 0
+		sec    float64
+		pids   []outsider
 	}
-	at := map[string]*name{}
-	for o, s := range by {
-		if at[o.comm] == nil {
-			at[o.comm] = &name{comm: o.comm}
+	type group struct {
+		comm   string
+		parent int
+	}
+	groupOf := func(o outsider) group {
+		if o.ppid > 1 {
+			return group{o.comm, o.ppid}
 		}
-		at[o.comm].sec += s
-		at[o.comm].pids = append(at[o.comm].pids, o)
+		return group{o.comm, 0}
+	}
+	parents := map[group]bool{}
+	for o := range by {
+		parents[groupOf(o)] = true
+	}
+	at := map[group]*name{}
+	for o, s := range by {
+		g := groupOf(o)
+		if parents[group{o.comm, o.pid}] {
+			g = group{o.comm, o.pid} // the parent of others of its name
+		}
+		if at[g] == nil {
+			at[g] = &name{comm: o.comm, parent: g.parent}
+		}
+		at[g].sec += s
+		at[g].pids = append(at[g].pids, o)
 	}
 	var names []*name
 	for _, n := range at {
@@ -516,7 +538,9 @@ func outsidersByName(by map[outsider]float64, sec float64, verb string) string {
 	if len(names) == 0 {
 		return ""
 	}
-	slices.SortFunc(names, func(a, b *name) int { return cmp.Or(cmp.Compare(b.sec, a.sec), strings.Compare(a.comm, b.comm)) })
+	slices.SortFunc(names, func(a, b *name) int {
+		return cmp.Or(cmp.Compare(b.sec, a.sec), strings.Compare(a.comm, b.comm), cmp.Compare(a.parent, b.parent))
+	})
 	var parts, flags []string
 	for i, n := range names[:min(3, len(names))] {
 		pids := n.pids[:min(4, len(n.pids))]
@@ -531,7 +555,7 @@ func outsidersByName(by map[outsider]float64, sec float64, verb string) string {
 				who += fmt.Sprintf(" and %d more", more)
 			}
 		}
-		if pp := sharedParent(n.pids); pp > 1 && len(n.pids) > 1 {
+		if pp := n.parent; pp > 1 && len(n.pids) > 1 {
 			who += fmt.Sprintf(", children of pid %d", pp)
 			flags = append(flags, fmt.Sprintf("-p %d", pp))
 		} else {
@@ -546,19 +570,6 @@ func outsidersByName(by map[outsider]float64, sec float64, verb string) string {
 		parts = append(parts, fmt.Sprintf("%s (%s)%s %.0f%%", n.comm, who, of, 100*n.sec/sec))
 	}
 	return strings.Join(parts, ", ") + " of that: observe them with the workload, " + strings.Join(flags, " ")
-}
-
-// sharedParent is the parent all of os have, 0 when they have several or
-// one is unknown.
-func sharedParent(os []outsider) int {
-	pp := 0
-	for _, o := range os {
-		if o.ppid == 0 || pp != 0 && o.ppid != pp {
-			return 0
-		}
-		pp = o.ppid
-	}
-	return pp
 }
 
 // activityWords say what a thread was doing, by Wait.Activity.
