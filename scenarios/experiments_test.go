@@ -103,8 +103,9 @@ func change(t *testing.T, run *model.Run, cond string) float64 {
 func TestExperimentCPUBound(t *testing.T) {
 	// Beside two CPU burners io-pressure cost the program as much as
 	// cpu-contention (-40%, -39%): its writer needs a CPU too.
-	quiet.Need(t)
+	q := quiet.Need(t)
 	run := experiment(t, "--conditions", "cpu-contention,io-pressure", "--", scenario(t, "cpu"), "600")
+	q.Still(t)
 	class(t, run, "cpu-contention", "sensitive")
 	// IO pressure costs a VM CPU too (the host's virtio backend, steal): on
 	// the CI machine it once took 11% from this program, on this one 1-2%.
@@ -123,9 +124,10 @@ func TestExperimentCPUBound(t *testing.T) {
 func TestExperimentCPUHalf(t *testing.T) {
 	// Beside two CPU burners, two busy threads on two CPUs lose little
 	// more on one (+1%, insensitive): they had the CPUs half anyway.
-	quiet.Need(t)
+	q := quiet.Need(t)
 	cpus := runtimeCPUs(t)
 	run := experiment(t, "--conditions", "cpu-half", "--", scenario(t, "cpu"), "300", fmt.Sprint(cpus))
+	q.Still(t)
 	class(t, run, "cpu-half", "sensitive")
 }
 
@@ -240,8 +242,9 @@ func TestExperimentSQLite(t *testing.T) {
 	// Beside two CPU burners WAL+NORMAL ran 24% faster on one CPU than
 	// on two (it shared each with a burner) and lost 24% to io-pressure
 	// (its writer's CPU).
-	quiet.Need(t)
+	q := quiet.Need(t)
 	wal := experiment(t, "--conditions", "cpu-half,cpu-contention,io-pressure", "sqlite", "--journal", "wal", "--sync", "normal", "--rows", "10000")
+	q.Still(t)
 	// Issue 14: the load can come after Need's first second. Six quiet
 	// runs here measured the baseline's noise at ±0, 0, 0, 0, 9 and 20%
 	// (and found cpu every time); the run that failed, ±52%, with every
@@ -253,6 +256,7 @@ func TestExperimentSQLite(t *testing.T) {
 	// 1000 rows (about a second a run here) and 5 repeats: with 300 rows
 	// and 3 repeats the baseline alone moved ±11% on the CI machine.
 	del := experiment(t, "--repeat", "5", "--conditions", "cpu-half,io-pressure", "sqlite", "--journal", "delete", "--sync", "full", "--rows", "1000")
+	q.Still(t)
 	if del.Verdict.Bottleneck != "io" {
 		t.Errorf("DELETE+FULL: bottleneck %q, want io: %s", del.Verdict.Bottleneck, del.Verdict.Conclusion)
 	}

@@ -361,8 +361,9 @@ func TestActivitySamplesUser(t *testing.T) {
 // keeps how many samples a thread's split rests on (ThreadTime's
 // ActivitySamples); what this test holds is the split itself.
 func TestActivitySamplesSync(t *testing.T) {
-	quiet.Need(t)
+	q := quiet.Need(t)
 	c, res := observe(t, "synclong")
+	q.Still(t)
 	th := thread(t, res, c.tids[0])
 	if !res.Sampled || res.SampleHz == 0 {
 		t.Skipf("no activity samples, or no tick rate, here: %s", res.SampleNote)
