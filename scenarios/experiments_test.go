@@ -404,3 +404,52 @@ func TestExperimentMetric(t *testing.T) {
 		}
 	}
 }
+
+// TestScaling (issue 20): diagnose --scale at 1 thread, as many as CPUs,
+// and twice that tells how a program scales: threads on their own data
+// and counters each on its own cache line scale linearly; counters on one
+// cache line (false sharing) cost each unit more CPU time (coherency);
+// units that take one mutex for most of their work wait for it
+// (contention). The level past the CPUs is marked, and the USL is fitted.
+// Beside a busy neighbour every level waits for the CPUs it holds: it
+// needs a quiet machine.
+func TestScaling(t *testing.T) {
+	cpus := runtimeCPUs(t)
+	cases := []struct{ mode, class string }{
+		{"parallel", "linear"},
+		{"padded", "linear"},
+		{"shared", "coherency"},
+		{"convoy", "contention"},
+	}
+	for _, c := range cases {
+		t.Run(c.mode, func(t *testing.T) {
+			q := quiet.Need(t)
+			run := experiment(t, "--scale", fmt.Sprintf("threads=1,%d,%d", cpus, 2*cpus), "--repeat", "3", "--metric", `ops/s: ([0-9.]+)`,
+				"--", scenario(t, "scale"), c.mode, "{threads}")
+			q.Still(t)
+			sc := run.Experiments.Scaling
+			if sc == nil || len(sc.Points) != 3 {
+				t.Fatalf("scaling %+v: want 3 levels", sc)
+			}
+			for i, p := range sc.Points {
+				t.Logf("threads=%d: %.0f ops/s [%.0f, %.0f], %.0f%% of linear, cpu %.1f ns a unit, time a unit %v", p.N, p.Throughput, p.ThroughputInterval[0], p.ThroughputInterval[1],
+					p.Efficiency*100, p.CPUSecPerUnit*1e9, p.TimePerUnit)
+				if len(p.Runs) != 3 || p.Throughput <= 0 || p.CPUSecPerUnit <= 0 {
+					t.Errorf("threads=%d: %d runs, throughput %.0f, cpu per unit %g: want 3 runs, both measured", p.N, len(p.Runs), p.Throughput, p.CPUSecPerUnit)
+				}
+				if over := i == 2; p.OverCPUs != over {
+					t.Errorf("threads=%d: over the CPUs %v, want %v", p.N, p.OverCPUs, over)
+				}
+			}
+			if sc.Class != c.class {
+				t.Errorf("%s: class %q (%s), want %q", c.mode, sc.Class, sc.Summary, c.class)
+			}
+			if sc.Fit == nil {
+				t.Errorf("no USL fit: %s", sc.FitNote)
+			}
+			if run.Verdict.Conclusion != sc.Summary {
+				t.Errorf("conclusion %q, want the scaling's summary", run.Verdict.Conclusion)
+			}
+		})
+	}
+}

@@ -71,6 +71,13 @@ func experiments(run *model.Run) {
 		run.Verdict = &model.Verdict{}
 	}
 	run.Verdict.Sensitivity = sensitivity(ex.Conditions)
+	if ex.Scaling != nil {
+		// --scale: the levels, not conditions; how it scaled is the
+		// experiments' conclusion.
+		scaling(ex)
+		run.Verdict.Conclusion = ex.Scaling.Summary
+		return
+	}
 	// Baseline alone (`--conditions baseline`, repeats to measure the
 	// noise, e.g. for compare) tests no resource: nothing to conclude.
 	if len(ex.Conditions) > 1 {

@@ -160,6 +160,15 @@ func TestBadInputGivesOneClearErrorAndExit2(t *testing.T) {
 		{"diagnose metric not printed", []string{"diagnose", "--conditions", "cpu-half", "--metric", "rate=([0-9]+)", "--", "echo", "no number"}, "matched no line"},
 		{"diagnose failing command", []string{"diagnose", "--conditions", "cpu-half", "--", "false"}, "status 1"},
 		{"diagnose budget too short", []string{"diagnose", "--conditions", "cpu-half,cpu-contention", "--budget", "1ms", "--", "true"}, "--budget"},
+		{"diagnose scale a parameter it has not", []string{"diagnose", "--scale", "rows=1,2", "--", "true"}, "threads=N1,N2"},
+		{"diagnose scale one level", []string{"diagnose", "--scale", "threads=4", "--", "true"}, "two levels"},
+		{"diagnose scale levels out of order", []string{"diagnose", "--scale", "threads=4,2", "--", "true"}, "increasing order"},
+		{"diagnose scale a bad level", []string{"diagnose", "--scale", "threads=1,x", "--", "true"}, "not a level"},
+		{"diagnose scale with conditions", []string{"diagnose", "--scale", "threads=1,2", "--conditions", "cpu-half", "--", "true"}, "not conditions"},
+		{"diagnose scale without placeholder", []string{"diagnose", "--scale", "threads=1,2", "--metric", "(x)", "--", "true"}, "{threads}"},
+		{"diagnose scale without a throughput", []string{"diagnose", "--scale", "threads=1,2", "--", "echo", "{threads}"}, "needs a throughput"},
+		{"diagnose scale sqlite", []string{"diagnose", "--scale", "threads=1,2", "sqlite"}, "no threads"},
+		{"diagnose scale quick", []string{"diagnose", "--quick", "--scale", "threads=1,2", "--", "true"}, "--quick"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

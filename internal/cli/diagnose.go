@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -13,6 +15,7 @@ import (
 	"github.com/perfsleuth/perfsleuth/internal/experiment"
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/target"
+	"github.com/perfsleuth/perfsleuth/internal/toolresult"
 	"github.com/perfsleuth/perfsleuth/internal/units"
 )
 
@@ -28,6 +31,9 @@ type experimentFlags struct {
 	ioShare     float64
 	ioPeak      int64
 	evict       []string
+	scale       string
+	// scaleSpec is --scale parsed (check).
+	scaleSpec *experiment.Scale
 }
 
 // defaultRepeat: three runs per condition is the fewest whose bootstrap
@@ -52,11 +58,38 @@ func (e *experimentFlags) bind(cmd *cobra.Command) {
 	fs.Float64Var(&e.ioShare, "io-share", defaultIOShare, "io-pressure's background writer rate, in percent of the device's peak write rate")
 	fs.Var(sizeValue{&e.ioPeak}, "io-peak", "the device's peak write rate per second (e.g. 400MiB), instead of measuring it")
 	fs.StringSliceVar(&e.evict, "evict", nil, "for a command: the files or directories whose page cache cold-cache evicts (default: the whole page cache is dropped)")
+	fs.StringVar(&e.scale, "scale", "", "run the workload at several levels of its own concurrency instead of the conditions, e.g. threads=1,2,4: a command's {threads} is replaced by each level, fileio's --threads set to it; says how its throughput and its cost per unit of work scale (docs/experiments.md)")
+}
+
+// maxScaleLevel bounds --scale's levels: each is that many threads.
+const maxScaleLevel = 1024
+
+// parseScale reads --scale's PARAM=N1,N2,...: the levels, increasing.
+func parseScale(s string) (*experiment.Scale, error) {
+	name, list, ok := strings.Cut(s, "=")
+	if !ok || name != "threads" {
+		return nil, fmt.Errorf("--scale %q: give threads=N1,N2,... (e.g. threads=1,2,4); threads is the one parameter it scales", s)
+	}
+	sc := &experiment.Scale{Param: name}
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 || n > maxScaleLevel {
+			return nil, fmt.Errorf("--scale %q: %q is not a level: give whole numbers from 1 to %d", s, f, maxScaleLevel)
+		}
+		if len(sc.Levels) > 0 && n <= sc.Levels[len(sc.Levels)-1] {
+			return nil, fmt.Errorf("--scale %q: give the levels in increasing order, each once", s)
+		}
+		sc.Levels = append(sc.Levels, n)
+	}
+	if len(sc.Levels) < 2 {
+		return nil, fmt.Errorf("--scale %q: give two levels or more", s)
+	}
+	return sc, nil
 }
 
 func (e *experimentFlags) check(cmd *cobra.Command) error {
 	if e.quick {
-		for _, name := range []string{"repeat", "max-repeat", "conditions", "budget", "metric", "metric-lower", "io-share", "io-peak", "evict"} {
+		for _, name := range []string{"repeat", "max-repeat", "conditions", "budget", "metric", "metric-lower", "io-share", "io-peak", "evict", "scale"} {
 			if cmd.Flags().Changed(name) {
 				return fmt.Errorf("--%s sets up experiments, which --quick does not run: drop one of them", name)
 			}
@@ -77,6 +110,16 @@ func (e *experimentFlags) check(cmd *cobra.Command) error {
 	}
 	if e.budget < 0 {
 		return fmt.Errorf("--budget %s is negative", e.budget)
+	}
+	if e.scale != "" {
+		if cmd.Flags().Changed("conditions") {
+			return errors.New("--scale runs the workload's levels, not conditions: drop --conditions, or run them in a diagnose of their own")
+		}
+		sc, err := parseScale(e.scale)
+		if err != nil {
+			return err
+		}
+		e.scaleSpec, e.conditions = sc, []string{"baseline"}
 	}
 	return experiment.CheckConditions(e.conditions)
 }
@@ -109,10 +152,15 @@ bootstrap interval of the rounds' median change (95%, widened for each added
 round) excludes zero and the change is 10% or more and beyond the rounds'
 noise (two robust standard deviations of their changes). The verdict sets
 the experiments against the time accounting.
+--scale threads=1,2,4 runs the workload at each level of its own concurrency
+instead ({threads} in the command, fileio's --threads) and says how its
+throughput and a unit of work's cost scale: linearly, limited by contention,
+or by coherency, with a Universal Scalability Law fit.
 --quick observes once (also for -p PID). See docs/experiments.md.`,
 		Example: `  perfsleuth diagnose sqlite --journal delete --sync full
   perfsleuth diagnose --conditions cpu-half,io-pressure --repeat 5 -- ./my-benchmark
   perfsleuth diagnose --metric 'score: ([0-9.]+)' -- ./bench.sh
+  perfsleuth diagnose --scale threads=1,2,4,8 --metric 'ops/s: ([0-9.]+)' -- ./bench --threads {threads}
   perfsleuth diagnose --quick -p 1234 --duration 30s`,
 	}, func() error { return e.check(cmd) }, &e)
 	e.bind(cmd)
@@ -144,6 +192,12 @@ func (e *experimentFlags) run(cmd *cobra.Command, t *model.Target, argv []string
 	} else if spec.Metric, err = metricOf(e.metric, e.metricLower); err != nil {
 		return err
 	}
+	if sc := e.scaleSpec; sc != nil {
+		if err := scaleFits(sc, t, argv, spec.Metric, e.metricLower); err != nil {
+			return err
+		}
+		spec.Scale = sc
+	}
 	bar := newProgressBar(cmd.ErrOrStderr())
 	defer bar.Clear()
 	run, err := experiment.Run(cmd.Context(), spec, experimentHooks(cmd, bar))
@@ -153,6 +207,25 @@ func (e *experimentFlags) run(cmd *cobra.Command, t *model.Target, argv []string
 	}
 	analyze.Run(run)
 	return f.out.emit(cmd, run)
+}
+
+// scaleFits checks that the workload takes --scale's level and measures a
+// throughput, which a unit of work's cost is read from.
+func scaleFits(sc *experiment.Scale, t *model.Target, argv []string, metric *regexp.Regexp, lower bool) error {
+	ph := experiment.Placeholder(sc.Param)
+	if t != nil {
+		if t.Kind != "fileio" {
+			return fmt.Errorf("--scale %s: the %s benchmark has no %s to set; scale fileio, or a command with %s where the level goes", sc.Param, t.Kind, sc.Param, ph)
+		}
+		return nil
+	}
+	if !slices.ContainsFunc(argv, func(a string) bool { return strings.Contains(a, ph) }) {
+		return fmt.Errorf("--scale %s: put %s in the command where the level goes, e.g. -- ./bench --threads %s", sc.Param, ph, ph)
+	}
+	if lower || metric == nil && !toolresult.Known(argv) {
+		return fmt.Errorf("--scale needs a throughput, from which each unit of work's cost is read: give --metric with a rate the command prints (higher is better), or run a tool perfsleuth reads (fio, sysbench, pgbench, redis-benchmark)")
+	}
+	return nil
 }
 
 // metricOf compiles --metric (nil without one).

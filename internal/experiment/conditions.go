@@ -24,6 +24,8 @@ type condition struct {
 	// the observer effect (model.Experiments.Unobserved), not a condition
 	// that takes a resource away.
 	unobserved bool
+	// level is the workload's concurrency under --scale (0: unchanged).
+	level int
 	// prepare checks that the condition can be applied here and returns
 	// its settings in plain words; an error skips the condition with that reason.
 	prepare func(ctx context.Context, e *env) ([]string, error)

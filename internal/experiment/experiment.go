@@ -59,7 +59,22 @@ type Spec struct {
 	// target.NewBuiltin, a child process (tests run the null benchmark in
 	// their own process with target.NewInProcess).
 	Builtin func(t model.Target, hooks target.Hooks) target.Target
+	// Scale, when set, runs the workload at each of its levels instead of
+	// under conditions (diagnose --scale threads=1,2,4): the baseline is
+	// its first level.
+	Scale *Scale
 }
+
+// Scale is diagnose --scale: a parameter of the workload and its levels.
+type Scale struct {
+	// Param is "threads": a command's {threads} placeholder, fileio's
+	// --threads.
+	Param  string
+	Levels []int
+}
+
+// Placeholder is where a command takes the level, for Param p.
+func Placeholder(p string) string { return "{" + p + "}" }
 
 // MinRepeat is the fewest runs per condition that give an interval.
 const MinRepeat = 2
@@ -135,6 +150,9 @@ func Run(ctx context.Context, spec Spec, hooks Hooks) (*model.Run, error) {
 	}
 
 	ex := &model.Experiments{Measure: sd.measure, Repeat: spec.Repeat}
+	if spec.Scale != nil {
+		return runScale(ctx, spec, names, sd, e, ex, hooks)
+	}
 	var conds []*condition
 	asked, applied := 0, 0
 	for _, n := range names {
@@ -180,6 +198,46 @@ func Run(ctx context.Context, spec Spec, hooks Hooks) (*model.Run, error) {
 	return x.run(ctx)
 }
 
+// runScale runs the levels of spec.Scale, interleaved as conditions are:
+// the baseline condition is the first level, each other level a condition
+// of its own whose runs the record keeps in Experiments.Scaling.
+func runScale(ctx context.Context, spec Spec, names []string, sd *side, e *env, ex *model.Experiments, hooks Hooks) (*model.Run, error) {
+	if len(names) != 1 {
+		return nil, fmt.Errorf("--scale runs the workload's levels, not conditions (%v): run those in a diagnose of their own, at the level you care about", names[1:])
+	}
+	sc := spec.Scale
+	base := *conditions["baseline"]
+	base.level = sc.Levels[0]
+	base.prepare = func(context.Context, *env) ([]string, error) {
+		return []string{fmt.Sprintf("%s=%d, the first level", sc.Param, sc.Levels[0])}, nil
+	}
+	ex.Conditions = []model.Condition{{Name: "baseline"}}
+	ex.Scaling = &model.Scaling{Param: sc.Param, CPUs: len(e.cpus)}
+	conds := []*condition{&base}
+	x := &experimenter{spec: spec, side: sd, env: e, hooks: hooks, ex: ex}
+	x.levels = make([]model.Condition, len(sc.Levels))
+	for i, n := range sc.Levels {
+		settings := []string{fmt.Sprintf("%s=%d", sc.Param, n)}
+		if n > len(e.cpus) {
+			settings[0] += fmt.Sprintf(", more than the workload's %d CPUs: its threads take turns on them", len(e.cpus))
+		}
+		x.levels[i] = model.Condition{Name: fmt.Sprintf("%s=%d", sc.Param, n), Settings: settings}
+		if i == 0 {
+			ex.Conditions[0].Settings = settings
+			continue
+		}
+		c := base
+		c.name, c.level = x.levels[i].Name, n
+		conds = append(conds, &c)
+	}
+	x.conds = conds
+	x.recs = append(x.recs, &ex.Conditions[0])
+	for i := 1; i < len(sc.Levels); i++ {
+		x.recs = append(x.recs, &x.levels[i])
+	}
+	return x.run(ctx)
+}
+
 // recordOf is where c's runs go in the record: the observer effect's, or
 // its condition's.
 func (x *experimenter) recordOf(c *condition) *model.Condition {
@@ -207,6 +265,9 @@ type experimenter struct {
 	// baselines are the baseline runs, in the order they ran.
 	baselines []*result
 	notes     []string
+	// levels are --scale's levels' runs (the first level's are the
+	// baseline's), in the order of Spec.Scale.Levels.
+	levels []model.Condition
 }
 
 // schedule is the run order for repeats rounds: round r starts r places
@@ -359,7 +420,7 @@ func (x *experimenter) once(ctx context.Context, ci, seq int) (*model.Run, error
 		}
 		return nil, fmt.Errorf("%s: %w", c.name, err)
 	}
-	res, err := x.side.once(ctx, before, x.hooks, c.unobserved)
+	res, err := x.side.once(ctx, before, x.hooks, c.unobserved, c.level)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -376,7 +437,7 @@ func (x *experimenter) once(ctx context.Context, ci, seq int) (*model.Run, error
 		return res.run, nil
 	}
 	cond := x.recs[ci]
-	cond.Runs = append(cond.Runs, res.experimentRun(seq, settled, speed))
+	cond.Runs = append(cond.Runs, res.experimentRun(seq, settled, speed, c.level, x.ex.Measure))
 	x.ex.Order = append(x.ex.Order, fmt.Sprintf("%s#%d", c.name, len(cond.Runs)))
 	if c.name == "baseline" {
 		x.baselines = append(x.baselines, res)
@@ -388,6 +449,12 @@ func (x *experimenter) once(ctx context.Context, ci, seq int) (*model.Run, error
 // with the experiments attached.
 func (x *experimenter) record(ctx context.Context) *model.Run {
 	run := medianRun(x.baselines)
+	if sc := x.ex.Scaling; sc != nil {
+		x.levels[0].Runs = x.ex.Conditions[0].Runs
+		for i, n := range x.spec.Scale.Levels {
+			sc.Points = append(sc.Points, model.ScalePoint{N: n, OverCPUs: n > sc.CPUs, Runs: x.levels[i].Runs})
+		}
+	}
 	run.Experiments = x.ex
 	run.Warnings = append(run.Warnings, x.notes...)
 	run.Interrupted = ctx.Err() != nil

@@ -57,7 +57,7 @@ func Pair(ctx context.Context, ps PairSpec, hooks Hooks) (a, b *model.Run, err e
 			hooks.Status(Status{Condition: names[i] + " warm-up", Repeat: 1, Repeats: 1})
 		}
 		s.settle(ctx)
-		res, err := s.once(ctx, nil, hooks, false)
+		res, err := s.once(ctx, nil, hooks, false, 0)
 		switch {
 		case ctx.Err() != nil || (res != nil && res.run.Interrupted):
 			return nil, nil, target.ErrInterrupted
@@ -92,7 +92,7 @@ rounds:
 			}
 			settled := sides[i].settle(ctx)
 			speed := canary()
-			res, err := sides[i].once(ctx, nil, hooks, false)
+			res, err := sides[i].once(ctx, nil, hooks, false, 0)
 			if ctx.Err() != nil || (res != nil && res.run.Interrupted) {
 				incomplete = true
 				break rounds
@@ -107,7 +107,7 @@ rounds:
 			}
 			results[i] = append(results[i], res)
 			order = append(order, fmt.Sprintf("%s#%d", names[i], len(results[i])))
-			exs[i].Conditions[0].Runs = append(exs[i].Conditions[0].Runs, res.experimentRun(len(order), settled, speed))
+			exs[i].Conditions[0].Runs = append(exs[i].Conditions[0].Runs, res.experimentRun(len(order), settled, speed, 0, model.Measure{}))
 		}
 	}
 	if len(results[0]) == 0 || len(results[1]) == 0 {

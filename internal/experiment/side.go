@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/perfsleuth/perfsleuth/internal/analyze"
@@ -109,7 +112,10 @@ func (s *side) settle(ctx context.Context) time.Duration {
 // device settled by the caller: it calls before with the workload's
 // processes once they are ready, and measures the run. A run the user
 // interrupted is returned with no error and its record marked interrupted.
-func (s *side) once(ctx context.Context, before func([]int) error, hooks Hooks, unobserved bool) (*result, error) {
+//
+// level, when above 0, is the workload's concurrency for this run
+// (--scale): fileio's threads, or a command's {threads} placeholder.
+func (s *side) once(ctx context.Context, before func([]int) error, hooks Hooks, unobserved bool, level int) (*result, error) {
 	opts := runner.Options{Probe: s.observe, BeforeRun: before}
 	switch {
 	case unobserved:
@@ -121,16 +127,24 @@ func (s *side) once(ctx context.Context, before func([]int) error, hooks Hooks, 
 	var out *outputTail
 	var capture *toolresult.Capture
 	var t target.Target
+	argv := s.argv
 	if s.target != nil {
-		t = s.builtin(cloneTarget(*s.target), target.Hooks{Phase: hooks.Phase, Progress: hooks.Progress})
+		tc := cloneTarget(*s.target)
+		if level > 0 && tc.FileIO != nil {
+			tc.FileIO.Threads = level
+		}
+		t = s.builtin(tc, target.Hooks{Phase: hooks.Phase, Progress: hooks.Progress})
 	} else {
+		if level > 0 {
+			argv = withLevel(s.argv, "threads", level)
+		}
 		out = newOutputTail(s.metric)
 		var w io.Writer = out
 		if s.reads {
 			capture = &toolresult.Capture{}
 			w = io.MultiWriter(out, capture)
 		}
-		t = target.NewCommand(s.argv, target.CommandOptions{Output: w})
+		t = target.NewCommand(argv, target.CommandOptions{Output: w})
 	}
 	run, err := runner.Observe(ctx, t, opts)
 	if err != nil {
@@ -143,7 +157,7 @@ func (s *side) once(ctx context.Context, before func([]int) error, hooks Hooks, 
 		return &result{run: run}, nil
 	}
 	if capture != nil && run.Result != nil && run.Result.Command != nil {
-		run.Result.Command.Reported = toolresult.ParseRun(s.argv, s.dir, capture.Bytes())
+		run.Result.Command.Reported = toolresult.ParseRun(argv, s.dir, capture.Bytes())
 	}
 	value, err := s.value(run, out)
 	if err != nil {
@@ -153,16 +167,40 @@ func (s *side) once(ctx context.Context, before func([]int) error, hooks Hooks, 
 	return &result{run: run, value: value}, nil
 }
 
-// experimentRun is what the record keeps of one run.
-func (r *result) experimentRun(seq int, settled time.Duration, canaryMs float64) model.ExperimentRun {
+// withLevel is argv with param's placeholder replaced by level.
+func withLevel(argv []string, param string, level int) []string {
+	out := make([]string, len(argv))
+	for i, a := range argv {
+		out[i] = strings.ReplaceAll(a, Placeholder(param), strconv.Itoa(level))
+	}
+	return out
+}
+
+// experimentRun is what the record keeps of one run: at a --scale level
+// (level > 0) also its duration, the units of work it did (a rate
+// measure times the duration) and its time by state.
+func (r *result) experimentRun(seq int, settled time.Duration, canaryMs float64, level int, m model.Measure) model.ExperimentRun {
 	e := model.ExperimentRun{Seq: seq, Value: r.value, SettleSec: settled.Seconds(), CanaryMs: canaryMs}
 	if v := r.run.Verdict; v != nil {
 		e.Primary = v.Primary
 	}
-	if ta := r.run.TimeAccounting; ta != nil && ta.Source == "ebpf" {
+	ta := r.run.TimeAccounting
+	if ta != nil && ta.Source == "ebpf" {
 		e.CPUSec = ta.Total[model.CatCPU]
 		e.CPUWaitSec = ta.Total[model.CatCPUWait]
 		e.StorageSec = ta.Total[model.CatStorageRead] + ta.Total[model.CatStorageWrite] + ta.Total[model.CatStorageSync]
+	}
+	if level > 0 {
+		e.Level = level
+		if res := r.run.Result; res != nil {
+			e.DurationSec = res.DurationSec
+		}
+		if m.HigherIsBetter {
+			e.Units = r.value * e.DurationSec
+		}
+		if ta != nil && ta.Source == "ebpf" {
+			e.Time = maps.Clone(ta.Total)
+		}
 	}
 	return e
 }

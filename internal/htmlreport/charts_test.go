@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/perfsleuth/perfsleuth/internal/model"
 )
 
 // attrFloats returns the value of attribute name in every element of kind
@@ -204,5 +206,49 @@ func TestTicks(t *testing.T) {
 func TestChartNameIsSafe(t *testing.T) {
 	if got := chartName("timeline-disk", `"><img src=x>`, "iops"); got != "timeline-disk-___img_src_x_-iops" {
 		t.Errorf("chartName = %q", got)
+	}
+}
+
+// TestScalingSection: diagnose --scale's page has the throughput and cost
+// charts, each level's row with its share of linear, and the summary.
+func TestScalingSection(t *testing.T) {
+	run := func(units, cpu float64) model.ExperimentRun {
+		return model.ExperimentRun{Value: units, Units: units, DurationSec: 1, Time: map[string]float64{model.CatCPU: cpu * units}}
+	}
+	ex := &model.Experiments{Measure: model.Measure{Name: "ops/s", Unit: "ops/s", HigherIsBetter: true}, Scaling: &model.Scaling{
+		Param: "threads", CPUs: 2, Class: "coherency", Summary: "limited by coherency <b>",
+		Points: []model.ScalePoint{
+			{N: 1, Runs: []model.ExperimentRun{run(1e6, 1e-6)}, Throughput: 1e6, Efficiency: 1, CPUSecPerUnit: 1e-6, TimePerUnit: map[string]float64{model.CatCPU: 1e-6}},
+			{N: 2, Runs: []model.ExperimentRun{run(0.8e6, 2.5e-6)}, Throughput: 0.8e6, Efficiency: 0.4, CPUSecPerUnit: 2.5e-6, TimePerUnit: map[string]float64{model.CatCPU: 2.5e-6}},
+			{N: 4, OverCPUs: true, Runs: []model.ExperimentRun{run(0.7e6, 2.6e-6)}, Throughput: 0.7e6, Efficiency: 0.175, CPUSecPerUnit: 2.6e-6, TimePerUnit: map[string]float64{model.CatCPU: 2.6e-6}},
+		},
+		Fit: &model.USLFit{Lambda: 1e6, Sigma: 1.5}}}
+	s := experimentsSection(&model.Run{Experiments: ex})
+	var text strings.Builder
+	charts := 0
+	for _, b := range s.Blocks {
+		text.WriteString(b.Text)
+		for _, f := range b.Figs {
+			if strings.Contains(string(f.Chart), "<svg") {
+				charts++
+			}
+			text.WriteString(f.Caption)
+		}
+		if b.Table != nil {
+			for _, r := range b.Table.Rows {
+				for _, c := range r {
+					text.WriteString(c.Text + "|")
+				}
+			}
+		}
+	}
+	got := text.String()
+	for _, want := range []string{"limited by coherency <b>", "Throughput by threads", "Cost of a unit of work by threads", "threads=4 (over the 2 CPUs)|", "40%|", "2.50µs|"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("the scaling section lacks %q:\n%s", want, got)
+		}
+	}
+	if charts != 2 {
+		t.Errorf("%d charts, want the throughput's and the cost's", charts)
 	}
 }

@@ -27,6 +27,10 @@ func experimentsSection(run *model.Run) *section {
 		}
 		return rows.Rate(v) + " " + m.Unit
 	}
+	if ex.Scaling != nil {
+		scalingSection(s, ex.Scaling, m, value)
+		return s
+	}
 	x := rows.ExperimentsOf(ex)
 	var intervals []IntervalRow
 	tb := newTable("condition", "~resource", "median", "change", "~95% interval", "~class", "~why")
@@ -118,4 +122,69 @@ func runAccounting(s *section, acc []rows.CondAccounting) {
 		Chart: StackedBars("experiment-accounting", bars, BarOptions{Title: "busy-thread time per condition", Max: longest,
 			Format: durSec, Legend: LegendItems(model.CatCPU, CategoryColor(model.CatCPU), model.CatCPUWait,
 				CategoryColor(model.CatCPUWait), "storage", CategoryColor(model.CatStorageWrite))})})
+}
+
+// scalingSection shows diagnose --scale: the throughput and a unit of
+// work's cost at each level, as charts (with linear scaling and the USL
+// fit beside the measured) and a table, then every run.
+func scalingSection(s *section, sc *model.Scaling, m model.Measure, value func(float64) string) {
+	s.p(sc.Summary)
+	var ns, thr, linear, busy, fitted, cpu []float64
+	first := sc.Points[0]
+	for _, p := range sc.Points {
+		ns = append(ns, float64(p.N))
+		thr = append(thr, p.Throughput)
+		linear = append(linear, first.Throughput*float64(p.N)/float64(max(first.N, 1)))
+		cpu = append(cpu, p.CPUSecPerUnit*1e9)
+		var b float64
+		for c, v := range p.TimePerUnit {
+			if c != model.CatCPUWait {
+				b += v
+			}
+		}
+		busy = append(busy, b*1e9)
+		if f := sc.Fit; f != nil && f.Lambda > 0 {
+			fitted = append(fitted, (1+f.Sigma*float64(p.N-1)+f.Kappa*float64(p.N*(p.N-1)))/f.Lambda*1e9)
+		}
+	}
+	xLabel := sc.Param
+	cost := []Series{{Label: "busy time per unit", Color: CategoryColor(model.CatSleep), Y: busy}, {Label: "cpu per unit", Color: CategoryColor(model.CatCPU), Y: cpu}}
+	if len(fitted) == len(ns) {
+		cost = append(cost, Series{Label: "USL fit", Color: "#888", Y: fitted})
+	}
+	s.figs(
+		figure{Caption: "Throughput by " + sc.Param, Sub: fmt.Sprintf("medians of each level's runs, against linear scaling from the first level (%s)", rows.OrDash(m.Unit)),
+			Chart: LineChart("scaling-throughput", ns, []Series{{Label: "measured", Color: CategoryColor(model.CatCPU), Y: thr, Bold: true}, {Label: "linear", Color: "#888", Y: linear}},
+				LineOptions{Title: "throughput by " + sc.Param, YUnit: UnitCount, XLabel: xLabel, Legend: true})},
+		figure{Caption: "Cost of a unit of work by " + sc.Param, Sub: "the workload's threads' time per unit (all states but the wait for a CPU), its CPU time, and the USL fitted to the first",
+			Chart: LineChart("scaling-cost", ns, cost, LineOptions{Title: "cost per unit by " + sc.Param, YUnit: UnitNs, XLabel: xLabel, Legend: true})},
+	)
+	tb := newTable("level", "median", "~95% interval", "of linear", "cpu / unit", "lock / unit", "cpu-wait / unit", "~runs")
+	for _, p := range sc.Points {
+		name := fmt.Sprintf("%s=%d", sc.Param, p.N)
+		if p.OverCPUs {
+			name += fmt.Sprintf(" (over the %d CPUs)", sc.CPUs)
+		}
+		var runs []string
+		for _, r := range p.Runs {
+			runs = append(runs, value(r.Value))
+		}
+		if len(p.Runs) == 0 {
+			tb.add(cell{Text: name}, cell{Text: "-"}, cell{Text: "no run finished"})
+			continue
+		}
+		per := func(c string) string {
+			if p.TimePerUnit == nil {
+				return "-"
+			}
+			return rows.PerUnit(p.TimePerUnit[c])
+		}
+		tb.add(cell{Text: name}, cell{Text: value(p.Throughput)}, cell{Text: fmt.Sprintf("[%s, %s]", value(p.ThroughputInterval[0]), value(p.ThroughputInterval[1]))},
+			cell{Text: fmt.Sprintf("%.0f%%", p.Efficiency*100)}, cell{Text: per(model.CatCPU)}, cell{Text: per(model.CatLock)}, cell{Text: per(model.CatCPUWait)},
+			cell{Text: strings.Join(runs, " · ")})
+	}
+	s.table(tb.t)
+	if sc.Fit == nil && sc.FitNote != "" {
+		s.p("no USL fit: " + sc.FitNote)
+	}
 }

@@ -49,6 +49,76 @@ type Experiments struct {
 	// then run i of this record and run i of the other ran in the same
 	// round, one right after the other.
 	Pair *Pair `json:"pair,omitempty"`
+	// Scaling is set by diagnose --scale: the workload at several levels
+	// of its own concurrency (the baseline condition's runs are its first
+	// level's).
+	Scaling *Scaling `json:"scaling,omitempty"`
+}
+
+// Scaling is how the workload's throughput and its cost per unit of work
+// moved with its own concurrency (diagnose --scale threads=1,2,4).
+type Scaling struct {
+	// Param is the level's name ("threads"); CPUs how many CPUs the
+	// workload could use: levels above it share them.
+	Param string `json:"param"`
+	CPUs  int    `json:"cpus"`
+	// Points are the levels, in increasing order.
+	Points []ScalePoint `json:"points"`
+	// Fit is the Universal Scalability Law fitted to the busy thread
+	// time per unit of work; nil when it could not be (FitNote says why).
+	Fit     *USLFit `json:"fit,omitempty"`
+	FitNote string  `json:"fit_note,omitempty"`
+	// Class is "linear", "contention", "coherency" or "sublinear" (it
+	// scaled less than linearly and neither state's growth explains it),
+	// "" when the levels cannot tell (fewer than two within the CPUs).
+	Class string `json:"class,omitempty"`
+	// Peak is the level with the highest median throughput; LosesBeyond
+	// is set to it when a higher level measured less, beyond the noise.
+	Peak        int `json:"peak"`
+	LosesBeyond int `json:"loses_beyond,omitempty"`
+	// Summary says it in plain words.
+	Summary string `json:"summary"`
+}
+
+// ScalePoint is one level's runs and what they show.
+type ScalePoint struct {
+	N int `json:"n"`
+	// OverCPUs: more threads than CPUs; they take turns.
+	OverCPUs bool            `json:"over_cpus,omitempty"`
+	Runs     []ExperimentRun `json:"runs"`
+	// Throughput is the runs' median measure, its interval the
+	// bootstrap's of the median (95%).
+	Throughput         float64    `json:"throughput"`
+	ThroughputInterval [2]float64 `json:"throughput_interval"`
+	// Efficiency is Throughput against the first level's scaled
+	// linearly: 1 is linear, 0.5 half of it.
+	Efficiency float64 `json:"efficiency"`
+	// CPUSecPerUnit is the workload's CPU time per unit of work (the time
+	// accounting's cpu over the measure times the run's duration), the
+	// runs' median, with its bootstrap interval.
+	CPUSecPerUnit         float64    `json:"cpu_sec_per_unit"`
+	CPUSecPerUnitInterval [2]float64 `json:"cpu_sec_per_unit_interval"`
+	// TimePerUnit is the workload's threads' time by state per unit of
+	// work, in seconds (medians over the runs): where each unit's cost
+	// went at this level.
+	TimePerUnit map[string]float64 `json:"time_per_unit"`
+}
+
+// USLFit is the Universal Scalability Law, C(N) = (1 + Sigma(N-1) +
+// Kappa N(N-1)) / Lambda, fitted to the busy thread time per unit of work
+// (all states but the wait for a CPU): the cost of a unit at concurrency N
+// against one thread's, which is the USL's denominator. Sigma is
+// contention (serialisation), Kappa coherency (crosstalk); intervals from
+// a bootstrap over each level's runs (95%).
+type USLFit struct {
+	Lambda        float64    `json:"lambda"`
+	Sigma         float64    `json:"sigma"`
+	Kappa         float64    `json:"kappa"`
+	SigmaInterval [2]float64 `json:"sigma_interval"`
+	KappaInterval [2]float64 `json:"kappa_interval"`
+	// PeakN is where the law puts the throughput's peak, sqrt((1 -
+	// Sigma) / Kappa); 0 when Kappa's interval reaches 0 (no peak told).
+	PeakN float64 `json:"peak_n,omitempty"`
 }
 
 // Pair ties the two records of an interleaved comparison together.
@@ -135,6 +205,14 @@ type ExperimentRun struct {
 	// setting changes it; the host's other guests, a slower clock or a
 	// busy sibling hyperthread do.
 	CanaryMs float64 `json:"canary_ms,omitempty"`
+	// Level is the run's concurrency under diagnose --scale (0: none);
+	// Units the units of work it did (the measure, a rate, times
+	// DurationSec); Time the workload's threads' time by state in it
+	// (the time accounting's totals, when observed with eBPF).
+	Level       int                `json:"level,omitempty"`
+	Units       float64            `json:"units,omitempty"`
+	DurationSec float64            `json:"duration_sec,omitempty"`
+	Time        map[string]float64 `json:"time,omitempty"`
 }
 
 // SkippedCondition is a condition that could not be applied here.

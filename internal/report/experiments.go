@@ -24,6 +24,10 @@ func (d *doc) experiments(run *model.Run) {
 		}
 		return rows.Rate(v)
 	}
+	if ex.Scaling != nil {
+		d.scaling(ex.Scaling, value)
+		return
+	}
 	x := rows.ExperimentsOf(ex)
 	const row = "  %-15s %9s %7s  %-15s %s"
 	d.line(row, "condition", "median", "change", "95% interval", "class")
@@ -98,5 +102,49 @@ func (d *doc) experiments(run *model.Run) {
 	}
 	if v.Conclusion != "" {
 		d.field("conclusion", v.Conclusion)
+	}
+}
+
+// scaling shows diagnose --scale's levels: each one's median measure with
+// its interval, against linear, and a unit of work's cost by state; then
+// every run, and the USL fit.
+func (d *doc) scaling(sc *model.Scaling, value func(float64) string) {
+	d.line("  %s at each level, on %d CPUs (the runs were interleaved):", sc.Param, sc.CPUs)
+	const row = "  %-12s %9s  %-21s %9s %10s %10s %10s"
+	d.line(row, "level", "median", "95% interval", "of linear", "cpu/unit", "lock/unit", "wait/unit")
+	for _, p := range sc.Points {
+		name := fmt.Sprintf("%s=%d", sc.Param, p.N)
+		if p.OverCPUs {
+			name += "*"
+		}
+		if len(p.Runs) == 0 {
+			d.line(row, name, "-", "no run finished", "", "", "", "")
+			continue
+		}
+		iv := fmt.Sprintf("[%s, %s]", value(p.ThroughputInterval[0]), value(p.ThroughputInterval[1]))
+		cost := func(c string) string {
+			if p.TimePerUnit == nil {
+				return "-"
+			}
+			return rows.PerUnit(p.TimePerUnit[c])
+		}
+		d.line(row, name, value(p.Throughput), iv, fmt.Sprintf("%.0f%%", p.Efficiency*100), cost("cpu"), cost("lock"), cost("cpu-wait"))
+	}
+	for _, p := range sc.Points {
+		if p.OverCPUs {
+			d.line("  * more threads than CPUs: they take turns, and a unit's wait for a CPU grows by design")
+			break
+		}
+	}
+	d.line("  every run:")
+	for _, p := range sc.Points {
+		var runs []string
+		for _, r := range p.Runs {
+			runs = append(runs, value(r.Value))
+		}
+		d.wrapped(fmt.Sprintf("  %-12s ", fmt.Sprintf("%s=%d", sc.Param, p.N)), strings.Repeat(" ", 15), strings.Join(runs, " "))
+	}
+	if sc.Fit == nil && sc.FitNote != "" {
+		d.wrapped("  no USL fit: ", "      ", sc.FitNote)
 	}
 }

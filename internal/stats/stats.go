@@ -369,3 +369,12 @@ func mannKendallP(n, s int) float64 {
 	}
 	return tail / total
 }
+
+// MedianInterval is the 95% bootstrap percentile interval of the median
+// of xs (the seed fixed); both ends are the value for one.
+func MedianInterval(xs []float64) [2]float64 {
+	if len(xs) == 0 {
+		return [2]float64{}
+	}
+	return Widened(Median(xs), medianDraws(xs), 1)
+}

@@ -74,3 +74,6 @@ func BetterWords(m model.Measure) string {
 	}
 	return "lower is better"
 }
+
+// PerUnit writes a time per unit of work (diagnose --scale).
+func PerUnit(s float64) string { return units.FormatNs(s * 1e9) }

@@ -1,0 +1,100 @@
+package analyze
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/perfsleuth/perfsleuth/internal/model"
+)
+
+// TestUSLFitRecovers: runs made from a known law (three per level, a
+// little noise) give back its sigma and kappa within their intervals, and
+// its peak.
+func TestUSLFitRecovers(t *testing.T) {
+	const sigma, kappa, lambda = 0.08, 0.02, 1e6 // units/s of one thread
+	var points []model.ScalePoint
+	noise := []float64{0.99, 1.0, 1.01}
+	for _, n := range []int{1, 2, 4, 8, 16} {
+		p := model.ScalePoint{N: n}
+		for _, e := range noise {
+			cost := uslCost(float64(n), sigma, kappa) / lambda * e // busy seconds per unit
+			units := 1e6
+			p.Runs = append(p.Runs, model.ExperimentRun{Value: units, Units: units, DurationSec: 1,
+				Time: map[string]float64{model.CatCPU: cost * units * 0.7, model.CatLock: cost * units * 0.3, model.CatCPUWait: 5}})
+		}
+		points = append(points, p)
+	}
+	f, note := fitUSL(points)
+	if f == nil {
+		t.Fatalf("no fit: %s", note)
+	}
+	t.Logf("fit %+v", *f)
+	if math.Abs(f.Sigma-sigma) > 0.02 || math.Abs(f.Kappa-kappa) > 0.005 || math.Abs(f.Lambda/lambda-1) > 0.05 {
+		t.Errorf("fit sigma %.4f kappa %.4f lambda %.0f, want %.2f, %.3f, %.0f", f.Sigma, f.Kappa, f.Lambda, sigma, kappa, lambda)
+	}
+	if f.SigmaInterval[0] > sigma || f.SigmaInterval[1] < sigma || f.KappaInterval[0] > kappa || f.KappaInterval[1] < kappa {
+		t.Errorf("intervals sigma %v kappa %v miss the law's %.2f, %.3f", f.SigmaInterval, f.KappaInterval, sigma, kappa)
+	}
+	if want := math.Sqrt((1 - sigma) / kappa); math.Abs(f.PeakN-want) > 0.15*want {
+		t.Errorf("peak at N=%.1f, want about %.1f", f.PeakN, want)
+	}
+	// Two levels cannot fix three coefficients: no fit, and why.
+	if f, note := fitUSL(points[:2]); f != nil || !strings.Contains(note, "3 levels") {
+		t.Errorf("two levels: fit %+v, note %q", f, note)
+	}
+}
+
+// scaleRun is a run of n threads that did units of work in a second with
+// cpu, lock and cpu-wait seconds per unit.
+func scaleRun(units, cpu, lock, wait float64) model.ExperimentRun {
+	return model.ExperimentRun{Value: units, Units: units, DurationSec: 1,
+		Time: map[string]float64{model.CatCPU: cpu * units, model.CatLock: lock * units, model.CatCPUWait: wait * units}}
+}
+
+// TestScalingClasses: which of a unit's costs grew from one thread to as
+// many as CPUs names the limit; a level above the CPUs is marked and left
+// out of it.
+func TestScalingClasses(t *testing.T) {
+	level := func(n int, units, cpu, lock, wait float64) model.ScalePoint {
+		p := model.ScalePoint{N: n, OverCPUs: n > 2}
+		for _, e := range []float64{0.98, 1, 1.02} {
+			p.Runs = append(p.Runs, scaleRun(units*e, cpu, lock, wait))
+		}
+		return p
+	}
+	cases := []struct {
+		name   string
+		points []model.ScalePoint
+		class  string
+		says   string
+	}{
+		{"parallel", []model.ScalePoint{level(1, 1e6, 1e-6, 0, 0), level(2, 1.95e6, 1e-6, 0, 0), level(4, 1.95e6, 1e-6, 0, 1e-6)}, ScalesLinearly, "scales linearly up to the 2 CPUs"},
+		// The machine slower for the second level's runs: 78% of linear,
+		// but a unit cost what it did: linear, and said why.
+		{"parallel, noisy", []model.ScalePoint{level(1, 1e6, 1e-6, 0, 0), level(2, 1.56e6, 1.05e-6, 0, 0), level(4, 1.6e6, 1e-6, 0, 1e-6)}, ScalesLinearly, "the machine's speed moving between runs"},
+		{"false sharing", []model.ScalePoint{level(1, 1e6, 1e-6, 0, 0), level(2, 0.4e6, 5e-6, 0, 0), level(4, 0.4e6, 5e-6, 0, 5e-6)}, Coherency, "perf c2c"},
+		{"convoy", []model.ScalePoint{level(1, 1e6, 1e-6, 0, 0), level(2, 1.05e6, 1.2e-6, 0.8e-6, 0.1e-6), level(4, 1e6, 1.3e-6, 2e-6, 1e-6)}, Contention, "limited by contention"},
+	}
+	for _, c := range cases {
+		ex := &model.Experiments{Measure: model.Measure{Unit: "ops/s", HigherIsBetter: true}, Scaling: &model.Scaling{Param: "threads", CPUs: 2, Points: c.points}}
+		scaling(ex)
+		sc := ex.Scaling
+		t.Logf("%s: %s", c.name, sc.Summary)
+		if sc.Class != c.class || !strings.Contains(sc.Summary, c.says) {
+			t.Errorf("%s: class %q, summary %q; want %q saying %q", c.name, sc.Class, sc.Summary, c.class, c.says)
+		}
+		if !strings.Contains(sc.Summary, "threads=4: more threads than the 2 CPUs") {
+			t.Errorf("%s: the level over the CPUs is not said: %q", c.name, sc.Summary)
+		}
+	}
+	// Throughput that falls past a level, beyond the runs' spread: the
+	// level is named.
+	ex := &model.Experiments{Measure: model.Measure{HigherIsBetter: true}, Scaling: &model.Scaling{Param: "threads", CPUs: 8,
+		Points: []model.ScalePoint{level(1, 1e6, 1e-6, 0, 0), level(2, 1.9e6, 1e-6, 0, 0), level(4, 1.2e6, 3e-6, 0, 0)}}}
+	ex.Scaling.Points[2].OverCPUs = false
+	scaling(ex)
+	if ex.Scaling.Peak != 2 || ex.Scaling.LosesBeyond != 2 || !strings.Contains(ex.Scaling.Summary, "beyond threads=2 more concurrency lost throughput") {
+		t.Errorf("peak %d, loses beyond %d: %q", ex.Scaling.Peak, ex.Scaling.LosesBeyond, ex.Scaling.Summary)
+	}
+}
