@@ -21,6 +21,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 )
 
@@ -84,6 +86,21 @@ func Inspect(path string) (*Library, error) {
 	}
 	defer f.Close()
 	syms := defined(f)
+	if _, ok := syms[pgActivity]; !ok && isPostgres(path) {
+		// A server built without its functions in the dynamic symbols:
+		// its debug file (a -dbgsym package's, by build id) has them,
+		// at the same addresses.
+		if d := debugFile(path, buildID(f)); d != "" {
+			if df, err := elf.Open(d); err == nil {
+				for name, a := range defined(df) {
+					if _, ok := syms[name]; !ok {
+						syms[name] = a
+					}
+				}
+				df.Close()
+			}
+		}
+	}
 	if _, ok := syms[pgActivity]; ok {
 		// A PostgreSQL server: its statements come as text in the
 		// activity report, no offsets needed.
@@ -102,6 +119,9 @@ func Inspect(path string) (*Library, error) {
 		return lib, nil
 	}
 	if _, ok := syms["sqlite3_step"]; !ok {
+		if isPostgres(path) {
+			return nil, fmt.Errorf("%s: a PostgreSQL server without the symbol %s (nor a debug file for build id %q under /usr/lib/debug/.build-id): its statements are not named; install its debug symbols (Debian: postgresql-NN-dbgsym; or fetch them with debuginfod-find debuginfo %s into that directory)", path, pgActivity, buildID(f), path)
+		}
 		for name := range syms {
 			if strings.HasSuffix(name, ".Xsqlite3_step") {
 				return nil, fmt.Errorf("%s: SQLite translated to Go (%s): it has no C API to hook, so its statements are not named (a Go program on mattn/go-sqlite3, real SQLite through cgo, is)", path, strings.TrimSuffix(name, ".Xsqlite3_step"))
@@ -262,6 +282,32 @@ func loadOffset(code []byte, want byte) (int64, error) {
 }
 
 // buildID is the GNU build-id note of f, in hex.
+// isPostgres says whether path is a PostgreSQL server, by its name.
+func isPostgres(path string) bool {
+	b := filepath.Base(path)
+	return b == "postgres" || b == "postmaster"
+}
+
+// debugFile is the separate debug file of the file at path with build id
+// id, where a -dbgsym package installs it (under the same root as path:
+// a process's /proc/PID/root), "" if there is none.
+func debugFile(path, id string) string {
+	if len(id) < 3 {
+		return ""
+	}
+	root := ""
+	if rest, ok := strings.CutPrefix(path, "/proc/"); ok {
+		if pid, _, ok := strings.Cut(rest, "/root/"); ok {
+			root = "/proc/" + pid + "/root"
+		}
+	}
+	d := filepath.Join(root, "/usr/lib/debug/.build-id", id[:2], id[2:]+".debug")
+	if _, err := os.Stat(d); err != nil {
+		return ""
+	}
+	return d
+}
+
 func buildID(f *elf.File) string {
 	s := f.Section(".note.gnu.build-id")
 	if s == nil {

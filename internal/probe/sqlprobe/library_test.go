@@ -80,6 +80,30 @@ func TestInspectNotSQLite(t *testing.T) {
 	}
 }
 
+// TestInspectStrippedPostgres: a PostgreSQL server whose symbols are
+// gone (here a program with none of them, named postgres) is said to be
+// one, with where to get its symbols, instead of being passed over as a
+// file without SQL (Find keeps such an error among its notes, which the
+// record shows).
+func TestInspectStrippedPostgres(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pg := filepath.Join(t.TempDir(), "postgres")
+	if err := os.WriteFile(pg, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	_, err = Inspect(pg)
+	if err == nil || errors.Is(err, ErrNoSQLite) || !strings.Contains(err.Error(), "PostgreSQL server without the symbol pgstat_report_activity") || !strings.Contains(err.Error(), "dbgsym") {
+		t.Errorf("a server without its symbols: %v", err)
+	}
+}
+
 // TestFindInProcess: a process that maps its own copy of SQLite (here the
 // sqlite3 shell given a copy of the library by LD_LIBRARY_PATH) has that
 // copy found through its mappings, beside ldconfig's library.
