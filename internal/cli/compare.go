@@ -67,10 +67,10 @@ HTML page, in the same order, with the charts side by side
 (docs/html-report.md).
 
 With --run given twice, compare runs the two workloads itself, interleaved:
---repeat rounds, each one run of A and one of B back to back, the order
-alternating by round, so that a machine that drifts cannot pose as a
-difference (two batches made one after the other can differ by 10% with
-nothing changed). The interval is then over rounds, paired.`,
+--repeat rounds, each one run of A and one of B back to back, in an
+order drawn at random for each round (half of the rounds A first), so
+that a machine that drifts cannot pose as a difference (two batches made
+one after the other can differ by 10% with nothing changed). The interval is then over rounds, paired.`,
 		Example: `  perfsleuth observe --json A.json sqlite --journal wal --sync normal
   perfsleuth observe --json B.json sqlite --journal delete --sync full
   perfsleuth compare A.json B.json

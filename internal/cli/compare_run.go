@@ -16,7 +16,7 @@ import (
 )
 
 // runFlags are compare's interleaved mode: it runs the two workloads
-// itself, alternating them, instead of reading two saved records.
+// itself, interleaving them, instead of reading two saved records.
 type runFlags struct {
 	runs         []string
 	repeat       int
@@ -32,7 +32,7 @@ const defaultPairRepeat = 5
 
 func (r *runFlags) bind(cmd *cobra.Command) {
 	fs := cmd.Flags()
-	fs.StringArrayVar(&r.runs, "run", nil, "instead of two records: a workload to run and compare, given twice (A, then B), each as observe takes it, quoted: 'sqlite --journal wal', 'fileio --rw randwrite', or a command ('./bench --threads 4'); the two are run interleaved, the order alternating by round")
+	fs.StringArrayVar(&r.runs, "run", nil, "instead of two records: a workload to run and compare, given twice (A, then B), each as observe takes it, quoted: 'sqlite --journal wal', 'fileio --rw randwrite', or a command ('./bench --threads 4'); the two are run interleaved, in rounds, the order of each drawn at random")
 	fs.IntVar(&r.repeat, "repeat", defaultPairRepeat, "with --run: rounds, each one run of A and one of B")
 	fs.StringVar(&r.saveA, "save-a", "", "with --run: save A's run record (the run with the median measure, carrying every run) to FILE")
 	fs.StringVar(&r.saveB, "save-b", "", "with --run: save B's run record to FILE")

@@ -252,8 +252,8 @@ func TestRunExtendsWhileInconclusive(t *testing.T) {
 	}
 }
 
-// TestPairInterleaves: a comparison alternates A and B within rounds, so
-// that each pair of runs ran back to back, and each record carries its own
+// TestPairInterleaves: a comparison runs A and B in rounds, so that each
+// pair of runs ran back to back, the order random but balanced, and each record carries its own
 // runs and the pair they belong to.
 func TestPairInterleaves(t *testing.T) {
 	dir := inDir(t)
@@ -264,11 +264,27 @@ func TestPairInterleaves(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"A#1", "B#1", "B#2", "A#2", "A#3", "B#3", "B#4", "A#4"}
+	// Each round is A's run and B's back to back, A first in two of the
+	// four rounds (roundOrder draws which).
+	order := ra.Experiments.Order
+	aFirst := 0
+	for r := range 4 {
+		x, y := order[2*r], order[2*r+1]
+		n := fmt.Sprint(r + 1)
+		switch {
+		case x == "A#"+n && y == "B#"+n:
+			aFirst++
+		case x != "B#"+n || y != "A#"+n:
+			t.Errorf("round %d ran %s, %s; want A#%s and B#%s back to back (order %v)", r+1, x, y, n, n, order)
+		}
+	}
+	if aFirst != 2 {
+		t.Errorf("A ran first in %d rounds of 4, want 2 (order %v)", aFirst, order)
+	}
 	for _, r := range []*model.Run{ra, rb} {
 		ex := r.Experiments
-		if !slices.Equal(ex.Order, want) {
-			t.Errorf("order %v, want %v", ex.Order, want)
+		if !slices.Equal(ex.Order, order) {
+			t.Errorf("the records' orders differ: %v and %v", ex.Order, order)
 		}
 		if len(ex.Conditions) != 1 || len(ex.Conditions[0].Runs) != 4 || ex.Pair == nil {
 			t.Fatalf("experiments %+v", ex)
@@ -284,6 +300,40 @@ func TestPairInterleaves(t *testing.T) {
 	if left, _ := os.ReadDir(dir); len(left) != 0 {
 		t.Errorf("left in the directory: %v", left)
 	}
+}
+
+// TestRoundOrder: half of the rounds put A first (the odd round either
+// way), and the order is not the fixed alternation: over 200 draws of 8
+// rounds, every one of the 70 balanced orders is possible, and the
+// alternation's two (A first in the even rounds, or in the odd ones)
+// come up about 3 times in 200, not every time.
+func TestRoundOrder(t *testing.T) {
+	seen := map[string]int{}
+	for range 200 {
+		o := roundOrder(8)
+		if n := aFirstCount(o); n != 4 {
+			t.Fatalf("A first in %d rounds of 8: %v", n, o)
+		}
+		seen[fmt.Sprint(o)]++
+	}
+	if len(seen) < 30 {
+		t.Errorf("%d distinct orders in 200 draws, want most of the 70", len(seen))
+	}
+	for _, n := range []int{1, 5, 7} {
+		if a := aFirstCount(roundOrder(n)); a != n/2 && a != n/2+1 {
+			t.Errorf("%d rounds: A first in %d", n, a)
+		}
+	}
+}
+
+func aFirstCount(o []bool) int {
+	n := 0
+	for _, f := range o {
+		if f {
+			n++
+		}
+	}
+	return n
 }
 
 // TestRunUnobserved: the unobserved condition runs the same workload with
