@@ -66,6 +66,20 @@ func TestRelSpread(t *testing.T) {
 	}
 }
 
+// TestDetrendedRelSpreadFewRuns: three runs are not detrended (a line
+// through two of them left a spread of 0 for every three-run baseline):
+// the failing run's baseline, 26,811, 16,440 and 22,923 tx/s, moves
+// 1.4826 × 3,888 / 22,923 = 25%; four or more are taken off their line,
+// so a steady drift is not noise.
+func TestDetrendedRelSpreadFewRuns(t *testing.T) {
+	if got := DetrendedRelSpread([]int{1, 4, 7}, []float64{26811, 16440, 22923}); math.Abs(got-0.2515) > 0.001 {
+		t.Errorf("three runs: %.4f, want 0.2515", got)
+	}
+	if got := DetrendedRelSpread([]int{1, 2, 3, 4, 5}, []float64{100, 90, 80, 70, 60}); got > 1e-9 {
+		t.Errorf("a straight drift over five runs: %.4f, want 0", got)
+	}
+}
+
 func TestTrendOf(t *testing.T) {
 	// The runs of a batch that fell steadily (issue: 41,422 down to 33,461).
 	fell := TrendOf([]float64{41422, 39310, 38698, 38314, 33461})
