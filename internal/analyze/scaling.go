@@ -67,33 +67,28 @@ func scaling(ex *model.Experiments) {
 
 // scalePoint fills one level's medians and intervals from its runs.
 func scalePoint(p *model.ScalePoint) {
-	var vals, cpu []float64
-	per := map[string][]float64{}
+	var vals []float64
+	cats := map[string]bool{}
 	for _, r := range p.Runs {
 		vals = append(vals, r.Value)
-		if r.Units <= 0 || r.Time == nil {
-			continue
-		}
-		cpu = append(cpu, r.Time[model.CatCPU]/r.Units)
-		for c, s := range r.Time {
-			per[c] = append(per[c], s/r.Units)
+		for c := range r.Time {
+			cats[c] = true
 		}
 	}
 	if len(vals) == 0 {
 		return
 	}
 	p.Throughput, p.ThroughputInterval = stats.Median(vals), stats.MedianInterval(vals)
-	if len(cpu) > 0 {
-		p.CPUSecPerUnit, p.CPUSecPerUnitInterval = stats.Median(cpu), stats.MedianInterval(cpu)
-		p.TimePerUnit = map[string]float64{}
-		for c, xs := range per {
-			// A run without the category had none of it.
-			for len(xs) < len(cpu) {
-				xs = append(xs, 0)
-			}
-			if m := stats.Median(xs); m > 0 {
-				p.TimePerUnit[c] = m
-			}
+	cpu := perUnitValues(p.Runs, 0, model.CatCPU)
+	if len(cpu) == 0 {
+		return
+	}
+	p.CPUSecPerUnit, p.CPUSecPerUnitInterval = stats.Median(cpu), stats.MedianInterval(cpu)
+	p.TimePerUnit = map[string]float64{}
+	for c := range cats {
+		// A run without the category had none of it (a 0 among them).
+		if m := stats.Median(perUnitValues(p.Runs, 0, c)); m > 0 {
+			p.TimePerUnit[c] = m
 		}
 	}
 }
@@ -121,24 +116,13 @@ func peakAndLoss(sc *model.Scaling, higher bool) {
 	}
 }
 
-// uslCost is the USL's cost of a unit at concurrency n, relative: 1 +
-// sigma(n-1) + kappa n(n-1).
-func uslCost(n, sigma, kappa float64) float64 { return 1 + sigma*(n-1) + kappa*n*(n-1) }
-
-// busyPerUnit is a run's busy thread time per unit of work: every state
-// but the wait for a CPU (which more threads than CPUs make by design);
-// 0 when the run has no units or no time by state.
+// busyPerUnit is a run's busy thread time per unit of work
+// (model.BusyTime); 0 when the run has no units or no time by state.
 func busyPerUnit(r model.ExperimentRun) float64 {
 	if r.Units <= 0 || r.Time == nil {
 		return 0
 	}
-	var s float64
-	for c, v := range r.Time {
-		if c != model.CatCPUWait {
-			s += v
-		}
-	}
-	return s / r.Units
+	return model.BusyTime(r.Time) / r.Units
 }
 
 // minKappa: a coherency below it puts the law's peak past 100 threads
@@ -218,7 +202,7 @@ func percentiles(xs []float64) [2]float64 {
 }
 
 // uslFit finds lambda, sigma, kappa >= 0 minimising the relative squared
-// error of cost c_i against uslCost(n_i)/lambda. For given sigma and kappa
+// error of cost c_i against model.USLCost(n_i)/lambda. For given sigma and kappa
 // the best 1/lambda has a closed form (a weighted mean), so the search is
 // over the two coefficients only, kept non-negative as squares.
 func uslFit(ns, cs []float64) (lambda, sigma, kappa float64, ok bool) {
@@ -227,14 +211,14 @@ func uslFit(ns, cs []float64) (lambda, sigma, kappa float64, ok bool) {
 		// sum(g/c) / sum((g/c)^2); the error at it.
 		var num, den float64
 		for i := range ns {
-			r := uslCost(ns[i], s, k) / cs[i]
+			r := model.USLCost(ns[i], s, k) / cs[i]
 			num += r
 			den += r * r
 		}
 		a := num / den
 		var e float64
 		for i := range ns {
-			d := uslCost(ns[i], s, k)*a/cs[i] - 1
+			d := model.USLCost(ns[i], s, k)*a/cs[i] - 1
 			e += d * d
 		}
 		return a, e
@@ -332,8 +316,19 @@ func medianCanary(points []model.ScalePoint) float64 {
 // ref: a run after a slower canary did the same work in more time); 0
 // without units.
 func unitCost(p model.ScalePoint, ref float64, cats ...string) float64 {
+	xs := perUnitValues(p.Runs, ref, cats...)
+	if len(xs) == 0 {
+		return 0
+	}
+	return stats.Median(xs)
+}
+
+// perUnitValues is, for each of runs with units of work and time by
+// state, its time in cats per unit, taken to the machine's speed ref
+// when ref > 0 (see unitCost).
+func perUnitValues(runs []model.ExperimentRun, ref float64, cats ...string) []float64 {
 	var xs []float64
-	for _, r := range p.Runs {
+	for _, r := range runs {
 		if r.Units <= 0 || r.Time == nil {
 			continue
 		}
@@ -347,10 +342,7 @@ func unitCost(p model.ScalePoint, ref float64, cats ...string) float64 {
 		}
 		xs = append(xs, s/r.Units/f)
 	}
-	if len(xs) == 0 {
-		return 0
-	}
-	return stats.Median(xs)
+	return xs
 }
 
 // scaleSummary says in plain words how the workload scaled.

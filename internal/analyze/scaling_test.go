@@ -18,7 +18,7 @@ func TestUSLFitRecovers(t *testing.T) {
 	for _, n := range []int{1, 2, 4, 8, 16} {
 		p := model.ScalePoint{N: n}
 		for _, e := range noise {
-			cost := uslCost(float64(n), sigma, kappa) / lambda * e // busy seconds per unit
+			cost := model.USLCost(float64(n), sigma, kappa) / lambda * e // busy seconds per unit
 			units := 1e6
 			p.Runs = append(p.Runs, model.ExperimentRun{Value: units, Units: units, DurationSec: 1,
 				Time: map[string]float64{model.CatCPU: cost * units * 0.7, model.CatLock: cost * units * 0.3, model.CatCPUWait: 5}})

@@ -143,9 +143,121 @@ func Conditions(ex *model.Experiments) bool {
 		// on a sync loop: -23% [-44%, -14%], its rounds' changes ±26%
 		// around it, was left inconclusive by it).
 		c.Class, c.Reason = classify(c.Change, c.Interval, ex.BaselineNoise, p.Rounds)
+		c.SideEffect = sideEffect(base, c)
+		if c.SideEffect != nil {
+			c.SideEffect.Summary = sideWords(c)
+		}
+		if se := c.SideEffect; se != nil && se.Confounded && c.Class == Sensitive {
+			c.Class, c.Reason = Inconclusive, fmt.Sprintf("changed %s, interval %s, but %s: the change cannot be told from that", pct(c.Change), intervalWords(c.Interval), sideWords(c))
+		}
 	}
 	return true
 }
+
+// Side effects. A condition takes one resource away; one that also takes
+// another can cost the workload through that one, and its change then
+// proves nothing about its own: Redis with appendfsync everysec spent
+// 0 ms on storage, yet io-pressure cost it 26%, its cpu-wait up from
+// 27 ms to 608 ms a run, the writer taking CPU on a machine of two. So
+// each condition's runs are set against the baseline's in the workload's
+// own time: the rise in the states of the condition's resource, and in
+// the other's. sideResource maps a condition's resource to the other one
+// whose states are counted; cold-cache is left out, its reads from the
+// device costing CPU of their own.
+var sideResource = map[string]string{"cpu": "io", "io": "cpu"}
+
+// sideFloor: a side effect is material when the other resource's rise
+// is at least this share of the baseline's busy time (cpu, cpu-wait and
+// storage): the smallest loss diagnose calls a bottleneck.
+const sideFloor = materialChange
+
+// resourceSec is a run's busy time in a resource's states.
+func resourceSec(r model.ExperimentRun, resource string) float64 {
+	switch resource {
+	case "cpu":
+		return r.CPUSec + r.CPUWaitSec
+	case "io":
+		return r.StorageSec
+	}
+	return 0
+}
+
+var resourceStates = map[string][]string{
+	"cpu": {model.CatCPU, model.CatCPUWait},
+	"io":  {model.CatStorageRead, model.CatStorageWrite, model.CatStorageSync},
+}
+
+// sideEffect is c's effect on the resource it does not take, nil when it
+// is not material, c has no such resource, or the runs carry no eBPF
+// accounting. It is confounded when the other resource rose at least as
+// much as c's own.
+func sideEffect(base, c *model.Condition) *model.SideEffect {
+	other := sideResource[c.Resource]
+	if other == "" {
+		return nil
+	}
+	med := func(cd *model.Condition, f func(model.ExperimentRun) float64) (float64, bool) {
+		var v []float64
+		for _, r := range cd.Runs {
+			if r.CPUSec+r.CPUWaitSec+r.StorageSec > 0 {
+				v = append(v, f(r))
+			}
+		}
+		if len(v) == 0 {
+			return 0, false
+		}
+		return stats.Median(v), true
+	}
+	busy := func(r model.ExperimentRun) float64 { return r.CPUSec + r.CPUWaitSec + r.StorageSec }
+	of := func(res string) func(model.ExperimentRun) float64 {
+		return func(r model.ExperimentRun) float64 { return resourceSec(r, res) }
+	}
+	bBusy, okB := med(base, busy)
+	if _, okC := med(c, busy); !okB || !okC || bBusy <= 0 {
+		return nil
+	}
+	bOther, _ := med(base, of(other))
+	cOther, _ := med(c, of(other))
+	bOwn, _ := med(base, of(c.Resource))
+	cOwn, _ := med(c, of(c.Resource))
+	rise := cOther - bOther
+	if rise < sideFloor*bBusy {
+		return nil
+	}
+	se := &model.SideEffect{Resource: other, States: resourceStates[other], BaseSec: bOther, CondSec: cOther, OwnRiseSec: cOwn - bOwn}
+	se.Confounded = rise >= se.OwnRiseSec
+	var load []float64
+	for _, r := range c.Runs {
+		if r.LoadCPUSec > 0 {
+			load = append(load, r.LoadCPUSec)
+		}
+	}
+	if len(load) > 0 {
+		se.LoadCPUSec = stats.Median(load)
+	}
+	return se
+}
+
+// sideWords say what c also took, with the numbers.
+func sideWords(c *model.Condition) string {
+	se := c.SideEffect
+	own := fmt.Sprintf("its %s time did not rise", resourceName[c.Resource])
+	if se.OwnRiseSec > 0 {
+		own = fmt.Sprintf("its %s time rose %s", resourceName[c.Resource], secs(se.OwnRiseSec))
+	}
+	w := fmt.Sprintf("it also took %s: the workload's %s time rose %s → %s a run (medians), while %s",
+		resourceName[se.Resource], strings.Join(se.States, " + "), secs(se.BaseSec), secs(se.CondSec), own)
+	if se.LoadCPUSec > 0 {
+		w += fmt.Sprintf("; its load generator used %s of CPU a run", secs(se.LoadCPUSec))
+	}
+	return w
+}
+
+var resourceName = map[string]string{"cpu": "CPU", "io": "storage"}
+
+func secs(s float64) string { return units.FormatNs(s * 1e9) }
+
+func intervalWords(iv [2]float64) string { return fmt.Sprintf("[%s, %s]", pct(iv[0]), pct(iv[1])) }
 
 // places are c's runs' places in the order all runs were made.
 func places(c *model.Condition) []int {
@@ -311,6 +423,14 @@ func conclude(run *model.Run) {
 				continue
 			}
 			v.Conclusion += fmt.Sprintf("; %s matters too: %s", r, evidence(r))
+		}
+	}
+	// A loss not counted for its resource because the condition also
+	// took another (sideEffect) is named, with its numbers.
+	for i := range run.Experiments.Conditions {
+		c := &run.Experiments.Conditions[i]
+		if se := c.SideEffect; se != nil && se.Confounded && c.Change <= -materialChange {
+			v.Conclusion += fmt.Sprintf("; %s's %s is not counted for %s: %s", c.Name, pct(c.Change), resourceName[c.Resource], sideWords(c))
 		}
 	}
 }

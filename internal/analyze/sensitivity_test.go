@@ -294,3 +294,80 @@ func TestConclusionTieGoesToTheAccounting(t *testing.T) {
 		})
 	}
 }
+
+// withTime sets the busy threads' time of c's runs: cpu, cpu-wait and
+// storage seconds, the same in every run.
+func withTime(c model.Condition, cpu, wait, storage float64) model.Condition {
+	for i := range c.Runs {
+		c.Runs[i].CPUSec, c.Runs[i].CPUWaitSec, c.Runs[i].StorageSec = cpu, wait, storage
+	}
+	return c
+}
+
+// TestSideEffectConfounds: the Redis case. appendfsync everysec
+// spent no time on storage, yet io-pressure cost it 26%: its cpu-wait
+// rose from 27 ms to 608 ms a run, the writer taking CPU on a machine of
+// two. The loss is not counted for storage; cpu-contention's is.
+func TestSideEffectConfounds(t *testing.T) {
+	run := runWith(2, 10, thread(1, map[string]float64{model.CatCPU: 6, model.CatSleep: 4}))
+	io := withTime(cond("io-pressure", "io", 740, 735, 745, 730, 750), 1.21, 0.608, 0)
+	for i := range io.Runs {
+		io.Runs[i].LoadCPUSec = 0.9
+	}
+	run.Experiments = &model.Experiments{Measure: model.Measure{HigherIsBetter: true}, Conditions: []model.Condition{
+		withTime(cond("baseline", "", 1000, 1010, 990, 1005, 995), 1.2, 0.027, 0),
+		withTime(cond("cpu-contention", "cpu", 560, 540, 550, 555, 545), 1.2, 1.1, 0),
+		io,
+	}}
+	Analyze(run)
+	ex, v := run.Experiments, run.Verdict
+	c := ex.Conditions[2]
+	se := c.SideEffect
+	if se == nil || !se.Confounded || se.Resource != "cpu" || se.LoadCPUSec != 0.9 {
+		t.Fatalf("io-pressure's side effect %+v, want confounded, on cpu, its generator's 0.9 s", se)
+	}
+	if c.Class != Inconclusive || !strings.Contains(c.Reason, "it also took CPU") || !strings.Contains(c.Reason, "1.23s → 1.82s") {
+		t.Errorf("io-pressure: %s, %q; want inconclusive, naming the CPU it took", c.Class, c.Reason)
+	}
+	if s := v.Sensitivity["io"]; s.Class == Sensitive {
+		t.Errorf("io called sensitive from a confounded condition: %+v", s)
+	}
+	if v.Bottleneck != "cpu" {
+		t.Errorf("bottleneck %q, want cpu: %s", v.Bottleneck, v.Conclusion)
+	}
+	if !strings.Contains(v.Conclusion, "io-pressure's -26% is not counted for storage: it also took CPU") {
+		t.Errorf("conclusion %q does not say why io-pressure's loss is not counted", v.Conclusion)
+	}
+	if cc := ex.Conditions[1]; cc.SideEffect != nil {
+		t.Errorf("cpu-contention took no storage, yet has a side effect %+v", cc.SideEffect)
+	}
+}
+
+// TestSideEffectSmallerThanOwn: io-pressure on a sync-bound program (a
+// TestExperimentSyncBound record here) also raised its cpu-wait, 414 ->
+// 855 ms a run, and its CPU, 878 -> 1117 ms, but its storage time rose
+// 1.5 -> 4.4 s: the side effect is recorded, the loss still counts.
+func TestSideEffectSmallerThanOwn(t *testing.T) {
+	run := runWith(2, 10, thread(1, map[string]float64{model.CatStorageSync: 6, model.CatCPU: 3}))
+	run.Experiments = &model.Experiments{Measure: model.Measure{HigherIsBetter: true}, Conditions: []model.Condition{
+		withTime(cond("baseline", "", 1000, 1010, 990, 1005, 995), 0.878, 0.414, 1.518),
+		withTime(cond("io-pressure", "io", 470, 480, 460, 475, 465), 1.117, 0.855, 4.419),
+	}}
+	Analyze(run)
+	c := run.Experiments.Conditions[1]
+	if se := c.SideEffect; se == nil || se.Confounded {
+		t.Fatalf("side effect %+v, want one recorded, not confounded", se)
+	}
+	if c.Class != Sensitive || run.Verdict.Bottleneck != "io" {
+		t.Errorf("io-pressure %s, bottleneck %q; want sensitive, io", c.Class, run.Verdict.Bottleneck)
+	}
+}
+
+// TestSideEffectNeedsAccounting: without eBPF time in the runs there is
+// nothing to set against, and nothing is claimed.
+func TestSideEffectNeedsAccounting(t *testing.T) {
+	base, io := cond("baseline", "", 1000, 1010, 990), cond("io-pressure", "io", 600, 610, 590)
+	if se := sideEffect(&base, &io); se != nil {
+		t.Errorf("side effect %+v from runs without accounting", se)
+	}
+}

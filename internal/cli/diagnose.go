@@ -138,12 +138,15 @@ resource away, and say which resource its result depends on:
                   (one more run a round)
   cpu-half        the workload's process tree pinned to half the CPUs
   cpu-contention  one busy thread on each CPU the workload may use
+  cpu-quota       half of its CPUs' time, a CFS quota on a cgroup made for the
+                  run, nothing run beside it (not in the default list: give
+                  --conditions cpu-quota to cross-check the other two)
   io-pressure     a background O_DIRECT writer at --io-share of the device's
                   peak write rate (measured once per device and remembered)
   cold-cache      the workload's page cache evicted before each run
 
 Each condition runs --repeat times, in rounds of one run each, the order
-rotated, each run after the previous run's writes reached the device; while a
+drawn (each condition at each place once in n rounds), each run after the previous run's writes reached the device; while a
 condition is inconclusive, rounds are added up to --max-repeat. The measure
 is the benchmark's throughput, a command's wall time, or a number from its
 output (--metric). Each run is set against the baseline run of its own round,

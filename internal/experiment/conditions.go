@@ -3,6 +3,7 @@ package experiment
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -53,13 +54,28 @@ type env struct {
 	store   *model.Storage // the file system behind workDir, if known
 	// stateDir is where measured device peaks are remembered.
 	stateDir string
+	// load is the load helper of the condition being run (withHelper),
+	// nil between runs and for conditions without one: its CPU time is
+	// the run's LoadCPUSec.
+	load *helper
+	// quota and quotaPlace are cpu-quota's limit and where its cgroups
+	// are made.
+	quota      cgroupLimit
+	quotaPlace cgroupPlace
 }
 
 // Names of the conditions, in the order they are listed and run in a round.
-var conditionNames = []string{"baseline", "unobserved", "cpu-half", "cpu-contention", "io-pressure", "cold-cache"}
+var conditionNames = []string{"baseline", "unobserved", "cpu-half", "cpu-contention", "cpu-quota", "io-pressure", "cold-cache"}
 
-// DefaultConditions are run when --conditions is not given.
-var DefaultConditions = conditionNames
+// DefaultConditions are run when --conditions is not given: all but
+// cpu-quota, which asks the same question as cpu-half and
+// cpu-contention by another means and is there to cross-check them (it
+// costs no CPU of its own).
+var DefaultConditions = slices.DeleteFunc(slices.Clone(conditionNames), func(n string) bool { return n == "cpu-quota" })
+
+// quotaShare is the share of the workload's CPUs' time cpu-quota leaves
+// it: half, as cpu-half leaves half of the CPUs.
+const quotaShare = 0.5
 
 // conditions is the registry.
 var conditions = map[string]*condition{
@@ -108,6 +124,34 @@ var conditions = map[string]*condition{
 				}
 				return nil
 			}, func() {}, nil
+		},
+	},
+	// cpu-quota takes half of the CPU time away without taking CPUs
+	// away or running anything beside the workload: a CFS bandwidth
+	// limit on a cgroup the workload runs in (cgroup.go). Its threads
+	// still run on every CPU, each for as long as the quota lasts in a
+	// period of 100 ms, then wait for the next.
+	"cpu-quota": {
+		name:     "cpu-quota",
+		resource: "cpu",
+		prepare: func(_ context.Context, e *env) ([]string, error) {
+			l := cpuQuota(len(e.cpus), quotaShare)
+			p, err := findCgroupPlace(l)
+			if err != nil {
+				return nil, err
+			}
+			e.quota, e.quotaPlace = l, p
+			return []string{
+				fmt.Sprintf("the workload's process tree limited to %.0f%% of the time of its %d CPUs (%s), and nothing run beside it", quotaShare*100, len(e.cpus), sysinfo.FormatCPUList(e.cpus)),
+				limitWords(p, l),
+			}, nil
+		},
+		apply: func(_ context.Context, e *env) (func([]int) error, func(), error) {
+			cg, err := makeCgroup(e.quotaPlace, e.quota)
+			if err != nil {
+				return nil, func() {}, err
+			}
+			return cg.enter, func() { cg.remove() }, nil
 		},
 	},
 	"cpu-contention": {
@@ -172,7 +216,8 @@ func withHelper(args func(e *env) []string) func(context.Context, *env) (func([]
 		if err != nil {
 			return nil, func() {}, err
 		}
-		return nil, h.stop, nil
+		e.load = h
+		return nil, func() { e.load = nil; h.stop() }, nil
 	}
 }
 

@@ -13,6 +13,7 @@ package experiment
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -253,6 +254,7 @@ func (x *experimenter) recordOf(c *condition) *model.Condition {
 }
 
 type experimenter struct {
+	rot   *rotations
 	spec  Spec
 	side  *side
 	env   *env
@@ -270,14 +272,45 @@ type experimenter struct {
 	levels []model.Condition
 }
 
-// schedule is the run order for repeats rounds: round r starts r places
-// further into the condition list, so no condition always follows the same
-// one (a cache warmed or a device busied by the run before).
-func schedule(n, repeats int) []int {
+// rotations say where each round starts in the condition list: round r
+// runs the n conditions from place at(r) on, wrapping, so that no
+// condition always follows the same one (a cache warmed or a device
+// busied by the run before). Each block of n rounds starts once at each
+// place, so each condition runs at each place of a round once a block,
+// in an order drawn at random for the block; the first round starts with
+// the baseline. A fixed rotation (round r from place r) with two
+// conditions is A B, B A, A B, ...: each at the same places of every four
+// runs, where whatever comes back on the machine at that rhythm lands on
+// one of them in every round (see roundOrder).
+type rotations struct {
+	n     int
+	start []int
+}
+
+func (ro *rotations) at(r int) int {
+	for len(ro.start) <= r {
+		if len(ro.start) == 0 {
+			// Baseline first: place 0, then the others at random.
+			rest := rand.Perm(ro.n - 1)
+			ro.start = append(ro.start, 0)
+			for _, p := range rest {
+				ro.start = append(ro.start, p+1)
+			}
+			continue
+		}
+		ro.start = append(ro.start, rand.Perm(ro.n)...)
+	}
+	return ro.start[r]
+}
+
+// schedule is the run order of rounds from to to-1: each round's
+// conditions by their index, from its place on.
+func (ro *rotations) schedule(from, to int) []int {
 	var order []int
-	for r := 0; r < repeats; r++ {
-		for i := 0; i < n; i++ {
-			order = append(order, (i+r)%n)
+	for r := from; r < to; r++ {
+		p := ro.at(r)
+		for i := 0; i < ro.n; i++ {
+			order = append(order, (i+p)%ro.n)
 		}
 	}
 	return order
@@ -333,11 +366,8 @@ func (x *experimenter) run(ctx context.Context) (*model.Run, error) {
 		// inconclusive gets another round of every condition, up to
 		// MaxRepeat: "use more --repeat" done instead of said.
 		if seq == len(order)-1 && repeats+x.ex.Extended < x.spec.MaxRepeat && x.undecided() {
-			n := len(x.conds)
 			r := repeats + x.ex.Extended
-			for i := 0; i < n; i++ {
-				order = append(order, (i+r)%n)
-			}
+			order = append(order, x.rot.schedule(r, r+1)...)
 			x.ex.Extended++
 		}
 	}
@@ -356,7 +386,8 @@ func (x *experimenter) undecided() bool {
 		return false
 	}
 	for _, c := range ex.Conditions {
-		if c.Class == analyze.Inconclusive && len(c.Runs) > 0 {
+		// A confounded condition stays so with more runs.
+		if c.Class == analyze.Inconclusive && len(c.Runs) > 0 && (c.SideEffect == nil || !c.SideEffect.Confounded) {
 			return true
 		}
 	}
@@ -402,7 +433,8 @@ func (x *experimenter) plan(perRun, spent time.Duration) (int, []int, error) {
 	if x.hooks.Plan != nil {
 		x.hooks.Plan(lines)
 	}
-	return repeats, schedule(n, repeats), nil
+	x.rot = &rotations{n: n}
+	return repeats, x.rot.schedule(0, repeats), nil
 }
 
 // once makes one run of condition ci; seq 0 is the warm-up run, whose
@@ -436,8 +468,14 @@ func (x *experimenter) once(ctx context.Context, ci, seq int) (*model.Run, error
 		x.ex.Warmup = res.value
 		return res.run, nil
 	}
+	er := res.experimentRun(seq, settled, speed, c.level, x.ex.Measure)
+	if x.env.load != nil {
+		// Read before stop ends the helper: what the generator itself
+		// took, from ready to the run's end.
+		er.LoadCPUSec, _ = x.env.load.cpuSec()
+	}
 	cond := x.recs[ci]
-	cond.Runs = append(cond.Runs, res.experimentRun(seq, settled, speed, c.level, x.ex.Measure))
+	cond.Runs = append(cond.Runs, er)
 	x.ex.Order = append(x.ex.Order, fmt.Sprintf("%s#%d", c.name, len(cond.Runs)))
 	if c.name == "baseline" {
 		x.baselines = append(x.baselines, res)

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -97,11 +96,7 @@ func TestRunInterleaves(t *testing.T) {
 			t.Errorf("%s: %d runs, want 3", c.Name, len(c.Runs))
 		}
 	}
-	// Round r starts r places further into the list: b t, t b, b t.
-	want := []string{"baseline#1", "test-load#1", "test-load#2", "baseline#2", "baseline#3", "test-load#3"}
-	if !slices.Equal(ex.Order, want) {
-		t.Errorf("order %v, want %v", ex.Order, want)
-	}
+	checkRounds(t, ex.Order, []string{"baseline", "test-load"})
 	calls := log.Calls()
 	if a, u, b := count(calls, "apply"), count(calls, "undo"), count(calls, "before 1"); a != 3 || u != 3 || b != 3 {
 		t.Errorf("test-load applied %d, undone %d, before-run %d times; want 3 each", a, u, b)
@@ -208,12 +203,61 @@ func TestRunWorkloadFails(t *testing.T) {
 	}
 }
 
-func TestSchedule(t *testing.T) {
-	got := fmt.Sprint(schedule(3, 3))
-	if want := "[0 1 2 1 2 0 2 0 1]"; got != want {
-		t.Errorf("schedule(3, 3) = %s, want %s", got, want)
+// checkRounds checks an experiment's order (names#k) against rotations:
+// rounds of one run of each condition, each round the list from some
+// place on, wrapping; the first from the baseline; each block of n rounds
+// starting once at each place.
+func checkRounds(t *testing.T, order, names []string) {
+	t.Helper()
+	n := len(names)
+	if len(order)%n != 0 {
+		t.Fatalf("order %v is not whole rounds of %d", order, n)
 	}
-	_ = filepath.Join
+	var starts []int
+	for r := 0; r < len(order)/n; r++ {
+		p := slices.IndexFunc(names, func(c string) bool { return strings.HasPrefix(order[r*n], c+"#") })
+		for i := 0; i < n; i++ {
+			if want := fmt.Sprintf("%s#%d", names[(p+i)%n], r+1); p < 0 || order[r*n+i] != want {
+				t.Fatalf("round %d of %v: %s at place %d, want %s", r+1, order, order[r*n+i], i, want)
+			}
+		}
+		starts = append(starts, p)
+	}
+	if starts[0] != 0 {
+		t.Errorf("the first round starts at %s, not the baseline: %v", names[starts[0]], order)
+	}
+	for b := 0; b+n <= len(starts); b += n {
+		block := slices.Sorted(slices.Values(starts[b : b+n]))
+		for i, p := range block {
+			if p != i {
+				t.Errorf("rounds %d-%d start at places %v, want each once: %v", b+1, b+n, starts[b:b+n], order)
+				break
+			}
+		}
+	}
+}
+
+// TestSchedule: rotations make whole rounds, each block of n rounds
+// starting once at each place, and the blocks' orders are drawn: over
+// 100 schedules of 6 rounds of 3 conditions, more than one order comes up.
+func TestSchedule(t *testing.T) {
+	names := []string{"a", "b", "c"}
+	seen := map[string]bool{}
+	for range 100 {
+		ro := &rotations{n: 3}
+		idx := append(ro.schedule(0, 4), ro.schedule(4, 6)...)
+		count := map[int]int{}
+		var order []string
+		for _, i := range idx {
+			count[i]++
+			order = append(order, fmt.Sprintf("%s#%d", names[i], count[i]))
+		}
+		checkRounds(t, order, names)
+		seen[fmt.Sprint(idx)] = true
+	}
+	if len(seen) < 2 {
+		t.Errorf("one schedule in 100 draws: %v", seen)
+	}
 }
 
 // TestRunExtendsWhileInconclusive: runs that move by a factor of three
@@ -356,11 +400,8 @@ func TestRunUnobserved(t *testing.T) {
 	if u := ex.Unobserved; u == nil || u.Name != "unobserved" || len(u.Runs) != 3 || len(u.Settings) == 0 {
 		t.Fatalf("unobserved %+v, want 3 runs and its settings", u)
 	}
-	// schedule(3, 3): baseline, unobserved, test-load, then rotated.
-	want := []string{"baseline#1", "unobserved#1", "test-load#1", "unobserved#2", "test-load#2", "baseline#2", "test-load#3", "baseline#3", "unobserved#3"}
-	if !slices.Equal(ex.Order, want) {
-		t.Errorf("order %v, want %v", ex.Order, want)
-	}
+	// Baseline, unobserved, test-load, then rotated.
+	checkRounds(t, ex.Order, []string{"baseline", "unobserved", "test-load"})
 	for i, r := range ex.Unobserved.Runs {
 		if r.Seq != slices.Index(ex.Order, fmt.Sprintf("unobserved#%d", i+1))+1 || r.Value <= 0 {
 			t.Errorf("unobserved run %d: %+v", i+1, r)

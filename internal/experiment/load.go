@@ -18,6 +18,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/procfs"
 	"golang.org/x/sys/unix"
 
 	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
@@ -51,6 +52,28 @@ type helper struct {
 	cmd    *exec.Cmd
 	exited chan struct{}
 	out    *bufio.Reader
+	// readyCPU is its CPU time when it said it was ready: what setting
+	// its load up cost (an io writer's file laid out), not counted.
+	readyCPU float64
+}
+
+// cpuSec is the CPU time, user and system, the helper has used since its
+// load was ready (/proc/PID/stat); ok is false when it cannot be read.
+func (h *helper) cpuSec() (sec float64, ok bool) {
+	t, ok := h.cpuTotal()
+	return t - h.readyCPU, ok
+}
+
+func (h *helper) cpuTotal() (float64, bool) {
+	p, err := procfs.NewProc(h.cmd.Process.Pid)
+	if err != nil {
+		return 0, false
+	}
+	st, err := p.Stat()
+	if err != nil {
+		return 0, false
+	}
+	return st.CPUTime(), true
 }
 
 // startHelper starts `perfsleuth __load args...` and waits until it reports
@@ -77,6 +100,7 @@ func startHelper(ctx context.Context, exe string, args ...string) (*helper, erro
 	select {
 	case l := <-line:
 		if l == "ready" {
+			h.readyCPU, _ = h.cpuTotal()
 			return h, nil
 		}
 		h.stop()

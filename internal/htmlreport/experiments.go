@@ -81,6 +81,22 @@ func experimentsSection(run *model.Run) *section {
 		s.h3("How each condition was applied")
 		s.kvs(settings)
 	}
+	// What a condition took besides its own resource (docs/experiments.md,
+	// side effects); a confounded one's loss does not count.
+	var side []kv
+	for _, c := range ex.Conditions {
+		if se := c.SideEffect; se != nil {
+			verdict := "its own resource's rise is the larger, so its change counts"
+			if se.Confounded {
+				verdict = "confounded: its change is not counted for " + c.Resource
+			}
+			side = append(side, kv{c.Name, se.Summary + "; " + verdict})
+		}
+	}
+	if len(side) > 0 {
+		s.h3("What each condition took besides its own resource")
+		s.kvs(side)
+	}
 	if len(x.Notes) > 0 {
 		s.list(x.Notes)
 	}
@@ -136,15 +152,9 @@ func scalingSection(s *section, sc *model.Scaling, m model.Measure, value func(f
 		thr = append(thr, p.Throughput)
 		linear = append(linear, first.Throughput*float64(p.N)/float64(max(first.N, 1)))
 		cpu = append(cpu, p.CPUSecPerUnit*1e9)
-		var b float64
-		for c, v := range p.TimePerUnit {
-			if c != model.CatCPUWait {
-				b += v
-			}
-		}
-		busy = append(busy, b*1e9)
+		busy = append(busy, model.BusyTime(p.TimePerUnit)*1e9)
 		if f := sc.Fit; f != nil && f.Lambda > 0 {
-			fitted = append(fitted, (1+f.Sigma*float64(p.N-1)+f.Kappa*float64(p.N*(p.N-1)))/f.Lambda*1e9)
+			fitted = append(fitted, f.Cost(float64(p.N))*1e9)
 		}
 	}
 	xLabel := sc.Param

@@ -121,6 +121,27 @@ type USLFit struct {
 	PeakN float64 `json:"peak_n,omitempty"`
 }
 
+// USLCost is the law's relative cost of a unit of work at concurrency n:
+// 1 + sigma(n-1) + kappa n(n-1).
+func USLCost(n, sigma, kappa float64) float64 { return 1 + sigma*(n-1) + kappa*n*(n-1) }
+
+// Cost is the fitted busy thread time per unit of work at concurrency n,
+// in seconds.
+func (f *USLFit) Cost(n float64) float64 { return USLCost(n, f.Sigma, f.Kappa) / f.Lambda }
+
+// BusyTime is the time in every state but the wait for a CPU (which more
+// threads than CPUs make by design): what the USL is fitted to, from a
+// run's time by state or a level's time per unit.
+func BusyTime(byState map[string]float64) float64 {
+	var s float64
+	for c, v := range byState {
+		if c != CatCPUWait {
+			s += v
+		}
+	}
+	return s
+}
+
 // Pair ties the two records of an interleaved comparison together.
 type Pair struct {
 	// ID is the same in both records, and in no other.
@@ -182,6 +203,35 @@ type Condition struct {
 	// Class is "sensitive", "insensitive" or "inconclusive" (empty for baseline).
 	Class  string `json:"class,omitempty"`
 	Reason string `json:"reason,omitempty"`
+	// SideEffect is what the condition took from the workload besides its
+	// own resource, measured in its runs against the baseline's (nil
+	// when it took nothing else, or without eBPF accounting).
+	SideEffect *SideEffect `json:"side_effect,omitempty"`
+}
+
+// SideEffect is a condition's effect on a resource other than its own:
+// the rise in the workload's busy threads' time in that resource's states
+// against the rise in its own resource's states, medians of the runs
+// against the baseline's. Confounded is set when the other resource's
+// rise is at least as large as the condition's own, and material: the
+// condition's change is then not counted as proof for its resource.
+type SideEffect struct {
+	// Resource is the other resource ("cpu" or "io"); States the states
+	// counted for it (e.g. "cpu", "cpu-wait").
+	Resource string   `json:"resource"`
+	States   []string `json:"states"`
+	// BaseSec and CondSec are the workload's time in those states, the
+	// medians of the baseline's runs and of the condition's.
+	BaseSec float64 `json:"base_sec"`
+	CondSec float64 `json:"cond_sec"`
+	// OwnRiseSec is the rise in the condition's own resource's states.
+	OwnRiseSec float64 `json:"own_rise_sec"`
+	// LoadCPUSec is the median CPU time the condition's load generator
+	// used in a run (0: the condition has none, or it was not read).
+	LoadCPUSec float64 `json:"load_cpu_sec,omitempty"`
+	Confounded bool    `json:"confounded"`
+	// Summary says it in words, with the numbers.
+	Summary string `json:"summary"`
 }
 
 // ExperimentRun is one run of a condition.
@@ -205,6 +255,10 @@ type ExperimentRun struct {
 	// setting changes it; the host's other guests, a slower clock or a
 	// busy sibling hyperthread do.
 	CanaryMs float64 `json:"canary_ms,omitempty"`
+	// LoadCPUSec is the CPU time (user and system) the condition's load
+	// generator used from the moment it was ready to the end of the run
+	// (0: the condition has none).
+	LoadCPUSec float64 `json:"load_cpu_sec,omitempty"`
 	// Level is the run's concurrency under diagnose --scale (0: none);
 	// Units the units of work it did (the measure, a rate, times
 	// DurationSec); Time the workload's threads' time by state in it

@@ -5,10 +5,13 @@
 package model
 
 import (
+	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"time"
 )
 
@@ -187,7 +190,7 @@ func Load(path string) (*Run, error) {
 	}
 	var r Run
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("%s is not a perfsleuth run record: %w", path, err)
+		return nil, fmt.Errorf("%s is not a perfsleuth run record (%s)", path, decodeWords(b, err))
 	}
 	if r.SchemaVersion == 0 {
 		return nil, fmt.Errorf("%s is not a perfsleuth run record (no schema_version)", path)
@@ -196,6 +199,48 @@ func Load(path string) (*Run, error) {
 		return nil, fmt.Errorf("%s has schema_version %d, this perfsleuth reads up to %d: upgrade perfsleuth", path, r.SchemaVersion, SchemaVersion)
 	}
 	return &r, nil
+}
+
+// decodeWords says why b did not decode as a record, in words rather than
+// the decoder's ("invalid character 'o' in literal null", "unexpected end
+// of JSON input"): where the file stops being JSON, and what that likely
+// means.
+func decodeWords(b []byte, err error) string {
+	trimmed := bytes.TrimSpace(b)
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case len(trimmed) == 0:
+		return "the file is empty"
+	case trimmed[0] != '{' && !json.Valid(trimmed):
+		return "not JSON"
+	case trimmed[0] != '{':
+		return "JSON, but not an object as a record is"
+	case errors.As(err, &syn) && syn.Error() == "unexpected end of JSON input":
+		return fmt.Sprintf("it ends early, after %d bytes: truncated?", len(b))
+	case errors.As(err, &syn):
+		line := 1 + bytes.Count(b[:min(int(syn.Offset), len(b))], []byte("\n"))
+		return fmt.Sprintf("not valid JSON at byte %d, line %d: damaged or edited?", syn.Offset, line)
+	case errors.As(err, &typ):
+		return fmt.Sprintf("its field %s holds a JSON %s where a record holds %s", typ.Field, typ.Value, jsonKind(typ.Type))
+	}
+	return err.Error()
+}
+
+// jsonKind names what JSON value a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	}
+	return "an object"
 }
 
 // Save writes the run record to path atomically (WriteAtomic).

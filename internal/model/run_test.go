@@ -38,7 +38,12 @@ func TestSaveLoadRoundTrip(t *testing.T) {
 func TestLoadRejects(t *testing.T) {
 	dir := t.TempDir()
 	for _, tc := range []struct{ body, want string }{
-		{`not json`, "is not a perfsleuth run record"},
+		{`not json`, "is not a perfsleuth run record (not JSON)"},
+		{``, "(the file is empty)"},
+		{`[1, 2]`, "(JSON, but not an object as a record is)"},
+		{`{"schema_version": 3, "target": {"kind": "sql`, "(it ends early, after 45 bytes: truncated?)"},
+		{"{\n\"schema_version\": 3,\n\"target\": nul}", "(not valid JSON at byte 37, line 3: damaged or edited?)"},
+		{`{"schema_version": "three"}`, "(its field schema_version holds a JSON string where a record holds a number)"},
 		{`{"name": "x"}`, "no schema_version"},
 		{`{"schema_version": 99}`, "upgrade perfsleuth"},
 	} {
@@ -62,4 +67,27 @@ func TestWriteAtomicFailureLeavesNothing(t *testing.T) {
 	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
 		t.Errorf("left behind: %v", ents)
 	}
+}
+
+// FuzzLoad: whatever the file holds, Load returns a record or an error in
+// its own words, never a panic nor the decoder's message alone.
+func FuzzLoad(f *testing.F) {
+	f.Add([]byte(`{"schema_version": 1, "target": {"kind": "sqlite"}}`))
+	f.Add([]byte(`{"schema_version": 1, "experiments": {"conditions": [{"name": "baseline", "runs": [{"seq": 1}]}]}}`))
+	f.Add([]byte(`not json`))
+	f.Add([]byte(`{"schema_version": 3, "target": {"kind": "sql`))
+	dir := f.TempDir()
+	f.Fuzz(func(t *testing.T, body []byte) {
+		path := filepath.Join(dir, "r.json")
+		if err := os.WriteFile(path, body, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		r, err := Load(path)
+		switch {
+		case err == nil && (r == nil || r.SchemaVersion < 1 || r.SchemaVersion > SchemaVersion):
+			t.Errorf("record %+v accepted", r)
+		case err != nil && !strings.Contains(err.Error(), path+" "):
+			t.Errorf("error %q does not name the file", err)
+		}
+	})
 }

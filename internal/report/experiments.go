@@ -82,6 +82,13 @@ func (d *doc) experiments(run *model.Run) {
 			d.wrapped("  "+c.Name+" is inconclusive: ", "      ", c.Reason)
 		}
 	}
+	// A side effect that did not confound the condition (a confounded
+	// one is in its reason and the conclusion).
+	for _, c := range ex.Conditions {
+		if se := c.SideEffect; se != nil && !se.Confounded {
+			d.wrapped("  "+c.Name+": ", "      ", se.Summary+"; its own resource's rise is the larger, so its change counts")
+		}
+	}
 	for _, n := range x.Notes {
 		d.wrapped("  - ", "    ", n)
 	}
