@@ -12,7 +12,6 @@ import (
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/stats"
-	"github.com/perfsleuth/perfsleuth/internal/units"
 )
 
 // Scaling classes (model.Scaling.Class).
@@ -361,18 +360,18 @@ func scaleSummary(sc *model.Scaling, m model.Measure) string {
 	switch sc.Class {
 	case ScalesLinearly:
 		fmt.Fprintf(&b, "scales linearly up to the %d CPUs: a unit of work cost as much CPU time at %s as at %s (%s against %s) and waited no longer; its throughput measured %.0f%% of linear (%s against %s at %s)",
-			sc.CPUs, at(top), at(first), perUnit(top.CPUSecPerUnit), perUnit(first.CPUSecPerUnit),
+			sc.CPUs, at(top), at(first), secs(top.CPUSecPerUnit), secs(first.CPUSecPerUnit),
 			100*top.Efficiency, fmtMeasure(top.Throughput, m), fmtMeasure(first.Throughput, m), at(first))
 		if top.Efficiency < linearEfficiency {
 			b.WriteString(", the machine's speed moving between runs")
 		}
 	case Contention:
 		fmt.Fprintf(&b, "limited by contention: at %s a unit of work waited %s for locks and CPUs against %s at %s, while its CPU time went from %s to %s; throughput %.0f%% of linear",
-			at(top), perUnit(top.TimePerUnit[model.CatLock]+top.TimePerUnit[model.CatCPUWait]), perUnit(first.TimePerUnit[model.CatLock]+first.TimePerUnit[model.CatCPUWait]), at(first),
-			perUnit(first.CPUSecPerUnit), perUnit(top.CPUSecPerUnit), 100*top.Efficiency)
+			at(top), secs(top.TimePerUnit[model.CatLock]+top.TimePerUnit[model.CatCPUWait]), secs(first.TimePerUnit[model.CatLock]+first.TimePerUnit[model.CatCPUWait]), at(first),
+			secs(first.CPUSecPerUnit), secs(top.CPUSecPerUnit), 100*top.Efficiency)
 	case Coherency:
 		fmt.Fprintf(&b, "limited by coherency: a unit of work cost %.1fx the CPU time at %s as at %s (%s against %s) while its lock waits did not grow: threads writing shared cache lines (false sharing) or spinning; a PMU-based tool (perf c2c) can confirm it where the hardware counts cache events; throughput %.0f%% of linear",
-			top.CPUSecPerUnit/first.CPUSecPerUnit, at(top), at(first), perUnit(top.CPUSecPerUnit), perUnit(first.CPUSecPerUnit), 100*top.Efficiency)
+			top.CPUSecPerUnit/first.CPUSecPerUnit, at(top), at(first), secs(top.CPUSecPerUnit), secs(first.CPUSecPerUnit), 100*top.Efficiency)
 	case Sublinear:
 		fmt.Fprintf(&b, "scales less than linearly: %s gave %.0f%% of linear; a unit's storage and other waits grew, its CPU time and lock waits did not", at(top), 100*top.Efficiency)
 	default:
@@ -398,9 +397,6 @@ func scaleSummary(sc *model.Scaling, m model.Measure) string {
 	}
 	return b.String()
 }
-
-// perUnit writes a time per unit of work.
-func perUnit(sec float64) string { return units.FormatNs(sec * 1e9) }
 
 // fmtMeasure writes a measure's value with its unit.
 func fmtMeasure(v float64, m model.Measure) string {

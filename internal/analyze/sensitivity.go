@@ -148,7 +148,7 @@ func Conditions(ex *model.Experiments) bool {
 			c.SideEffect.Summary = sideWords(c)
 		}
 		if se := c.SideEffect; se != nil && se.Confounded && c.Class == Sensitive {
-			c.Class, c.Reason = Inconclusive, fmt.Sprintf("changed %s, interval %s, but %s: the change cannot be told from that", pct(c.Change), intervalWords(c.Interval), sideWords(c))
+			c.Class, c.Reason = Inconclusive, fmt.Sprintf("changed %s, interval %s, but %s: the change cannot be told from that", pct(c.Change), intervalWords(c.Interval), se.Summary)
 		}
 	}
 	return true
@@ -196,10 +196,12 @@ func sideEffect(base, c *model.Condition) *model.SideEffect {
 	if other == "" {
 		return nil
 	}
+	busy := func(r model.ExperimentRun) float64 { return r.CPUSec + r.CPUWaitSec + r.StorageSec }
+	// Medians over the runs with eBPF accounting (some busy time).
 	med := func(cd *model.Condition, f func(model.ExperimentRun) float64) (float64, bool) {
 		var v []float64
 		for _, r := range cd.Runs {
-			if r.CPUSec+r.CPUWaitSec+r.StorageSec > 0 {
+			if busy(r) > 0 {
 				v = append(v, f(r))
 			}
 		}
@@ -208,7 +210,6 @@ func sideEffect(base, c *model.Condition) *model.SideEffect {
 		}
 		return stats.Median(v), true
 	}
-	busy := func(r model.ExperimentRun) float64 { return r.CPUSec + r.CPUWaitSec + r.StorageSec }
 	of := func(res string) func(model.ExperimentRun) float64 {
 		return func(r model.ExperimentRun) float64 { return resourceSec(r, res) }
 	}
@@ -255,6 +256,8 @@ func sideWords(c *model.Condition) string {
 
 var resourceName = map[string]string{"cpu": "CPU", "io": "storage"}
 
+// secs formats seconds for humans: "1.23s", "767ms", "478ns" (a unit of
+// work's cost in scaling.go too).
 func secs(s float64) string { return units.FormatNs(s * 1e9) }
 
 func intervalWords(iv [2]float64) string { return fmt.Sprintf("[%s, %s]", pct(iv[0]), pct(iv[1])) }
@@ -430,7 +433,7 @@ func conclude(run *model.Run) {
 	for i := range run.Experiments.Conditions {
 		c := &run.Experiments.Conditions[i]
 		if se := c.SideEffect; se != nil && se.Confounded && c.Change <= -materialChange {
-			v.Conclusion += fmt.Sprintf("; %s's %s is not counted for %s: %s", c.Name, pct(c.Change), resourceName[c.Resource], sideWords(c))
+			v.Conclusion += fmt.Sprintf("; %s's %s is not counted for %s: %s", c.Name, pct(c.Change), resourceName[c.Resource], se.Summary)
 		}
 	}
 }
