@@ -2,6 +2,9 @@ package cli
 
 import (
 	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
 
 	"github.com/spf13/cobra"
 
@@ -22,6 +25,14 @@ say for each what works, what is missing and what to do about it, and
 describe the CPUs and the storage behind --dir.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if fi, err := os.Stat(dir); err != nil {
+				if pe := (*os.PathError)(nil); errors.As(err, &pe) {
+					err = pe.Err // the path is named already
+				}
+				return fmt.Errorf("--dir %s: %w: give the directory the workload's files are in", dir, err)
+			} else if !fi.IsDir() {
+				return fmt.Errorf("--dir %s is not a directory: give the directory the workload's files are in", dir)
+			}
 			checks := sysinfo.Capabilities()
 			for _, p := range registry.New() {
 				checks = append(checks, p.Check())

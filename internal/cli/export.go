@@ -43,6 +43,11 @@ one to stdout. docs/exports.md describes each format.`,
 					return fmt.Errorf("%s and %s both write to %s: give each its own file", other, flag, p)
 				} else {
 					seen[filepath.Clean(p)] = flag
+					// Before anything is rendered: a file that cannot be
+					// made would leave the others of the set behind.
+					if err := writableDir(flag, p); err != nil {
+						return err
+					}
 				}
 				asked = append(asked, i)
 			}

@@ -241,7 +241,7 @@ func newObserveLike(cmd *cobra.Command, pre func() error, exp *experimentFlags) 
 			case f.metric != "" && len(args) == 0:
 				return errors.New("--metric reads a command's output: give the command after --")
 			case len(f.pids) > 0 && exp.on():
-				return errors.New("diagnose reruns the workload under changed conditions, which an existing process cannot be: use diagnose --quick -p PID to observe it, or give the command after --")
+				return errors.New("--pid: diagnose reruns the workload under changed conditions, which an existing process cannot be: use diagnose --quick -p PID to observe it, or give the command after --")
 			case len(f.pids) > 0 && len(args) > 0 && f.duration != 0:
 				return errors.New("--duration goes with -p PID alone; with a command after --, the command's end ends the observation")
 			case len(f.pids) > 0 && len(args) == 0:

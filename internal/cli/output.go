@@ -77,6 +77,9 @@ func ownFile(flag, path, dash, clash string, others ...string) error {
 // writableDir checks that flag's file can be made at path: its directory
 // is writable.
 func writableDir(flag, path string) error {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return fmt.Errorf("%s %s is a directory: give the name of a file in it", flag, path)
+	}
 	dir := filepath.Dir(path)
 	if err := unix.Access(dir, unix.W_OK); err != nil {
 		return fmt.Errorf("%s %s: directory %s is not writable (%v): choose another path", flag, path, dir, err)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"regexp"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -46,11 +47,34 @@ an existing process), observes it, and says where its time goes.`,
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
-		return fmt.Errorf("%w (see '%s --help')", err, c.CommandPath())
+		return fmt.Errorf("%s (see '%s --help')", plainFlagError(err), c.CommandPath())
 	})
 	root.AddCommand(newBenchCmd(), newObserveCmd(), newDiagnoseCmd(), newReportCmd(), newDoctorCmd(), newChildCmd(), newLoadCmd(), newExportCmd(), newCompareCmd())
 	showDefaults(root)
 	return root
+}
+
+// parserWords are the words of Go's parsers that pflag passes on for a
+// flag's bad value, and what perfsleuth says instead: what the value is not,
+// in the user's terms.
+var parserWords = []struct {
+	re   *regexp.Regexp
+	with string
+}{
+	{regexp.MustCompile(`strconv\.(?:ParseInt|ParseUint|Atoi): parsing ("[^"]*"): invalid syntax`), "$1 is not a whole number"},
+	{regexp.MustCompile(`strconv\.(?:ParseInt|ParseUint|Atoi|ParseFloat): parsing ("[^"]*"): value out of range`), "$1 is out of range"},
+	{regexp.MustCompile(`strconv\.ParseFloat: parsing ("[^"]*"): invalid syntax`), "$1 is not a number"},
+	{regexp.MustCompile(`strconv\.ParseBool: parsing ("[^"]*"): invalid syntax`), "$1 is not true or false"},
+	{regexp.MustCompile(`time: (?:invalid duration|missing unit in duration|unknown unit "[^"]*" in duration) ("[^"]*")`), "$1 is not a duration: use e.g. 10s, 2m or 1m30s"},
+}
+
+// plainFlagError says a flag's parse error in words (parserWords).
+func plainFlagError(err error) string {
+	msg := err.Error()
+	for _, w := range parserWords {
+		msg = w.re.ReplaceAllString(msg, w.with)
+	}
+	return msg
 }
 
 // showDefaults makes --help state every flag's default: pflag omits the

@@ -12,6 +12,7 @@ package experiment
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -145,7 +146,10 @@ func Run(ctx context.Context, spec Spec, hooks Hooks) (*model.Run, error) {
 			return nil, err
 		}
 		if _, err := os.Stat(abs); err != nil {
-			return nil, fmt.Errorf("--evict %s: %w", p, err)
+			if pe := (*os.PathError)(nil); errors.As(err, &pe) {
+				err = pe.Err // the path is named already
+			}
+			return nil, fmt.Errorf("--evict %s: %w: give the files or directories the workload reads", p, err)
 		}
 		e.evict = append(e.evict, abs)
 	}

@@ -70,6 +70,12 @@ func newSide(spec Spec) (*side, error) {
 		parent := target.DirOf(&t)
 		if parent == "" {
 			parent = "."
+		} else if fi, err := os.Stat(parent); err != nil {
+			// As the benchmark itself says it (its --dir is checked when
+			// it prepares, which is after this).
+			return nil, fmt.Errorf("--dir %s does not exist: create it or omit --dir", parent)
+		} else if !fi.IsDir() {
+			return nil, fmt.Errorf("--dir %s is not a directory: give a directory or omit --dir", parent)
 		}
 		dir, err := os.MkdirTemp(parent, "perfsleuth-diagnose-")
 		if err != nil {

@@ -346,3 +346,40 @@ func TestDirCreatedByTheCallerIsRemoved(t *testing.T) {
 		t.Errorf("after Cleanup %s holds %q", parent, ns)
 	}
 }
+
+// A file that cannot be opened when the run starts (here: removed after
+// prepare) is an error that names it; the workers opened before it are
+// closed, and nothing panics (newWorker's cleanup once closed a nil worker).
+func TestRunWhoseFileIsGoneSaysSo(t *testing.T) {
+	dir := t.TempDir()
+	c := smallConfig(dir)
+	c.Threads, c.Files = 2, 2
+	f := prepared(t, c)
+	gone := filepath.Join(f.Config().Dir, fileName(1))
+	if err := os.Remove(gone); err != nil {
+		t.Fatal(err)
+	}
+	_, err := f.Run(context.Background(), nil)
+	if err == nil || !strings.Contains(err.Error(), gone) {
+		t.Fatalf("Run with %s removed: %v, want an error naming it", gone, err)
+	}
+}
+
+// Validate refuses more open files than the process may have, before
+// anything is written.
+func TestValidateCountsOpenFiles(t *testing.T) {
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil {
+		t.Skip(err)
+	}
+	c := smallConfig(t.TempDir())
+	c.RW, c.Files, c.Size = "randwrite", 4, 1<<30
+	c.Threads = int(lim.Cur/4) + 1
+	if err := Validate(&c); err == nil || !strings.Contains(err.Error(), "ulimit -n") {
+		t.Errorf("%d threads × 4 files with a limit of %d: %v, want the open-files limit named", c.Threads, lim.Cur, err)
+	}
+	c.Threads = 2
+	if err := Validate(&c); err != nil {
+		t.Errorf("2 threads × 4 files: %v", err)
+	}
+}

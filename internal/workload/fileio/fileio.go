@@ -152,6 +152,14 @@ func Validate(cfg *model.FileIOConfig) error {
 				cfg.Threads, cfg.Files, blocks)
 		}
 	}
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err == nil {
+		// A margin for what else perfsleuth keeps open (probes, records).
+		if need, may := openFiles(*cfg), lim.Cur; may > fdMargin && uint64(need) > may-fdMargin {
+			return fmt.Errorf("--threads %d with --files %d keeps %d files open at once (%s), and this process may open %d (ulimit -n): lower --threads or --files, or raise the limit",
+				cfg.Threads, cfg.Files, need, openWhy(cfg.RW), may)
+		}
+	}
 	if cfg.Direct {
 		dir := cfg.Dir
 		if dir == "" {
@@ -335,4 +343,25 @@ func human(n int64) string {
 	s := strconv.FormatFloat(v, 'f', 1, 64)
 	s = strings.TrimSuffix(s, ".0")
 	return s + " " + u
+}
+
+// fdMargin is what Validate leaves of the open-files limit for the rest of
+// perfsleuth.
+const fdMargin = 64
+
+// openFiles is how many files the benchmark's threads keep open at once: in
+// random modes each thread opens every file; in sequential modes each file
+// is opened by the threads that share it, once each.
+func openFiles(cfg model.FileIOConfig) int {
+	if isRandom(cfg.RW) {
+		return cfg.Threads * cfg.Files
+	}
+	return max(cfg.Threads, cfg.Files)
+}
+
+func openWhy(rw string) string {
+	if isRandom(rw) {
+		return "in random modes every thread opens every file"
+	}
+	return "in sequential modes a file is opened once by each thread that writes or reads it"
 }

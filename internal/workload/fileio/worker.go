@@ -78,10 +78,12 @@ type worker struct {
 }
 
 // newWorker opens thread t's files and allocates its buffers.
-func (f *FileIO) newWorker(t int, stop, failed *atomic.Bool) (w *worker, err error) {
+func (f *FileIO) newWorker(t int, stop, failed *atomic.Bool) (_ *worker, err error) {
 	cfg := f.cfg
 	blocks := f.fileSize / cfg.BS
-	w = &worker{
+	// w is not the named result: the deferred close below must see the
+	// worker, not the nil that an error return sets the result to.
+	w := &worker{
 		stop:       stop,
 		failed:     failed,
 		base:       time.Now(),
