@@ -793,3 +793,29 @@ func TestWithoutRootObserveFallsBackAndSaysSo(t *testing.T) {
 		t.Errorf("doctor as nobody (%d) does not say time accounting needs root:\n%s", d.code, d.stdout)
 	}
 }
+
+// A command that daemonises (leaves a process of its tree running when it
+// exits) is observed until it exits, and the report says what it left.
+func TestObserveCommandThatLeavesAProcessRunning(t *testing.T) {
+	work := t.TempDir()
+	r := run(t, work, "observe", "--interval", "100ms", "--", "sh", "-c", "sleep 3 </dev/null >/dev/null 2>&1 & echo $! > daemon.pid")
+	if r.code != 0 {
+		t.Fatalf("observe failed (%d): %s", r.code, r.stderr)
+	}
+	b, err := os.ReadFile(filepath.Join(work, "daemon.pid"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid := strings.TrimSpace(string(b))
+	t.Cleanup(func() {
+		if n, err := strconv.Atoi(pid); err == nil {
+			syscall.Kill(n, syscall.SIGKILL)
+		}
+	})
+	if !strings.Contains(r.stderr, "where the time goes (ebpf") {
+		t.Skipf("no eBPF accounting here: leftRunning needs it\n%s", r.stderr)
+	}
+	if flat := strings.Join(strings.Fields(r.stderr), " "); !strings.Contains(flat, "left 1 process(es) of its tree running: pid "+pid+" (sleep)") {
+		t.Errorf("the report does not name pid %s (sleep) as left running:\n%s", pid, r.stderr)
+	}
+}

@@ -17,8 +17,11 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/probe"
@@ -96,7 +99,7 @@ func Observe(ctx context.Context, t target.Target, opts Options) (*model.Run, er
 		s.Close()
 	}()
 	if err != nil {
-		return nil, err
+		return nil, goneWhileAttaching(pids, err)
 	}
 	for _, p := range started {
 		if o, ok := p.(probe.Opener); ok {
@@ -124,6 +127,9 @@ func Observe(ctx context.Context, t target.Target, opts Options) (*model.Run, er
 	run.Result = out.Result
 	run.Interrupted = out.Interrupted
 	run.Warnings = append(run.Warnings, out.Warnings...)
+	if w := leftRunning(run, pids, processAlive); w != "" {
+		run.Warnings = append(run.Warnings, w)
+	}
 	run.EndedAt = time.Now()
 	return run, nil
 }
@@ -179,3 +185,63 @@ func Bench(ctx context.Context, t model.Target, hooks target.Hooks) (*model.Run,
 // ErrInterrupted is target.ErrInterrupted: the user stopped the run before
 // anything was measured.
 var ErrInterrupted = target.ErrInterrupted
+
+// goneWhileAttaching says in words that a process given by pid ended while
+// the probes were being attached (a probe's own error, "file does not
+// exist" from /proc, says it only in the kernel's words); err otherwise.
+// A command's processes wait for the probes, so only a pid can do this.
+func goneWhileAttaching(pids []int, err error) error {
+	for _, pid := range pids {
+		if unix.Kill(pid, 0) == unix.ESRCH {
+			return fmt.Errorf("pid %d exited while perfsleuth attached to it, before anything was measured: observe a process that lives longer, or give the command after -- to observe it from its start (%w)", pid, err)
+		}
+	}
+	return err
+}
+
+// leftRunning says which processes of an observed command's tree still ran
+// when the command exited (a daemon it started, a job it put in the
+// background): observation ends with the command, as under time(1), so
+// what they did after is not in the report. The eBPF accounting knows the
+// tree's threads and which exited; "" when it is not there, when the
+// target is not a command of its own, or when nothing was left.
+func leftRunning(run *model.Run, roots []int, alive func(pid int) bool) string {
+	ta := run.TimeAccounting
+	if ta == nil || ta.Source != "ebpf" || run.Target.Kind != "command" || len(run.Target.With) > 0 {
+		return ""
+	}
+	seen := map[int]bool{}
+	var left []string
+	for _, th := range ta.Threads {
+		if th.Exited || th.PID <= 0 || seen[th.PID] || slices.Contains(roots, th.PID) {
+			continue
+		}
+		seen[th.PID] = true
+		if alive(th.PID) {
+			left = append(left, fmt.Sprintf("%d (%s)", th.PID, th.Comm))
+		}
+	}
+	if len(left) == 0 {
+		return ""
+	}
+	const most = 5
+	n, more := len(left), ""
+	if n > most {
+		more, left = fmt.Sprintf(" and %d more", len(left)-most), left[:most]
+	}
+	return fmt.Sprintf("the command exited and left %d process(es) of its tree running: pid %s%s; observation ended with the command, so what they did after is not in this report: observe them with -p PID",
+		n, strings.Join(left, ", "), more)
+}
+
+// processAlive says whether pid is a process that has not exited (a zombie
+// has).
+func processAlive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command's closing parenthesis.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X'
+}

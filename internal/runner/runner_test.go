@@ -3,7 +3,9 @@ package runner
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -223,4 +225,55 @@ func TestObserveNullFails(t *testing.T) {
 		t.Fatalf("error %v", err)
 	}
 	wantCalls(t, log, "start a", "start b", "start c", "stop c", "stop b", "stop a")
+}
+
+// A pid that ended while the probes attached is said in words, with what
+// to do; a live pid leaves the probe's own error as it is.
+func TestGoneWhileAttaching(t *testing.T) {
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	gone := cmd.Process.Pid // reaped by Run: no such process now
+	probeErr := errors.New("procfs sampler: file does not exist")
+	err := goneWhileAttaching([]int{os.Getpid(), gone}, probeErr)
+	if !errors.Is(err, probeErr) || !strings.Contains(err.Error(), fmt.Sprintf("pid %d exited while perfsleuth attached", gone)) || !strings.Contains(err.Error(), "after --") {
+		t.Errorf("gone pid: %v", err)
+	}
+	if err := goneWhileAttaching([]int{os.Getpid()}, probeErr); err != probeErr {
+		t.Errorf("live pid: %v, want the probe's error unchanged", err)
+	}
+}
+
+// A command that exits leaving processes of its tree running says which;
+// exited threads, the command itself, a process that has since ended and
+// the other kinds of target say nothing.
+func TestLeftRunning(t *testing.T) {
+	threads := []model.ThreadTime{
+		{PID: 10, TID: 10, Comm: "sh", Exited: true},
+		{PID: 11, TID: 11, Comm: "daemon"},
+		{PID: 11, TID: 12, Comm: "daemon"},
+		{PID: 13, TID: 13, Comm: "gone"},
+		{PID: 14, TID: 14, Comm: "child", Exited: true},
+		{PID: 20, TID: 20, Comm: "root"},
+		{PID: 15, TID: 15, Comm: "job"},
+	}
+	run := &model.Run{
+		Target:         model.Target{Kind: "command"},
+		TimeAccounting: &model.TimeAccounting{Source: "ebpf", Threads: threads},
+	}
+	alive := func(pid int) bool { return pid != 13 }
+	w := leftRunning(run, []int{20}, alive)
+	if !strings.Contains(w, "left 2 process(es)") || !strings.Contains(w, "pid 11 (daemon), 15 (job)") || strings.Contains(w, "13") || strings.Contains(w, "(root)") {
+		t.Errorf("warning %q: want pids 11 and 15 named, 2 left, not 13 (ended since) nor the root", w)
+	}
+	for _, other := range []model.Target{{Kind: "pid"}, {Kind: "command", With: []model.PIDConfig{{PID: 99}}}} {
+		run.Target = other
+		if w := leftRunning(run, []int{20}, alive); w != "" {
+			t.Errorf("target %+v: %q, want nothing said", other, w)
+		}
+	}
+	if processAlive(os.Getpid()) != true {
+		t.Error("this process does not read as alive")
+	}
 }
