@@ -292,39 +292,70 @@ func runtimeCPUs(t *testing.T) int {
 	return n
 }
 
-// TestDiagnoseInterruptLeavesNothing interrupts diagnose at random moments
-// (SIGINT to perfsleuth alone, or to its whole process group as a
-// terminal's Ctrl-C does) and checks each time that no process, file or
-// directory of the experiment is left behind.
-func TestDiagnoseInterruptLeavesNothing(t *testing.T) {
+// TestInterruptsLeaveNothing stops perfsleuth at 50 random moments across
+// diagnose (a command and a benchmark, with every condition, so that the
+// signal lands in a condition's setup, its run or its restore), observe and
+// bench, with SIGINT to perfsleuth alone, SIGINT to its whole process group
+// (a terminal's Ctrl-C) or SIGTERM (a service manager's stop). Each time:
+// exit 130 (or 0 when it had finished) within 30 s; no process of its own or
+// of the workload left; no cgroup of its own left; nothing left in the
+// working directory but the record, and nothing in its temporary directory;
+// kernel.task_delayacct as it was; and a record, when one was written, that
+// says it was interrupted. The moment is logged with each round, so that a
+// failure can be replayed.
+func TestInterruptsLeaveNothing(t *testing.T) {
 	work := t.TempDir()
+	tmp := t.TempDir()
 	cpuProg := scenario(t, "cpu")
 	before := listDir(t, work)
-	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 7))
-	const rounds = 10
+	delayacct := readSysctl(t, "/proc/sys/kernel/task_delayacct")
+	seed := uint64(time.Now().UnixNano())
+	rng := rand.New(rand.NewPCG(seed, 7))
+	t.Logf("seed %d", seed)
+	rec := filepath.Join(work, "run.json")
+	fileio := []string{"fileio", "--rw", "randwrite", "--size", "16MiB", "--duration", "300ms"}
+	kinds := []struct {
+		name     string
+		args     []string
+		maxDelay time.Duration
+	}{
+		{"diagnose command", append([]string{"diagnose", "--json", rec, "--interval", "200ms", "--io-peak", "400MiB",
+			"--conditions", "cpu-contention,io-pressure,cold-cache,cpu-half,cpu-quota", "--evict", cpuProg, "--"}, cpuProg, "200"), 6 * time.Second},
+		{"diagnose fileio", append([]string{"diagnose", "--json", rec, "--interval", "200ms", "--io-peak", "400MiB",
+			"--conditions", "cpu-contention,io-pressure,cold-cache,cpu-half,cpu-quota"}, fileio...), 6 * time.Second},
+		{"observe command", []string{"observe", "--json", rec, "--interval", "100ms", "--", cpuProg, "1000"}, 3 * time.Second},
+		{"observe fileio", append([]string{"observe", "--json", rec, "--interval", "100ms"}, fileio[:len(fileio)-2]...), 3 * time.Second},
+		{"bench fileio", []string{"bench", "fileio", "--json", rec, "--rw", "randwrite", "--size", "16MiB", "--duration", "5s"}, 3 * time.Second},
+		{"bench sqlite", []string{"bench", "sqlite", "--json", rec, "--rows", "100000000", "--sync", "off"}, 3 * time.Second},
+	}
+	signals := []struct {
+		name  string
+		sig   syscall.Signal
+		group bool
+	}{{"SIGINT", syscall.SIGINT, false}, {"SIGINT to the group", syscall.SIGINT, true}, {"SIGTERM", syscall.SIGTERM, false}}
+	const rounds = 50
 	for i := 0; i < rounds; i++ {
-		args := []string{"diagnose", "--interval", "200ms", "--io-peak", "400MiB", "--conditions", "cpu-contention,io-pressure,cold-cache,cpu-half"}
-		if i%2 == 0 {
-			args = append(args, "--evict", cpuProg, "--", cpuProg, "200")
-		} else {
-			args = append(args, "fileio", "--rw", "randwrite", "--size", "16MiB", "--duration", "300ms")
-		}
-		cmd := exec.Command(filepath.Join(bin, "perfsleuth"), args...)
+		k := kinds[i%len(kinds)]
+		sg := signals[rng.IntN(len(signals))]
+		// From 50 ms: before Go's runtime has installed perfsleuth's
+		// handler, a signal kills it as it would any program.
+		delay := 50*time.Millisecond + time.Duration(rng.Int64N(int64(k.maxDelay)))
+		what := fmt.Sprintf("round %d: %s, %s after %s", i, k.name, sg.name, delay.Round(time.Millisecond))
+		os.Remove(rec)
+		cmd := exec.Command(filepath.Join(bin, "perfsleuth"), k.args...)
 		cmd.Dir = work
-		cmd.Env = append(os.Environ(), "NO_COLOR=1")
+		cmd.Env = append(os.Environ(), "NO_COLOR=1", "TMPDIR="+tmp)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 		var out strings.Builder
 		cmd.Stdout, cmd.Stderr = &out, &out
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		delay := time.Duration(rng.Int64N(int64(6 * time.Second)))
-		group := rng.IntN(2) == 0
 		time.Sleep(delay)
-		if group {
-			syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
+		if sg.group {
+			syscall.Kill(-cmd.Process.Pid, sg.sig)
 		} else {
-			cmd.Process.Signal(syscall.SIGINT)
+			cmd.Process.Signal(sg.sig)
 		}
 		done := make(chan error, 1)
 		go func() { done <- cmd.Wait() }()
@@ -332,25 +363,71 @@ func TestDiagnoseInterruptLeavesNothing(t *testing.T) {
 		case <-done:
 		case <-time.After(30 * time.Second):
 			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-			t.Fatalf("round %d: perfsleuth did not exit within 30 s of SIGINT (after %s)\n%s", i, delay, out.String())
+			t.Fatalf("%s: perfsleuth did not exit within 30 s\n%s", what, out.String())
 		}
 		code := cmd.ProcessState.ExitCode()
 		if code != 130 && code != 0 {
-			t.Errorf("round %d (SIGINT after %s, group %v): exit status %d, want 130 (or 0 if it had finished)\n%s", i, delay, group, code, out.String())
+			t.Errorf("%s: exit status %d, want 130 (or 0 if it had finished)\n%s", what, code, out.String())
 		}
 		// Nothing of perfsleuth's may be running: its helpers, the workload.
 		time.Sleep(100 * time.Millisecond)
 		if left := strays(t, cpuProg); len(left) > 0 {
-			t.Fatalf("round %d (SIGINT after %s, group %v): processes left behind: %v\n%s", i, delay, group, left, out.String())
+			t.Fatalf("%s: processes left behind: %v\n%s", what, left, out.String())
 		}
-		after := listDir(t, work)
-		for name := range after {
-			if !before[name] {
-				t.Fatalf("round %d (SIGINT after %s): left behind in the working directory: %s\n%s", i, delay, name, out.String())
+		if left := ownCgroups(); len(left) > 0 {
+			t.Fatalf("%s: cgroups left behind: %v\n%s", what, left, out.String())
+		}
+		for name := range listDir(t, work) {
+			if !before[name] && name != filepath.Base(rec) {
+				t.Fatalf("%s: left behind in the working directory: %s\n%s", what, name, out.String())
 			}
 		}
-		t.Logf("round %d: SIGINT after %s (group %v): exit %d, nothing left", i, delay.Round(time.Millisecond), group, code)
+		if left := listDir(t, tmp); len(left) > 0 {
+			t.Fatalf("%s: left behind in the temporary directory: %v\n%s", what, left, out.String())
+		}
+		if now := readSysctl(t, "/proc/sys/kernel/task_delayacct"); now != delayacct {
+			t.Fatalf("%s: kernel.task_delayacct is %s, was %s\n%s", what, now, delayacct, out.String())
+		}
+		saved := "no record"
+		if run, err := model.Load(rec); err == nil {
+			saved = "a record"
+			if code == 130 && !run.Interrupted {
+				t.Errorf("%s: exit 130 but the record does not say it was interrupted", what)
+			}
+		} else if !os.IsNotExist(err) {
+			t.Errorf("%s: the record does not load: %v", what, err)
+		} else if code == 130 && !strings.Contains(out.String(), "interrupted before anything was measured") {
+			t.Errorf("%s: exit 130, no record, and no word that nothing was measured\n%s", what, out.String())
+		}
+		t.Logf("%s: exit %d, %s, nothing left", what, code, saved)
 	}
+}
+
+// readSysctl reads a /proc/sys file ("" when it is not there).
+func readSysctl(t *testing.T, path string) string {
+	t.Helper()
+	b, _ := os.ReadFile(path)
+	return strings.TrimSpace(string(b))
+}
+
+// ownCgroups lists the cgroups perfsleuth made (named perfsleuth-PID-...)
+// that are still there, in every hierarchy.
+func ownCgroups() []string {
+	var left []string
+	filepath.WalkDir("/sys/fs/cgroup", func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return nil
+		}
+		if strings.HasPrefix(d.Name(), "perfsleuth-") {
+			left = append(left, p)
+			return filepath.SkipDir
+		}
+		if strings.Count(strings.TrimPrefix(p, "/sys/fs/cgroup"), "/") >= 5 {
+			return filepath.SkipDir
+		}
+		return nil
+	})
+	return left
 }
 
 // listDir lists every path below dir, relative to it.

@@ -99,6 +99,9 @@ func Observe(ctx context.Context, t target.Target, opts Options) (*model.Run, er
 		s.Close()
 	}()
 	if err != nil {
+		if target.Interrupted(ctx) {
+			return nil, ErrInterrupted // a Ctrl-C to the group ended the workload while the probes attached
+		}
 		return nil, goneWhileAttaching(pids, err)
 	}
 	for _, p := range started {
@@ -189,7 +192,8 @@ var ErrInterrupted = target.ErrInterrupted
 // goneWhileAttaching says in words that a process given by pid ended while
 // the probes were being attached (a probe's own error, "file does not
 // exist" from /proc, says it only in the kernel's words); err otherwise.
-// A command's processes wait for the probes, so only a pid can do this.
+// A command's processes wait for the probes: only a pid, or a Ctrl-C that
+// reached them first (said as an interruption, before this), can do this.
 func goneWhileAttaching(pids []int, err error) error {
 	for _, pid := range pids {
 		if unix.Kill(pid, 0) == unix.ESRCH {

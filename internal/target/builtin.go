@@ -140,6 +140,9 @@ func (b *builtin) Start(ctx context.Context) error {
 func (b *builtin) Wait(ctx context.Context) (Outcome, error) {
 	b.hooks.phase("run")
 	if _, err := b.ctl.Write([]byte("start\n")); err != nil {
+		if Interrupted(ctx) {
+			return Outcome{}, ErrInterrupted // the benchmark process died of the same Ctrl-C
+		}
 		return Outcome{}, fmt.Errorf("start the benchmark: %w", err)
 	}
 	for {
@@ -153,6 +156,9 @@ func (b *builtin) Wait(ctx context.Context) (Outcome, error) {
 				b.hooks.Progress(e.Fraction)
 			}
 		case "error":
+			if b.interrupted {
+				return Outcome{}, ErrInterrupted // the child stopped before its measured phase began
+			}
 			return Outcome{}, errors.New(e.Message)
 		case "done":
 			b.hooks.phase("cleanup")
@@ -178,7 +184,7 @@ func (b *builtin) next(ctx context.Context) (childEvent, error) {
 		case e, ok := <-b.events:
 			if !ok {
 				<-b.exited
-				if b.interrupted {
+				if b.interrupted || Interrupted(ctx) {
 					return e, ErrInterrupted
 				}
 				return e, fmt.Errorf("the benchmark process ended without a result (%v)", b.cmd.ProcessState)

@@ -168,6 +168,9 @@ func (c *command) Wait(ctx context.Context) (Outcome, error) {
 	c.gate.Close()
 	c.gate = nil
 	if err != nil {
+		if Interrupted(ctx) {
+			return Outcome{}, ErrInterrupted // the gate died of the same Ctrl-C
+		}
 		return Outcome{}, fmt.Errorf("start %s: %w", c.argv[0], err)
 	}
 	var out Outcome
@@ -183,6 +186,11 @@ func (c *command) Wait(ctx context.Context) (Outcome, error) {
 		}
 	}
 	<-c.exited
+	if s := c.status; !out.Interrupted && s.Signaled() && (s.Signal() == syscall.SIGINT || s.Signal() == syscall.SIGTERM) && Interrupted(ctx) {
+		// A Ctrl-C to the process group ended the command before it
+		// reached perfsleuth.
+		out.Interrupted = true
+	}
 	c.waited = true
 	wall := time.Since(c.start)
 	res := &model.CommandResult{ExitCode: c.status.ExitStatus(), Exited: true, WallSec: wall.Seconds()}

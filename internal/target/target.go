@@ -18,6 +18,7 @@ package target
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
 )
@@ -71,3 +72,20 @@ func (h Hooks) phase(name string) {
 // ErrInterrupted is returned when the user stopped a run before anything
 // was measured.
 var ErrInterrupted = errors.New("interrupted before the measured phase began: nothing was measured")
+
+// signalLag is how long a signal to the whole process group (a terminal's
+// Ctrl-C) may take to cancel perfsleuth's context after it has already
+// killed the workload's process, which perfsleuth then sees gone first.
+const signalLag = 200 * time.Millisecond
+
+// Interrupted says whether ctx ends within signalLag: called when the
+// workload's process has gone unexpectedly, it tells a Ctrl-C that reached
+// the process first from a failure.
+func Interrupted(ctx context.Context) bool {
+	select {
+	case <-ctx.Done():
+		return true
+	case <-time.After(signalLag):
+		return false
+	}
+}
