@@ -250,43 +250,65 @@ static __always_inline __u32 new_exec(void)
 
 /* cats_now reads the current thread's time per category so far from the
  * time accounting (closed intervals, and the run under way: a uprobe runs
- * on the CPU) into v; false when it has no live entry for the thread. */
-static __always_inline bool cats_now(__u64 *v, __u64 now)
+ * on the CPU) into v: SQ_CATS_READ; SQ_CATS_NONE when it has no live entry
+ * for the thread, SQ_CATS_OFF when its entry has it off the CPU. */
+static __always_inline __u32 cats_now(__u64 *v, __u64 now)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	struct ta_thread *t = bpf_map_lookup_elem(&threads, &tid);
 
-	if (!t || t->exited || t->state != TA_STATE_RUNNING)
-		return false;
+	if (!t || t->exited)
+		return SQ_CATS_NONE;
+	if (t->state != TA_STATE_RUNNING)
+		return SQ_CATS_OFF;
 	for (int i = 0; i < SQ_CATS; i++)
 		v[i] = t->ns[i];
 	if (t->last_ns && now > t->last_ns)
 		v[TA_CAT_CPU] += now - t->last_ns;
-	return true;
+	return SQ_CATS_READ;
+}
+
+/* not_timed counts an ended execution of s not timed by state; off: as its
+ * thread was off the CPU in the time accounting while it ran. */
+static __always_inline void not_timed(struct sq_stmt *s, bool off, struct sq_counters *c)
+{
+	if (c)
+		c->cat_unread++;
+	if (off) {
+		__sync_fetch_and_add(&s->cat_off, 1);
+		if (c)
+			c->cat_off++;
+	}
 }
 
 /* time_exec counts an ended execution of statement id that took d ns
- * (ending now); cat0 is its thread's time per category at its start, NULL
- * when not read. The difference, category by category, is where the
- * execution's time went. */
-static __always_inline void time_exec(__u32 id, __u64 d, __u64 now, __u64 *cat0, struct sq_counters *c)
+ * (ending now); cat0 is its thread's time per category at its start, as
+ * cats_now read it (start: SQ_CATS_READ, else why not). The difference,
+ * category by category, is where the execution's time went. */
+static __always_inline void time_exec(__u32 id, __u64 d, __u64 now, __u64 *cat0, __u32 start, struct sq_counters *c)
 {
 	struct sq_stmt *s = stmt_of(id);
 	__u64 v[SQ_CATS];
+	__u32 read;
 
 	if (!s)
 		return;
 	__sync_fetch_and_add(&s->ns, d);
 	__sync_fetch_and_add(&s->done, 1);
 	__sync_fetch_and_add(&s->slots[slot_of(d, SQ_SLOTS)], 1);
-	if (!cat0 || !cats_now(v, now)) {
-		if (c)
-			c->cat_unread++;
+	if (start != SQ_CATS_READ) {
+		not_timed(s, start == SQ_CATS_OFF, c);
+		return;
+	}
+	read = cats_now(v, now);
+	if (read != SQ_CATS_READ) {
+		not_timed(s, read == SQ_CATS_OFF, c);
 		return;
 	}
 	for (int i = 0; i < SQ_CATS; i++)
 		if (v[i] > cat0[i])
 			__sync_fetch_and_add(&s->cat_ns[i], v[i] - cat0[i]);
+	__sync_fetch_and_add(&s->cat_wall, d);
 	__sync_fetch_and_add(&s->cat_execs, 1);
 }
 
@@ -399,7 +421,8 @@ static __always_inline void finish(struct sq_handle *h, struct sq_counters *c)
 	if (!h->exec)
 		return;
 	now = bpf_ktime_get_ns();
-	time_exec(h->id, now - h->start_ns, now, h->tid && h->tid == tid ? h->cat0 : NULL, c);
+	time_exec(h->id, now - h->start_ns, now, h->cat0,
+		  h->tid && h->tid == tid ? SQ_CATS_READ : h->off ? SQ_CATS_OFF : SQ_CATS_NONE, c);
 	h->exec = 0;
 }
 
@@ -449,7 +472,12 @@ int BPF_KPROBE(sq_step, void *stmt)
 		}
 		h->exec = new_exec();
 		h->start_ns = bpf_ktime_get_ns();
-		h->tid = cats_now(h->cat0, h->start_ns) ? (__u32)bpf_get_current_pid_tgid() : 0;
+		{
+			__u32 read = cats_now(h->cat0, h->start_ns);
+
+			h->tid = read == SQ_CATS_READ ? (__u32)bpf_get_current_pid_tgid() : 0;
+			h->off = read == SQ_CATS_OFF;
+		}
 		begun = true;
 	}
 	s = stmt_of(h->id);
@@ -587,7 +615,7 @@ static __always_inline void pg_finish(struct sq_thread *t, __u64 now, struct sq_
 {
 	if (!t->pg_start)
 		return;
-	time_exec(t->pg_id, now - t->pg_start, now, t->pg_cats ? t->pg_cat0 : NULL, c);
+	time_exec(t->pg_id, now - t->pg_start, now, t->pg_cat0, t->pg_cats, c);
 	t->pg_start = 0;
 }
 
@@ -750,7 +778,7 @@ int BPF_KPROBE(pg_exec_end, void *qd)
 		if (i >= t->pg_depth || n->qd != (__u64)qd)
 			continue;
 		now = bpf_ktime_get_ns();
-		time_exec(n->id, now - n->start, now, n->cats ? n->cat0 : NULL, c);
+		time_exec(n->id, now - n->start, now, n->cat0, n->cats, c);
 		t->pg_depth = i;
 		t->stmt_id = pg_current(t);
 		break;

@@ -40,7 +40,7 @@ struct sq_nest {
 	__u64 qd;              /* its QueryDesc * */
 	__u64 start;
 	__u32 id;              /* its statement id */
-	__u32 cats;            /* 1: cat0 was read */
+	__u32 cats;            /* SQ_CATS_READ: cat0 was read; SQ_CATS_OFF, SQ_CATS_NONE: not */
 	__u64 cat0[SQ_CATS];   /* the thread's time per category at its start */
 	/* The last statement seen at this depth, kept after it ends: its
 	 * text's address and first bytes, and its id. A function's loop runs
@@ -64,7 +64,7 @@ struct sq_thread {
 	__u32 outer_exec;
 	/* PostgreSQL: the statement the backend reported running, and since
 	 * when (0: none running), and the thread's time per category then
-	 * (pg_cats: 1 if it was read). */
+	 * (pg_cats: SQ_CATS_READ if it was read; SQ_CATS_OFF, SQ_CATS_NONE: not). */
 	__u32 pg_id;
 	__u32 pg_cats;
 	__u64 pg_start;
@@ -139,6 +139,15 @@ struct sq_handle_key {
 	__u64 stmt;
 };
 
+/* What cats_now found: the thread's time per category read; no live entry
+ * for the thread; or an entry that has the thread off the CPU while it
+ * runs (a uprobe runs on the CPU): its switch-in had no sched_switch
+ * event, and the accounting puts it on the CPU only at its next
+ * switch-out. */
+#define SQ_CATS_NONE 0
+#define SQ_CATS_READ 1
+#define SQ_CATS_OFF 2
+
 struct sq_handle {
 	__u64 sql;       /* the zSql the id was found for (a re-prepare changes it) */
 	__u64 start_ns;  /* the current execution's first step */
@@ -147,7 +156,9 @@ struct sq_handle {
 	/* The thread that made the first step, and its time per category
 	 * then (the time accounting's, 0 tid: not read). */
 	__u32 tid;
-	__u32 _pad;
+	/* 1: the first step found its thread off the CPU in the time
+	 * accounting (SQ_CATS_OFF), and so not read. */
+	__u32 off;
 	__u64 cat0[SQ_CATS];
 };
 
@@ -166,6 +177,12 @@ struct sq_stmt {
 	 * (TA_CAT_*: on CPU, waiting for one, blocked on storage, ...). */
 	__u64 cat_execs;
 	__u64 cat_ns[SQ_CATS];
+	/* Their time (first step to reset), which cat_ns adds up to. */
+	__u64 cat_wall;
+	/* Ended executions not timed because at their start or end the time
+	 * accounting had the thread off the CPU while it ran: the kernel's
+	 * sched_switch left out its switch-in (SQ_CATS_OFF). */
+	__u64 cat_off;
 	/* PostgreSQL: its waits for heavyweight locks, by the lock's type. */
 	__u64 lock_waits[SQ_LOCK_TYPES];
 	__u64 lock_ns[SQ_LOCK_TYPES];
@@ -186,6 +203,7 @@ struct sq_counters {
 	__u64 unread;    /* statement texts that could not be read */
 	__u64 no_offset; /* executions whose statement could not be named (offsets unknown) */
 	__u64 cat_unread; /* ended executions whose time by category could not be told */
+	__u64 cat_off;    /* of those, the ones whose thread the accounting had off the CPU while it ran */
 	__u64 txs_full;   /* transactions not counted: txs full */
 	__u64 tx_unended; /* transactions whose end was not seen (a connection back in autocommit at the next start) */
 	__u64 nest_deep;  /* PostgreSQL: nested executions past SQ_PG_NEST deep, run as their parent */

@@ -437,10 +437,9 @@ func pgbenchStatements(t *testing.T, dir string, postmaster int, pgbench, mode s
 		for _, v := range s.Time {
 			states += v
 		}
-		if s.TimedExecs < s.Done*9/10 {
-			t.Errorf("%s: %d of %d executions timed by state", text, s.TimedExecs, s.Done)
-		} else if timed := s.Sec * float64(s.TimedExecs) / float64(s.Done); states < 0.9*timed || states > 1.1*timed {
-			t.Errorf("%s: its states add up to %.3f s, its %d timed executions took about %.3f s", text, states, s.TimedExecs, timed)
+		if !timedEnough(t, text, s) {
+		} else if states < 0.95*s.TimedSec || states > 1.05*s.TimedSec {
+			t.Errorf("%s: its states add up to %.3f s, its %d timed executions took %.3f s", text, states, s.TimedExecs, s.TimedSec)
 		}
 		checked++
 	}
@@ -518,6 +517,8 @@ func statementsByText(q *model.SQLStatements) map[string]*model.SQLStatement {
 			m.Calls.Writes += s.Calls.Writes
 			m.Calls.Syncs += s.Calls.Syncs
 			m.TimedExecs += s.TimedExecs
+			m.TimedSec += s.TimedSec
+			m.OffCPUExecs += s.OffCPUExecs
 			for k, v := range s.Time {
 				m.Time[k] += v
 			}
@@ -624,9 +625,29 @@ END $$;`)
 	if insert.Calls.Syncs != 0 {
 		t.Errorf("INSERT: %d syncs, want none: the commit (the calling statement's) syncs", insert.Calls.Syncs)
 	}
-	if insert.TimedExecs < insert.Done*9/10 {
-		t.Errorf("INSERT: %d of %d executions timed by state", insert.TimedExecs, insert.Done)
+	if !timedEnough(t, "INSERT", insert) && r.TimeAccounting != nil {
+		t.Logf("switches without an event %+v; notes %v", r.TimeAccounting.Unseen, r.Storage.SQLite.SQL.Notes)
 	}
+}
+
+// timedEnough holds a statement's executions timed by state: each ended one
+// is timed, or said to have run while the time accounting had its thread
+// off the CPU (the kernel's sched_switch left out its switch-in: issue 14's
+// series saw 14,830 and 17,307 of 20,000 INSERTs of TestPgNestedStatements
+// timed, in 2 of about 60 runs, a whole fill() call's INSERTs on a backend
+// whose switch-in had no event); at most a tenth for any other reason, and
+// at least half timed.
+func timedEnough(t *testing.T, text string, s *model.SQLStatement) bool {
+	t.Helper()
+	other := s.Done - s.TimedExecs - s.OffCPUExecs
+	if other > s.Done/10 || s.TimedExecs < s.Done/2 {
+		t.Errorf("%s: %d of %d executions timed by state, %d not timed as their thread was off the CPU in the accounting, %d for another reason", text, s.TimedExecs, s.Done, s.OffCPUExecs, other)
+		return false
+	}
+	if s.OffCPUExecs > 0 {
+		t.Logf("%s: %d of %d executions not timed: their thread's switch-in had no sched_switch event", text, s.OffCPUExecs, s.Done)
+	}
+	return true
 }
 
 // quoteAll quotes each argument for sh.

@@ -446,9 +446,17 @@ type SQLStatement struct {
 	// time accounting's categories (cpu, cpu-wait, storage-sync, lock,
 	// ...), read from its per-thread account at each execution's start
 	// and end; over TimedExecs of the Done executions (those begun and
-	// ended on one thread it followed). Its sum is their part of Sec.
+	// ended on one thread it followed). Its sum is their part of Sec,
+	// TimedSec.
 	Time       map[string]float64 `json:"time,omitempty"`
 	TimedExecs int64              `json:"timed_execs,omitempty"`
+	TimedSec   float64            `json:"timed_sec,omitempty"`
+	// OffCPUExecs are executions not timed because at their start or end
+	// the time accounting had their thread off the CPU while it ran: the
+	// kernel's sched_switch tracepoint left out its switch-in (some
+	// kernels leave out some switches: docs/probes.md), and the accounting
+	// puts the thread back on the CPU only at its next switch-out.
+	OffCPUExecs int64 `json:"off_cpu_execs,omitempty"`
 	// LockWaits are a PostgreSQL statement's waits for heavyweight
 	// locks, by the lock's type, most time first: the kernel sees them as
 	// sleeps (in the backend's latch), so Time has them under sleep.

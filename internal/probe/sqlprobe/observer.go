@@ -108,11 +108,13 @@ func Join(res *Result, io map[uint32]*model.SQLStmtIO, calls map[uint32]*model.S
 		m.Steps += int64(s.Steps)
 		m.Autocommit += int64(s.Autocommit)
 		m.Sec += s.Sec
+		m.OffCPUExecs += int64(s.CatOff)
 		if s.CatExecs > 0 {
 			if m.Time == nil {
 				m.Time = map[string]float64{}
 			}
 			m.TimedExecs += int64(s.CatExecs)
+			m.TimedSec += float64(s.CatWall) / 1e9
 			for i, ns := range s.CatNs {
 				if ns > 0 {
 					m.Time[model.Categories[i]] += float64(ns) / 1e9
@@ -184,7 +186,11 @@ func Join(res *Result, io map[uint32]*model.SQLStmtIO, calls map[uint32]*model.S
 		out.Notes = append(out.Notes, fmt.Sprintf("%d executions of statements nested more than %d deep in functions ran as the statement they are nested in", res.NestDeep, maxNest))
 	}
 	if res.CatUnread > 0 {
-		out.Notes = append(out.Notes, fmt.Sprintf("%d executions have no time by state (on CPU, blocked, ...): begun on another thread, or on one the time accounting had not seen run", res.CatUnread))
+		why := "begun on another thread, or on one the time accounting had not seen run"
+		if res.CatOff > 0 {
+			why = fmt.Sprintf("%d of them ran while the time accounting had their thread off the CPU (the kernel's sched_switch tracepoint left out its switch-in; docs/probes.md), the others %s", res.CatOff, why)
+		}
+		out.Notes = append(out.Notes, fmt.Sprintf("%d executions have no time by state (on CPU, blocked, ...): %s", res.CatUnread, why))
 	}
 	if res.Unread > 0 {
 		out.Notes = append(out.Notes, fmt.Sprintf("%d statement texts could not be read from the workload's memory", res.Unread))

@@ -186,6 +186,7 @@ func (p *Probe) Stop() (*Result, error) {
 		res.Unread += c.Unread
 		res.NoOffset += c.NoOffset
 		res.CatUnread += c.CatUnread
+		res.CatOff += c.CatOff
 		res.TxsFull += c.TxsFull
 		res.TxUnended += c.TxUnended
 		res.NestDeep += c.NestDeep
@@ -199,7 +200,7 @@ func (p *Probe) Stop() (*Result, error) {
 		}
 		st := Statement{ID: id, PID: int(s.Tgid), Text: text(s.Text[:], s.TextLen), Truncated: s.Truncated != 0,
 			Execs: s.Execs, Done: s.Done, Steps: s.Steps, Autocommit: s.Autocommit, Sec: float64(s.Ns) / 1e9,
-			Hist: append([]uint64(nil), s.Slots[:]...), CatExecs: s.CatExecs, CatNs: s.CatNs, LockWaits: s.LockWaits, LockNs: s.LockNs, Parent: s.Parent}
+			Hist: append([]uint64(nil), s.Slots[:]...), CatExecs: s.CatExecs, CatNs: s.CatNs, CatWall: s.CatWall, CatOff: s.CatOff, LockWaits: s.LockWaits, LockNs: s.LockNs, Parent: s.Parent}
 		if int(s.Kind) < len(KindNames) {
 			st.Kind = KindNames[s.Kind]
 		}

@@ -3,6 +3,7 @@
 package sqlprobe
 
 import (
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -28,7 +29,12 @@ func observeSQL(t *testing.T, work func()) *model.SQLStatements {
 	if err != nil {
 		t.Skipf("eBPF time accounting unavailable here: %v", err)
 	}
-	defer ta.Stop()
+	taStopped := false
+	defer func() {
+		if !taStopped {
+			ta.Stop()
+		}
+	}()
 	tracked, threads := ta.SharedMaps()
 	tr := sqlitetrace.New()
 	st, err := storage.Start(storage.Config{Files: true, OnEvent: tr.Add}, tracked, threads)
@@ -50,6 +56,14 @@ func observeSQL(t *testing.T, work func()) *model.SQLStatements {
 	sio, err := st.Stop()
 	if err != nil {
 		t.Fatal(err)
+	}
+	// Shown when a test fails: an execution is timed by state only when
+	// the time accounting has its thread on the CPU at both ends, which a
+	// switch-in the kernel's tracepoint left out (this VM's kernel leaves
+	// some out) defeats.
+	taStopped = true
+	if tres, err := ta.Stop(); err == nil {
+		t.Logf("time accounting: switches without an event %+v, dropped %d", tres.Unseen, tres.Dropped)
 	}
 	q := tr.Finish(sio.Files)
 	if q == nil {
@@ -182,13 +196,24 @@ func TestStatementTimeByState(t *testing.T) {
 		return v
 	}
 	check := func(s *model.SQLStatement, want int64) {
-		if s.TimedExecs != want || s.Done != want {
-			t.Errorf("%s: %d executions ended, %d timed by state; want %d each", s.Text, s.Done, s.TimedExecs, want)
+		// Each ended execution is timed, or said to have run while the
+		// time accounting had its thread off the CPU (a switch-in the
+		// kernel's sched_switch left out: issue 14's series saw 38 of 40
+		// INSERTs timed once in about 60 runs); and some are timed.
+		if s.Done != want || s.TimedExecs+s.OffCPUExecs != want || s.TimedExecs == 0 {
+			t.Fatalf("%s: %d executions ended, %d timed by state, %d not as their thread was off the CPU in the accounting; want %d ended, each timed or off the CPU", s.Text, s.Done, s.TimedExecs, s.OffCPUExecs, want)
 		}
-		// The categories cover each execution from its first step to its
-		// reset, as Sec does (the two ends read a few hundred ns apart).
-		if d := sum(s) - s.Sec; d > 0.02*s.Sec+1e-4 || d < -0.02*s.Sec-1e-4 {
-			t.Errorf("%s: its states add up to %.3f ms, its executions took %.3f ms", s.Text, sum(s)*1e3, s.Sec*1e3)
+		if s.OffCPUExecs > 0 {
+			t.Logf("%s: %d executions not timed: their thread's switch-in had no sched_switch event", s.Text, s.OffCPUExecs)
+		}
+		// The categories cover each timed execution from its first step
+		// to its reset, as TimedSec does (the two ends read a few hundred
+		// ns apart).
+		if d := sum(s) - s.TimedSec; d > 0.02*s.TimedSec+1e-4 || d < -0.02*s.TimedSec-1e-4 {
+			t.Errorf("%s: its states add up to %.3f ms, its timed executions took %.3f ms", s.Text, sum(s)*1e3, s.TimedSec*1e3)
+		}
+		if s.TimedExecs == s.Done && math.Abs(s.TimedSec-s.Sec) > 1e-9*float64(s.Done)+1e-12 {
+			t.Errorf("%s: every execution timed, yet TimedSec %.6f s is not Sec %.6f s", s.Text, s.TimedSec, s.Sec)
 		}
 	}
 	ins := find(q, "INSERT INTO t(b) VALUES (?)")

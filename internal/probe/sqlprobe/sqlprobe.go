@@ -21,6 +21,11 @@ type Statement struct {
 	// (model.Categories' order: cpu, cpu-wait, storage-read, ...).
 	CatExecs uint64
 	CatNs    [8]uint64
+	// CatWall is the CatExecs' time, which CatNs adds up to; CatOff the
+	// executions not timed because the time accounting had their thread
+	// off the CPU while it ran (its switch-in had no sched_switch event).
+	CatWall uint64
+	CatOff  uint64
 	// LockWaits and LockNs: a PostgreSQL statement's waits for
 	// heavyweight locks, by the lock's type (LockTypes).
 	LockWaits, LockNs [12]uint64
@@ -48,6 +53,10 @@ type Result struct {
 	// told (begun on another thread, or on one the time accounting had
 	// not seen run).
 	CatUnread uint64
+	// CatOff: of those, the executions whose thread the time accounting
+	// had off the CPU while it ran (its switch-in had no sched_switch
+	// event: some kernels leave out some switches).
+	CatOff uint64
 	// Transactions are the kinds of transaction seen, by process and the
 	// statements they ran in order. TxsFull: transactions past the first
 	// SQ_MAX_TXS kinds, not counted; TxUnended: transactions whose end

@@ -38,6 +38,7 @@ type sqlstmtSqCounters struct {
 	Unread    uint64
 	NoOffset  uint64
 	CatUnread uint64
+	CatOff    uint64
 	TxsFull   uint64
 	TxUnended uint64
 	NestDeep  uint64
@@ -50,7 +51,7 @@ type sqlstmtSqHandle struct {
 	Id      uint32
 	Exec    uint32
 	Tid     uint32
-	Pad     uint32
+	Off     uint32
 	Cat0    [8]uint64
 }
 
@@ -87,6 +88,8 @@ type sqlstmtSqStmt struct {
 	Slots      [40]uint64
 	CatExecs   uint64
 	CatNs      [8]uint64
+	CatWall    uint64
+	CatOff     uint64
 	LockWaits  [12]uint64
 	LockNs     [12]uint64
 	Parent     uint32
