@@ -242,6 +242,8 @@ func TestScenarioVerdicts(t *testing.T) {
 					pm, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 					t.Logf("kernel.pid_max %d: tids reused in this run: %v", pm, ta.ThreadsCreated > int64(pm))
 				}
+				// The program makes at least 1,200 (c/churn.c), however
+				// loaded the machine: at least 1,000 of them must be seen.
 				if ta.ThreadsCreated < 1000 || ta.PeakThreads > 4 {
 					t.Errorf("churn: %d threads created, peak %d alive; want >= 1000 and <= 4", ta.ThreadsCreated, ta.PeakThreads)
 				}
