@@ -4,6 +4,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -145,7 +146,7 @@ func TestEveryFlagRefusesABadValue(t *testing.T) {
 			}
 			for _, v := range values {
 				t.Run(name+"="+v.value, func(t *testing.T) {
-					pre := slicesClone(args[0])
+					pre := slices.Clone(args[0])
 					if solo[name] {
 						pre = []string{"compare"}
 					}
@@ -180,5 +181,3 @@ func TestEveryFlagRefusesABadValue(t *testing.T) {
 		t.Errorf("the records' directory changed: %v", l)
 	}
 }
-
-func slicesClone(s []string) []string { return append([]string(nil), s...) }

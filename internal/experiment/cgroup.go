@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/perfsleuth/perfsleuth/internal/proctree"
+	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
 )
 
 // A condition that limits the workload through a cgroup (cpu-quota) puts
@@ -75,7 +76,7 @@ func findCgroupPlace(l cgroupLimit) (cgroupPlace, error) {
 		if m.FSType != "cgroup2" {
 			continue
 		}
-		have := strings.Fields(readTrim(filepath.Join(m.MountPoint, "cgroup.controllers")))
+		have := strings.Fields(sysinfo.ReadString(filepath.Join(m.MountPoint, "cgroup.controllers")))
 		if !slices.Contains(have, l.v2Controller) {
 			why = append(why, fmt.Sprintf("the cgroup2 file system at %s does not offer the %s controller (it has: %s)", m.MountPoint, l.v2Controller, strings.Join(have, " ")))
 			continue
@@ -89,7 +90,7 @@ func findCgroupPlace(l cgroupLimit) (cgroupPlace, error) {
 			if own == m.MountPoint {
 				parent = own
 			}
-			sub := strings.Fields(readTrim(filepath.Join(parent, "cgroup.subtree_control")))
+			sub := strings.Fields(sysinfo.ReadString(filepath.Join(parent, "cgroup.subtree_control")))
 			if !slices.Contains(sub, l.v2Controller) {
 				why = append(why, fmt.Sprintf("%s does not give the %s controller to its children (cgroup.subtree_control: %q)", parent, l.v2Controller, strings.Join(sub, " ")))
 				continue
@@ -218,17 +219,12 @@ func writeProc(dir string, pid int) error {
 // procsIn lists the processes in the cgroup dir.
 func procsIn(dir string) []int {
 	var pids []int
-	for _, f := range strings.Fields(readTrim(filepath.Join(dir, "cgroup.procs"))) {
+	for _, f := range strings.Fields(sysinfo.ReadString(filepath.Join(dir, "cgroup.procs"))) {
 		if p, err := strconv.Atoi(f); err == nil {
 			pids = append(pids, p)
 		}
 	}
 	return pids
-}
-
-func readTrim(path string) string {
-	b, _ := os.ReadFile(path)
-	return strings.TrimSpace(string(b))
 }
 
 // cpuQuota is cpu-quota's limit: share of the workload's CPUs' time per

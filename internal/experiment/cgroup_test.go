@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/perfsleuth/perfsleuth/internal/proctree"
+	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
 )
 
 // cgroupOf is the cgroup path of pid in the hierarchy of controller (v1),
@@ -91,7 +92,7 @@ func TestCPUQuotaCgroup(t *testing.T) {
 	if e.quotaPlace.version == 2 {
 		file, want = "cpu.max", "100000 100000"
 	}
-	if got := readTrim(filepath.Join(dir, file)); got != want {
+	if got := sysinfo.ReadString(filepath.Join(dir, file)); got != want {
 		t.Errorf("%s = %q, want %q (half of 2 CPUs per 100 ms)", file, got, want)
 	}
 	if cgroupOf(t, os.Getpid(), controller) != origin {

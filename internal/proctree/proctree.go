@@ -52,12 +52,21 @@ func Descendants(procRoot string, root int) ([]int, error) {
 	return out, nil
 }
 
-// StatRunnable says whether a /proc/<pid>/stat (or task stat) line is of a
-// task in state R (running or waiting for a CPU): the state is the 3rd
+// StatState is the state letter of a /proc/<pid>/stat (or task stat) line
+// (R, S, D, Z, X, ...), 0 when the line has none: the state is the 3rd
 // field, counted after the last ')' as comm may hold both.
-func StatRunnable(stat []byte) bool {
+func StatState(stat []byte) byte {
 	i := bytes.LastIndexByte(stat, ')')
-	return i >= 0 && i+2 < len(stat) && stat[i+2] == 'R'
+	if i < 0 || i+2 >= len(stat) {
+		return 0
+	}
+	return stat[i+2]
+}
+
+// StatRunnable says whether a /proc/<pid>/stat (or task stat) line is of a
+// task in state R (running or waiting for a CPU).
+func StatRunnable(stat []byte) bool {
+	return StatState(stat) == 'R'
 }
 
 // StatPPID returns the 4th field of /proc/<pid>/stat; comm (field 2) may

@@ -42,6 +42,20 @@ func TestStatRunnable(t *testing.T) {
 	}
 }
 
+func TestStatState(t *testing.T) {
+	for in, want := range map[string]byte{
+		"42 (bash) Z 7 42 42 0":  'Z',
+		"42 (a) S b) X 9 1":      'X',
+		"42 (sleep) S 7 42 42 0": 'S',
+		"garbage":                0,
+		"42 (x)":                 0,
+	} {
+		if got := StatState([]byte(in)); got != want {
+			t.Errorf("StatState(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
 func TestDescendants(t *testing.T) {
 	root := t.TempDir()
 	for _, p := range []struct{ pid, ppid string }{{"1", "0"}, {"10", "1"}, {"11", "10"}, {"12", "11"}, {"20", "1"}, {"30", "20"}} {

@@ -26,6 +26,7 @@ import (
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/probe"
 	"github.com/perfsleuth/perfsleuth/internal/probe/registry"
+	"github.com/perfsleuth/perfsleuth/internal/proctree"
 	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
 	"github.com/perfsleuth/perfsleuth/internal/target"
 )
@@ -244,8 +245,6 @@ func processAlive(pid int) bool {
 	if err != nil {
 		return false
 	}
-	// The state follows the command's closing parenthesis.
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && s[i+2] != 'Z' && s[i+2] != 'X'
+	s := proctree.StatState(b)
+	return s != 0 && s != 'Z' && s != 'X'
 }

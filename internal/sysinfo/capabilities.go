@@ -186,7 +186,7 @@ func checkCPUClock() Check {
 
 func checkPerfParanoid(p privileges) Check {
 	c := Check{Name: "perf_event_paranoid"}
-	s := readString("/proc/sys/kernel/perf_event_paranoid")
+	s := ReadString("/proc/sys/kernel/perf_event_paranoid")
 	v, err := strconv.Atoi(s)
 	if err != nil {
 		c.Status = StatusMissing
@@ -215,7 +215,7 @@ const delayProbeTime = 300 * time.Millisecond
 
 func checkDelayAccounting() Check {
 	c := Check{Name: "delay_accounting"}
-	s := readString("/proc/sys/kernel/task_delayacct")
+	s := ReadString("/proc/sys/kernel/task_delayacct")
 	switch s {
 	case "":
 		c.Status = StatusMissing
@@ -362,7 +362,7 @@ func checkCgroup2() Check {
 		c.Fix = "mount -t cgroup2 none /sys/fs/cgroup (or boot with systemd.unified_cgroup_hierarchy=1) so experiments can limit CPUs and IO"
 		return c
 	}
-	have := strings.Fields(readString(filepath.Join(at, "cgroup.controllers")))
+	have := strings.Fields(ReadString(filepath.Join(at, "cgroup.controllers")))
 	var lack []string
 	for _, want := range cgroupControllers {
 		if !slices.Contains(have, want) {

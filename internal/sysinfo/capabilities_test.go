@@ -75,7 +75,7 @@ func TestCapabilities(t *testing.T) {
 	_, errPSI := os.ReadFile("/proc/pressure/io")
 	expect("psi_io", errPSI == nil, "/proc/pressure/io readability says otherwise")
 
-	delay := strings.TrimSpace(readString("/proc/sys/kernel/task_delayacct"))
+	delay := strings.TrimSpace(ReadString("/proc/sys/kernel/task_delayacct"))
 	if delay == "" || delay == "0" {
 		if status("delay_accounting") != StatusMissing {
 			t.Errorf("delay_accounting is %s with task_delayacct=%q", status("delay_accounting"), delay)
@@ -91,7 +91,7 @@ func TestCapabilities(t *testing.T) {
 			t.Errorf("cgroup_v2 is %s but no cgroup2 is mounted", status("cgroup_v2"))
 		}
 	} else {
-		have := strings.Fields(readString(filepath.Join(mp, "cgroup.controllers")))
+		have := strings.Fields(ReadString(filepath.Join(mp, "cgroup.controllers")))
 		all := true
 		for _, want := range cgroupControllers {
 			all = all && strings.Contains(" "+strings.Join(have, " ")+" ", " "+want+" ")

@@ -311,21 +311,23 @@ func fillFrequencies(sysRoot string, cpus []model.CPU) {
 		if cpus[i].MaxFreqKHz == 0 {
 			cpus[i].MaxFreqKHz = readInt(filepath.Join(dir, "scaling_max_freq"))
 		}
-		cpus[i].Governor = readString(filepath.Join(dir, "scaling_governor"))
+		cpus[i].Governor = ReadString(filepath.Join(dir, "scaling_governor"))
 	}
 }
 
 // readInt reads a sysfs file holding one integer; 0 when absent or unreadable
 // (some drivers write "<unknown>").
 func readInt(path string) int64 {
-	v, err := strconv.ParseInt(readString(path), 10, 64)
+	v, err := strconv.ParseInt(ReadString(path), 10, 64)
 	if err != nil {
 		return 0
 	}
 	return v
 }
 
-func readString(path string) string {
+// ReadString is a file's text, trimmed of white space; "" when it cannot
+// be read (a /proc or /sys file that is not there).
+func ReadString(path string) string {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return ""
