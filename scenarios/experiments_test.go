@@ -71,42 +71,42 @@ func section(out, from, to string) string {
 	return out
 }
 
+// findCondition is a condition's result in the record, nil when it is not
+// there.
+func findCondition(run *model.Run, cond string) *model.Condition {
+	for i := range run.Experiments.Conditions {
+		if c := &run.Experiments.Conditions[i]; c.Name == cond {
+			return c
+		}
+	}
+	return nil
+}
+
 // class asserts a condition's classification.
 func class(t *testing.T, run *model.Run, cond, want string) {
 	t.Helper()
-	for _, c := range run.Experiments.Conditions {
-		if c.Name == cond {
-			if c.Class != want {
-				t.Errorf("%s: %s (change %+.0f%%, interval [%+.0f%%, %+.0f%%], %s), want %s", cond, c.Class, c.Change*100, c.Interval[0]*100, c.Interval[1]*100, c.Reason, want)
-			}
-			return
-		}
+	c := findCondition(run, cond)
+	if c == nil {
+		t.Errorf("condition %s not in the record", cond)
+	} else if c.Class != want {
+		t.Errorf("%s: %s (change %+.0f%%, interval [%+.0f%%, %+.0f%%], %s), want %s", cond, c.Class, c.Change*100, c.Interval[0]*100, c.Interval[1]*100, c.Reason, want)
 	}
-	t.Errorf("condition %s not in the record", cond)
 }
 
 // conditionOf is a condition's result in the record.
 func conditionOf(t *testing.T, run *model.Run, cond string) model.Condition {
 	t.Helper()
-	for _, c := range run.Experiments.Conditions {
-		if c.Name == cond {
-			return c
-		}
+	c := findCondition(run, cond)
+	if c == nil {
+		t.Fatalf("condition %s not in the record", cond)
 	}
-	t.Fatalf("condition %s not in the record", cond)
-	return model.Condition{}
+	return *c
 }
 
 // change is a condition's median change in the record.
 func change(t *testing.T, run *model.Run, cond string) float64 {
 	t.Helper()
-	for _, c := range run.Experiments.Conditions {
-		if c.Name == cond {
-			return c.Change
-		}
-	}
-	t.Fatalf("condition %s not in the record", cond)
-	return 0
+	return conditionOf(t, run, cond).Change
 }
 
 // The scenario programs below do a fixed amount of work, so the measure is
