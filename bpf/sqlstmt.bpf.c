@@ -421,8 +421,9 @@ static __always_inline void finish(struct sq_handle *h, struct sq_counters *c)
 	if (!h->exec)
 		return;
 	now = bpf_ktime_get_ns();
+	/* Read on another thread, cat0 is not this one's. */
 	time_exec(h->id, now - h->start_ns, now, h->cat0,
-		  h->tid && h->tid == tid ? SQ_CATS_READ : h->off ? SQ_CATS_OFF : SQ_CATS_NONE, c);
+		  h->cats == SQ_CATS_READ && h->tid != tid ? SQ_CATS_NONE : h->cats, c);
 	h->exec = 0;
 }
 
@@ -472,12 +473,8 @@ int BPF_KPROBE(sq_step, void *stmt)
 		}
 		h->exec = new_exec();
 		h->start_ns = bpf_ktime_get_ns();
-		{
-			__u32 read = cats_now(h->cat0, h->start_ns);
-
-			h->tid = read == SQ_CATS_READ ? (__u32)bpf_get_current_pid_tgid() : 0;
-			h->off = read == SQ_CATS_OFF;
-		}
+		h->tid = (__u32)bpf_get_current_pid_tgid();
+		h->cats = cats_now(h->cat0, h->start_ns);
 		begun = true;
 	}
 	s = stmt_of(h->id);

@@ -154,11 +154,10 @@ struct sq_handle {
 	__u32 id;        /* the statement's id (stmts' index) */
 	__u32 exec;      /* the current execution's id, 0: none running */
 	/* The thread that made the first step, and its time per category
-	 * then (the time accounting's, 0 tid: not read). */
+	 * then (the time accounting's; cats: SQ_CATS_READ if it was read,
+	 * else why not, as sq_nest's and pg_cats). */
 	__u32 tid;
-	/* 1: the first step found its thread off the CPU in the time
-	 * accounting (SQ_CATS_OFF), and so not read. */
-	__u32 off;
+	__u32 cats;
 	__u64 cat0[SQ_CATS];
 };
 

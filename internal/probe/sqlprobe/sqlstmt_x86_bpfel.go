@@ -51,7 +51,7 @@ type sqlstmtSqHandle struct {
 	Id      uint32
 	Exec    uint32
 	Tid     uint32
-	Off     uint32
+	Cats    uint32
 	Cat0    [8]uint64
 }
 
