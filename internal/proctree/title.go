@@ -4,6 +4,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 )
 
 // Title is the name a process gives itself beyond its 15-byte comm, from
@@ -67,19 +68,27 @@ func nonEmpty(args []string) int {
 }
 
 // printableTitle drops control characters (a title is the process's to
-// set) and keeps 128 bytes at most.
+// set) and the spaces around what is left, and keeps 128 bytes at most,
+// cut between characters.
 func printableTitle(s string) string {
-	s = strings.Map(func(r rune) rune {
+	s = strings.TrimSpace(strings.Map(func(r rune) rune {
 		if r < 0x20 || r == 0x7f {
 			return -1
 		}
 		return r
-	}, strings.TrimSpace(s))
-	if len(s) > 128 {
-		s = s[:128]
+	}, s))
+	if len(s) > maxTitle {
+		cut := maxTitle
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = strings.TrimSpace(s[:cut])
 	}
 	return s
 }
+
+// maxTitle is the longest title kept, in bytes.
+const maxTitle = 128
 
 // Program is the program a thread belongs to: the first word of its
 // process's title ("postgres" of "postgres: walwriter", the script an
@@ -103,7 +112,7 @@ func Program(comm, title string) string {
 // cut ("mysqld/ib_io_wr-N"), else the program.
 func Role(comm, title, prog string) string {
 	rest := ""
-	if _, r, ok := strings.Cut(title, " "); ok && strings.HasSuffix(strings.Fields(title)[0], ":") {
+	if f, r, ok := strings.Cut(title, " "); ok && strings.HasSuffix(f, ":") {
 		rest = strings.TrimSpace(r)
 	}
 	if rest != "" {

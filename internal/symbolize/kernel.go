@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 )
@@ -115,8 +116,10 @@ func ReadKallsymsOf(r io.Reader, keep func(name []byte, typ byte, module []byte)
 		j, _ := slices.BinarySearch(starts, f.Start+1)
 		if j < len(starts) {
 			f.End = starts[j]
-		} else {
+		} else if f.Start < math.MaxUint64-2*lastSymbolPage {
 			f.End = (f.Start+lastSymbolPage-1)&^(lastSymbolPage-1) + lastSymbolPage
+		} else {
+			f.End = math.MaxUint64 // the top of the address space
 		}
 	}
 	return fs, nil

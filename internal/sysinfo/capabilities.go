@@ -350,7 +350,7 @@ func checkCgroup2() Check {
 		switch m.FSType {
 		case "cgroup2":
 			if at == "" {
-				at = unescapeMountinfo(m.MountPoint)
+				at = UnescapeMountinfo(m.MountPoint)
 			}
 		case "cgroup":
 			v1 = true

@@ -127,7 +127,7 @@ func cgroup2Mount(t *testing.T) string {
 	}
 	for _, m := range mounts {
 		if m.FSType == "cgroup2" {
-			return unescapeMountinfo(m.MountPoint)
+			return UnescapeMountinfo(m.MountPoint)
 		}
 	}
 	return ""

@@ -249,7 +249,7 @@ func intelHybridTypes(sysRoot string) map[int]string {
 }
 
 // ParseCPUList parses the kernel's CPU list format ("0-3,5,7-8"); parts
-// that are not numbers or ranges are skipped.
+// that are not numbers or ranges of ids from 0 to MaxCPUID are skipped.
 func ParseCPUList(s string) []int {
 	var ids []int
 	for r := range strings.SplitSeq(strings.TrimSpace(s), ",") {
@@ -258,12 +258,12 @@ func ParseCPUList(s string) []int {
 		}
 		lo, hi, isRange := strings.Cut(r, "-")
 		a, err := strconv.Atoi(lo)
-		if err != nil {
+		if err != nil || a < 0 || a > MaxCPUID {
 			continue
 		}
 		b := a
 		if isRange {
-			if b, err = strconv.Atoi(hi); err != nil {
+			if b, err = strconv.Atoi(hi); err != nil || b > MaxCPUID {
 				continue
 			}
 		}
@@ -273,6 +273,11 @@ func ParseCPUList(s string) []int {
 	}
 	return ids
 }
+
+// MaxCPUID is the largest CPU id ParseCPUList takes: Linux's NR_CPUS goes
+// to 8192 on the largest configurations, and a list of ids past this
+// (a broken file, a typing mistake) would otherwise be a list of billions.
+const MaxCPUID = 1<<16 - 1
 
 // FormatCPUList writes ascending CPU ids in the kernel's CPU list format.
 func FormatCPUList(cpus []int) string {

@@ -58,10 +58,10 @@ func storageOf(dir, procRoot, sysRoot string) (*model.Storage, error) {
 	if m == nil {
 		return s, fmt.Errorf("no mount in %s/self/mountinfo holds %s", procRoot, path)
 	}
-	s.MountPoint = unescapeMountinfo(m.MountPoint)
+	s.MountPoint = UnescapeMountinfo(m.MountPoint)
 	s.FSType = m.FSType
 	s.MountOptions = mountOptions(m)
-	s.Source = unescapeMountinfo(m.Source)
+	s.Source = UnescapeMountinfo(m.Source)
 
 	// btrfs (and other multi-device file systems) give files an anonymous
 	// st_dev (major 0); the source device then names the disk.
@@ -93,7 +93,7 @@ func findMount(mounts []*procfs.MountInfo, path string, major, minor uint32) *pr
 			if matchDev && m.MajorMinorVer != dev {
 				continue
 			}
-			mp := unescapeMountinfo(m.MountPoint)
+			mp := UnescapeMountinfo(m.MountPoint)
 			if !underMount(path, mp) {
 				continue
 			}
@@ -117,9 +117,9 @@ func underMount(path, mp string) bool {
 	return path == mp || strings.HasPrefix(path, mp+"/")
 }
 
-// unescapeMountinfo undoes the kernel's octal escapes (\040 for space, \011,
+// UnescapeMountinfo undoes the kernel's octal escapes (\040 for space, \011,
 // \012, \134) in mountinfo paths; procfs returns them as they are.
-func unescapeMountinfo(s string) string {
+func UnescapeMountinfo(s string) string {
 	if !strings.Contains(s, `\`) {
 		return s
 	}
@@ -282,14 +282,14 @@ func DeviceMounts() map[string]string {
 	}
 	for _, m := range mounts {
 		dev := m.MajorMinorVer
-		if unescapeMountinfo(m.Root) != "/" {
+		if UnescapeMountinfo(m.Root) != "/" {
 			if _, ok := out[dev]; !ok {
 				out[dev] = ""
 			}
 			continue
 		}
 		if out[dev] == "" {
-			out[dev] = unescapeMountinfo(m.MountPoint)
+			out[dev] = UnescapeMountinfo(m.MountPoint)
 		}
 	}
 	return out

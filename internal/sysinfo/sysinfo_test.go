@@ -123,7 +123,7 @@ func TestFindMount(t *testing.T) {
 			t.Errorf("%s: no mount", tc.path)
 			continue
 		}
-		if mp := unescapeMountinfo(m.MountPoint); mp != tc.wantMP || m.FSType != tc.wantFS || m.MountID != tc.wantID {
+		if mp := UnescapeMountinfo(m.MountPoint); mp != tc.wantMP || m.FSType != tc.wantFS || m.MountID != tc.wantID {
 			t.Errorf("%s (%d:%d): got mount %d %s %s, want %d %s %s", tc.path, tc.major, tc.minor, m.MountID, mp, m.FSType, tc.wantID, tc.wantMP, tc.wantFS)
 		}
 	}
@@ -144,8 +144,8 @@ func TestUnescapeMountinfo(t *testing.T) {
 		`/plain`:          "/plain",
 		`/trailing\04`:    `/trailing\04`,
 	} {
-		if got := unescapeMountinfo(in); got != want {
-			t.Errorf("unescapeMountinfo(%q) = %q, want %q", in, got, want)
+		if got := UnescapeMountinfo(in); got != want {
+			t.Errorf("UnescapeMountinfo(%q) = %q, want %q", in, got, want)
 		}
 	}
 }

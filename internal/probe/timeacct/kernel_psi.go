@@ -12,6 +12,7 @@ import (
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/proctree"
+	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
 )
 
 // The pressure (PSI) of the workload's cgroup, when the cgroup holds the
@@ -192,30 +193,11 @@ func cgroup2Mount(mountinfo string) string {
 		}
 		if f := strings.Fields(post); len(f) > 0 && f[0] == "cgroup2" {
 			if g := strings.Fields(pre); len(g) >= 5 {
-				return unescapeMount(g[4])
+				return sysinfo.UnescapeMountinfo(g[4])
 			}
 		}
 	}
 	return ""
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // cgroupOf is the cgroup2 path of a /proc/PID/cgroup file (its "0::"
