@@ -70,8 +70,11 @@ func devicePeak(ctx context.Context, exe, dir, stateDir string, st *model.Storag
 			json.Unmarshal(b, &known) // a damaged file is measured again and rewritten
 		}
 	}
-	if r, ok := known[key]; ok && key != "" && r.BytesPerSec > 0 {
-		return r.BytesPerSec, fmt.Sprintf("peak remembered from %s (%s)", r.MeasuredAt.Format("2006-01-02 15:04"), path), nil
+	if rate, stale := remembered(known, key, time.Now()); rate > 0 {
+		r := known[key]
+		return rate, fmt.Sprintf("peak remembered from %s (%s)", r.MeasuredAt.Format("2006-01-02 15:04"), path), nil
+	} else if stale != "" {
+		note = stale + ": "
 	}
 	h, err := startHelper(ctx, exe, "peak", dir, fmt.Sprint(peakSeconds))
 	if err != nil {
@@ -88,15 +91,61 @@ func devicePeak(ctx context.Context, exe, dir, stateDir string, st *model.Storag
 		}
 		return 0, "", fmt.Errorf("measure the peak write rate of %s: no result from the writer", dir)
 	}
-	note = fmt.Sprintf("peak measured now: %d s of 1 MiB O_DIRECT writes, %d in flight", peakSeconds, writerDepth)
+	note += fmt.Sprintf("peak measured now: %d s of 1 MiB O_DIRECT writes, %d in flight", peakSeconds, writerDepth)
 	if key != "" {
 		known[key] = peakRecord{BytesPerSec: res.BytesPerSec, MeasuredAt: time.Now(), Dir: dir}
-		b, _ := json.MarshalIndent(known, "", "  ")
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err == nil {
-			if err := os.WriteFile(path, append(b, '\n'), 0o644); err == nil {
-				note += ", remembered in " + path
-			}
+		if writePeaks(path, known) == nil {
+			note += ", remembered in " + path
 		}
 	}
 	return res.BytesPerSec, note, nil
+}
+
+// remembered is the peak known for key, 0 when there is none to use;
+// stale says why a peak known is not used.
+func remembered(known map[string]peakRecord, key string, now time.Time) (rate float64, stale string) {
+	r, ok := known[key]
+	switch {
+	case !ok || key == "" || r.BytesPerSec <= 0:
+		return 0, ""
+	case now.Sub(r.MeasuredAt) > peakMaxAge:
+		return 0, fmt.Sprintf("the peak remembered from %s was older than %d days", r.MeasuredAt.Format("2006-01-02 15:04"), int(peakMaxAge.Hours()/24))
+	case r.MeasuredAt.After(now.Add(time.Minute)):
+		return 0, fmt.Sprintf("the peak remembered from %s is dated in the future (the clock moved)", r.MeasuredAt.Format("2006-01-02 15:04"))
+	}
+	return r.BytesPerSec, ""
+}
+
+// peakMaxAge is how long a remembered peak is used: a virtual disk's
+// allowance, a cloud volume's class or the disk itself may change under
+// the same name and size.
+const peakMaxAge = 7 * 24 * time.Hour
+
+// writePeaks replaces the peaks file at path whole (a temporary file
+// renamed over it), so that a perfsleuth reading it meanwhile never reads
+// half of it.
+func writePeaks(path string, known map[string]peakRecord) error {
+	b, err := json.MarshalIndent(known, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), peakFile+".*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name()) // fails once renamed
+	_, err = tmp.Write(append(b, '\n'))
+	if err2 := tmp.Close(); err == nil {
+		err = err2
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	return err
 }
