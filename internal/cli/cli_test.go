@@ -819,3 +819,97 @@ func TestObserveCommandThatLeavesAProcessRunning(t *testing.T) {
 		t.Errorf("the report does not name pid %s (sleep) as left running:\n%s", pid, r.stderr)
 	}
 }
+
+// Two perfsleuth instances observing two commands at once: each ends with
+// its own workload and says the other ran beside it, and delay accounting,
+// turned on by the first, stays on until the last ends and is then as it
+// was before either.
+func TestTwoInstancesAtOnce(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: eBPF, and kernel.task_delayacct")
+	}
+	sysctl := func() string {
+		b, _ := os.ReadFile("/proc/sys/kernel/task_delayacct")
+		return strings.TrimSpace(string(b))
+	}
+	before := sysctl()
+	work := t.TempDir()
+	// A spins until the test says stop, so B begins and ends inside it.
+	a := exec.Command(binary, "observe", "--interval", "100ms", "--json", "a.json", "--", "sh", "-c", "while [ ! -e stop ]; do :; done")
+	a.Dir = work
+	var aErr bytes.Buffer
+	a.Stderr = &aErr
+	if err := a.Start(); err != nil {
+		t.Fatal(err)
+	}
+	aDone := make(chan error, 1)
+	go func() { aDone <- a.Wait() }()
+	t.Cleanup(func() {
+		os.WriteFile(filepath.Join(work, "stop"), nil, 0o644)
+		a.Process.Signal(syscall.SIGINT)
+	})
+	// A's workload runs once its probes are attached: then its shell is
+	// a child of it.
+	deadline := time.Now().Add(time.Minute)
+	for {
+		out, _ := exec.Command("pgrep", "-P", strconv.Itoa(a.Process.Pid), "-x", "sh").Output()
+		if len(out) > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("A's workload did not start in a minute: %s", aErr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	b := run(t, work, "observe", "--interval", "100ms", "--json", "b.json", "--", "dd", "if=/dev/zero", "of=b.data", "bs=4k", "count=200", "oflag=dsync")
+	if b.code != 0 {
+		t.Fatalf("B failed (%d): %s", b.code, b.stderr)
+	}
+	select {
+	case err := <-aDone:
+		t.Fatalf("A ended before it was told to (%v): %s", err, aErr.String())
+	default:
+	}
+	if before == "0" && sysctl() != "1" {
+		t.Error("B turned kernel.task_delayacct off while A still observed")
+	}
+	if err := os.WriteFile(filepath.Join(work, "stop"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-aDone; err != nil {
+		t.Fatalf("A failed (%v): %s", err, aErr.String())
+	}
+	if got := sysctl(); got != before {
+		t.Errorf("kernel.task_delayacct is %s after both, was %s", got, before)
+	}
+	if _, err := os.Stat("/run/perfsleuth/delayacct"); !os.IsNotExist(err) {
+		t.Errorf("the delay accounting users file is left: %v", err)
+	}
+	for name, comms := range map[string][2]string{"a.json": {"sh", "dd"}, "b.json": {"dd", "sh"}} {
+		own, other := comms[0], comms[1]
+		r, err := model.Load(filepath.Join(work, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if flat := strings.Join(r.Warnings, "\n"); !strings.Contains(flat, "another perfsleuth ran beside this one: pid ") {
+			t.Errorf("%s does not say another perfsleuth ran beside it:\n%s", name, flat)
+		}
+		ta := r.TimeAccounting
+		if ta == nil || len(ta.Threads) == 0 {
+			t.Fatalf("%s has no time accounting", name)
+		}
+		seen := false
+		for _, th := range ta.Threads {
+			seen = seen || th.Comm == own
+			if th.Comm == other {
+				t.Errorf("%s holds thread %d (%s) of the other instance's workload", name, th.TID, th.Comm)
+			}
+		}
+		if !seen {
+			t.Errorf("%s has no thread of its workload (%s)", name, own)
+		}
+		if before == "0" && ta.Source == "ebpf" && (ta.Kernel == nil || ta.Kernel.DelayAcct != "turned_on") {
+			t.Errorf("%s: delay accounting %+v, want turned_on by perfsleuth", name, ta.Kernel)
+		}
+	}
+}

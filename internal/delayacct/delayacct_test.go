@@ -3,6 +3,7 @@ package delayacct
 import (
 	"encoding/binary"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -11,6 +12,7 @@ import (
 	"unsafe"
 
 	"github.com/mdlayher/netlink"
+	"github.com/perfsleuth/perfsleuth/internal/runfile"
 	"golang.org/x/sys/unix"
 )
 
@@ -93,37 +95,45 @@ func TestParseReply(t *testing.T) {
 // TestSwitch turns a sysctl file on and restores it, and leaves alone one
 // that was on, or that someone turned off meanwhile.
 func TestSwitch(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "task_delayacct")
+	dir := t.TempDir()
+	path, users := filepath.Join(dir, "task_delayacct"), filepath.Join(dir, "run", "delayacct")
 	write := func(s string) {
 		if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
+	me := self()
 	write("0\n")
-	s := turnOn(path)
+	s := turnOn(path, users, me)
 	if s == nil || State(path) != StateOn || !TurnedOn() {
 		t.Fatalf("turnOn: switch %v, state %s, turned on %v", s, State(path), TurnedOn())
 	}
 	if err := s.Restore(); err != nil || State(path) != StateOff || TurnedOn() {
 		t.Fatalf("restore: %v, state %s, turned on %v", err, State(path), TurnedOn())
 	}
+	if _, err := os.Stat(filepath.Dir(users)); !os.IsNotExist(err) {
+		t.Errorf("the users file's directory is left: %v", err)
+	}
 	write("1\n")
 	if err := s.Restore(); err != nil || State(path) != StateOn {
 		t.Errorf("a second restore changed it: %v, state %s", err, State(path))
 	}
 
-	if s := turnOn(path); s != nil {
+	if s := turnOn(path, users, me); s != nil {
 		t.Error("turnOn changed a sysctl that was on")
 	}
 
 	// Two runs of one process: the first restore leaves it on for the other.
 	write("0\n")
-	a, b := turnOn(path), turnOn(path)
-	if a == nil || b != nil {
-		t.Fatalf("second turnOn: %v (it was already on: want nil)", b)
+	a, b := turnOn(path, users, me), turnOn(path, users, me)
+	if a == nil || b == nil {
+		t.Fatalf("turnOn twice: %v, %v", a, b)
+	}
+	if err := a.Restore(); err != nil || State(path) != StateOn {
+		t.Errorf("the first restore of two: %v, state %s", err, State(path))
 	}
 	write("0\n")
-	if err := a.Restore(); err != nil || State(path) != StateOff {
+	if err := b.Restore(); err != nil || State(path) != StateOff {
 		t.Errorf("restore after someone turned it off: %v, state %s", err, State(path))
 	}
 
@@ -133,6 +143,75 @@ func TestSwitch(t *testing.T) {
 	var none *Switch
 	if err := none.Restore(); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestSwitchTwoProcesses: two perfsleuth processes at once (a child stands
+// in for the other). The one that ends first leaves delay accounting on
+// for the other; the last turns it off, whichever turned it on; one killed
+// before it could leave does not keep it on for ever.
+func TestSwitchTwoProcesses(t *testing.T) {
+	dir := t.TempDir()
+	path, users := filepath.Join(dir, "task_delayacct"), filepath.Join(dir, "run", "delayacct")
+	if err := os.WriteFile(path, []byte("0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	other := func() (user, func()) {
+		cmd := exec.Command("sleep", "60")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		u := user{pid: cmd.Process.Pid, start: runfile.StartTime(cmd.Process.Pid)}
+		return u, func() { cmd.Process.Kill(); cmd.Wait() }
+	}
+	me := self()
+
+	// This one turns it on, the other joins; this one ends first.
+	o, kill := other()
+	defer kill()
+	a := turnOn(path, users, me)
+	b := turnOn(path, users, o)
+	if a == nil || b == nil {
+		t.Fatalf("turnOn: %v, %v", a, b)
+	}
+	a.Restore()
+	if State(path) != StateOn {
+		t.Fatal("the first to end turned it off under the other")
+	}
+	b.Restore()
+	if State(path) != StateOff {
+		t.Fatal("the last to end left it on")
+	}
+
+	// The other turns it on and is killed before it leaves: this one
+	// joins, and turns it off at its end.
+	o2, kill2 := other()
+	s2 := turnOn(path, users, o2)
+	if s2 == nil {
+		t.Fatal("turnOn")
+	}
+	defer s2.Restore() // the count of this process's switches, which stands in for the other
+	c := turnOn(path, users, me)
+	kill2()
+	c.Restore()
+	if State(path) != StateOff {
+		t.Error("a killed perfsleuth's entry kept it on")
+	}
+	if _, err := os.Stat(users); !os.IsNotExist(err) {
+		t.Errorf("the users file is left: %v", err)
+	}
+
+	s2.Restore()
+
+	// A users file that cannot be made: this process alone, as before.
+	ro := filepath.Join(dir, "file")
+	os.WriteFile(ro, nil, 0o644)
+	d := turnOn(path, filepath.Join(ro, "delayacct"), me)
+	if d == nil || State(path) != StateOn {
+		t.Fatal("turnOn without a users file")
+	}
+	if err := d.Restore(); err != nil || State(path) != StateOff {
+		t.Errorf("restore without a users file: %v, %s", err, State(path))
 	}
 }
 

@@ -16,13 +16,16 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/perfsleuth/perfsleuth/internal/instances"
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/probe"
 	"github.com/perfsleuth/perfsleuth/internal/probe/registry"
@@ -83,6 +86,9 @@ func Observe(ctx context.Context, t target.Target, opts Options) (*model.Run, er
 	run.Target = t.Model()
 	run.Host, run.Warnings = sysinfo.Collect(t.Dir())
 	pids := t.Pids()
+	others := otherInstances("/proc", os.Getpid(), pids)
+	inst := instances.Register(os.Args[1:])
+	defer inst.End()
 	if opts.BeforeRun != nil {
 		if err := opts.BeforeRun(pids); err != nil {
 			return nil, err
@@ -132,6 +138,11 @@ func Observe(ctx context.Context, t target.Target, opts Options) (*model.Run, er
 	run.Interrupted = out.Interrupted
 	run.Warnings = append(run.Warnings, out.Warnings...)
 	if w := leftRunning(run, pids, processAlive); w != "" {
+		run.Warnings = append(run.Warnings, w)
+	}
+	others = append(others, otherInstances("/proc", os.Getpid(), pids)...)
+	others = append(others, inst.Others(func(pid int) bool { return inWorkload(run, pids, pid) })...)
+	if w := besideOthers(others); w != "" {
 		run.Warnings = append(run.Warnings, w)
 	}
 	run.EndedAt = time.Now()
@@ -247,4 +258,86 @@ func processAlive(pid int) bool {
 	}
 	s := proctree.StatState(b)
 	return s != 0 && s != 'Z' && s != 'X'
+}
+
+// otherInstances lists the other perfsleuth processes running, as "pid
+// (arguments)": the first of each tree (a diagnose's load helpers and a
+// benchmark's child are its own), and none of self's tree nor of roots (a
+// perfsleuth observed is the workload).
+func otherInstances(procRoot string, self int, roots []int) []string {
+	mine, _ := proctree.Descendants(procRoot, self)
+	ents, err := os.ReadDir(procRoot)
+	if err != nil {
+		return nil
+	}
+	parent := map[int]int{} // of the perfsleuth processes
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == self || slices.Contains(mine, pid) || slices.Contains(roots, pid) {
+			continue
+		}
+		dir := filepath.Join(procRoot, e.Name())
+		if sysinfo.ReadString(filepath.Join(dir, "comm")) != "perfsleuth" {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, "stat"))
+		if err != nil {
+			continue
+		}
+		if ppid, ok := proctree.StatPPID(string(b)); ok {
+			parent[pid] = ppid
+		}
+	}
+	var out []string
+	for pid, ppid := range parent {
+		if _, child := parent[ppid]; child {
+			continue
+		}
+		b, _ := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "cmdline"))
+		args := strings.Fields(strings.ReplaceAll(string(b), "\x00", " "))
+		if len(args) > 4 {
+			args = append(args[:4], "...")
+		}
+		out = append(out, fmt.Sprintf("%d (%s)", pid, strings.Join(args, " ")))
+	}
+	slices.Sort(out)
+	return out
+}
+
+// inWorkload says whether pid is one of the workload's processes: a root,
+// or a process whose threads the time accounting followed.
+func inWorkload(run *model.Run, roots []int, pid int) bool {
+	if slices.Contains(roots, pid) {
+		return true
+	}
+	if ta := run.TimeAccounting; ta != nil {
+		for _, th := range ta.Threads {
+			if th.PID == pid {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// besideOthers says which other perfsleuth processes ran while this one
+// observed (seen in /proc at its start or its end, or in the list of
+// observations, internal/instances), "" when none did: their probes cost
+// the machine too, and a diagnose's load generators load it, so the
+// figures may hold some of their cost. Each is named once, by its pid.
+func besideOthers(others []string) string {
+	var all []string
+	seen := map[string]bool{}
+	for _, o := range slices.Sorted(slices.Values(others)) {
+		pid, _, _ := strings.Cut(o, " ")
+		if !seen[pid] {
+			seen[pid] = true
+			all = append(all, o)
+		}
+	}
+	if len(all) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("another perfsleuth ran beside this one: pid %s; its probes' cost (and a diagnose's load generators) fell on the same machine, and the figures may hold some of it: measure one at a time for figures of the workload alone",
+		strings.Join(all, ", pid "))
 }

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -275,5 +277,52 @@ func TestLeftRunning(t *testing.T) {
 	}
 	if processAlive(os.Getpid()) != true {
 		t.Error("this process does not read as alive")
+	}
+}
+
+// TestOtherInstances: the other perfsleuth processes are named once per
+// tree, and this one's own children and the perfsleuth it observes are
+// not, in a /proc made for the test.
+func TestOtherInstances(t *testing.T) {
+	root := t.TempDir()
+	proc := func(pid, ppid int, comm, cmdline string) {
+		dir := filepath.Join(root, strconv.Itoa(pid))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		files := map[string]string{
+			"stat":    fmt.Sprintf("%d (%s) S %d %d %d 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 100 0 0\n", pid, comm, ppid, pid, pid),
+			"comm":    comm + "\n",
+			"cmdline": strings.ReplaceAll(cmdline, " ", "\x00") + "\x00",
+		}
+		for name, body := range files {
+			if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	proc(100, 1, "perfsleuth", "perfsleuth diagnose fileio") // this one
+	proc(101, 100, "perfsleuth", "perfsleuth __load cpu 0")  // its load helper
+	proc(102, 101, "perfsleuth", "perfsleuth __bench")       // below it
+	proc(200, 1, "perfsleuth", "/usr/bin/perfsleuth observe --json a.json -- sh -c loop")
+	proc(201, 200, "perfsleuth", "perfsleuth __bench fileio")
+	proc(300, 1, "sh", "sh -c perfsleuth bench")
+	proc(400, 300, "perfsleuth", "perfsleuth bench sqlite") // the workload observed
+	proc(500, 1, "bash", "bash")
+
+	got := otherInstances(root, 100, []int{400})
+	want := []string{"200 (/usr/bin/perfsleuth observe --json a.json ...)"}
+	if !slices.Equal(got, want) {
+		t.Errorf("otherInstances = %q, want %q", got, want)
+	}
+	if got := otherInstances(root, 200, nil); !slices.Equal(got, []string{"100 (perfsleuth diagnose fileio)", "400 (perfsleuth bench sqlite)"}) {
+		t.Errorf("otherInstances of 200 = %q", got)
+	}
+	if w := besideOthers(nil); w != "" {
+		t.Errorf("besideOthers with none: %q", w)
+	}
+	w := besideOthers([]string{"300 (b)", "200 (/usr/bin/perfsleuth a)", "200 (perfsleuth a)"})
+	if !strings.Contains(w, "pid 200 (/usr/bin/perfsleuth a), pid 300 (b);") {
+		t.Errorf("besideOthers = %q", w)
 	}
 }
