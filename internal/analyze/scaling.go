@@ -277,9 +277,15 @@ func scaleClass(sc *model.Scaling) string {
 		return Sublinear
 	}
 	waitGrew := unitCost(*top, ref, model.CatLock, model.CatCPUWait) - unitCost(first, ref, model.CatLock, model.CatCPUWait)
+	lockGrew := unitCost(*top, ref, model.CatLock) - unitCost(first, ref, model.CatLock)
 	otherF := unitCost(first, ref, model.CatStorageRead, model.CatStorageWrite, model.CatStorageSync, model.CatOther)
 	otherT := unitCost(*top, ref, model.CatStorageRead, model.CatStorageWrite, model.CatStorageSync, model.CatOther)
 	switch {
+	// Lock waits that grew are contention whatever the CPU did: a convoy
+	// also costs CPU per unit (futex calls, switches, wake-ups), as much
+	// as its waits grew in one run here and more in the next.
+	case lockGrew > waitFloor*cpuF:
+		return Contention
 	case waitGrew > waitFloor*cpuF && waitGrew >= cpuT-cpuF:
 		return Contention
 	case cpuT >= costGrowth*cpuF:
@@ -370,8 +376,9 @@ func scaleSummary(sc *model.Scaling, m model.Measure) string {
 			at(top), secs(top.TimePerUnit[model.CatLock]+top.TimePerUnit[model.CatCPUWait]), secs(first.TimePerUnit[model.CatLock]+first.TimePerUnit[model.CatCPUWait]), at(first),
 			secs(first.CPUSecPerUnit), secs(top.CPUSecPerUnit), 100*top.Efficiency)
 	case Coherency:
-		fmt.Fprintf(&b, "limited by coherency: a unit of work cost %.1fx the CPU time at %s as at %s (%s against %s) while its lock waits did not grow: threads writing shared cache lines (false sharing) or spinning; a PMU-based tool (perf c2c) can confirm it where the hardware counts cache events; throughput %.0f%% of linear",
-			top.CPUSecPerUnit/first.CPUSecPerUnit, at(top), at(first), secs(top.CPUSecPerUnit), secs(first.CPUSecPerUnit), 100*top.Efficiency)
+		fmt.Fprintf(&b, "limited by coherency: a unit of work cost %.1fx the CPU time at %s as at %s (%s against %s) while its lock waits stayed about where they were (%s against %s): threads writing shared cache lines (false sharing) or spinning; a PMU-based tool (perf c2c) can confirm it where the hardware counts cache events; throughput %.0f%% of linear",
+			top.CPUSecPerUnit/first.CPUSecPerUnit, at(top), at(first), secs(top.CPUSecPerUnit), secs(first.CPUSecPerUnit),
+			secs(top.TimePerUnit[model.CatLock]), secs(first.TimePerUnit[model.CatLock]), 100*top.Efficiency)
 	case Sublinear:
 		fmt.Fprintf(&b, "scales less than linearly: %s gave %.0f%% of linear; a unit's storage and other waits grew, its CPU time and lock waits did not", at(top), 100*top.Efficiency)
 	default:

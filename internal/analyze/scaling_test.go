@@ -75,6 +75,12 @@ func TestScalingClasses(t *testing.T) {
 		{"parallel, noisy", []model.ScalePoint{level(1, 1e6, 1e-6, 0, 0), level(2, 1.56e6, 1.05e-6, 0, 0), level(4, 1.6e6, 1e-6, 0, 1e-6)}, ScalesLinearly, "the machine's speed moving between runs"},
 		{"false sharing", []model.ScalePoint{level(1, 1e6, 1e-6, 0, 0), level(2, 0.4e6, 5e-6, 0, 0), level(4, 0.4e6, 5e-6, 0, 5e-6)}, Coherency, "perf c2c"},
 		{"convoy", []model.ScalePoint{level(1, 1e6, 1e-6, 0, 0), level(2, 1.05e6, 1.2e-6, 0.8e-6, 0.1e-6), level(4, 1e6, 1.3e-6, 2e-6, 1e-6)}, Contention, "limited by contention"},
+		// A convoy whose CPU per unit grew more than its waits (futex
+		// calls and wake-ups): the scale scenario's convoy in a quiet
+		// run of issue 14's series (475 ns -> 1.35 µs of CPU, lock waits
+		// 0 -> 725 ns a unit), which was called coherency, "while its lock
+		// waits did not grow".
+		{"convoy, CPU grew more", []model.ScalePoint{level(1, 2.1e6, 475e-9, 0, 17e-9), level(2, 0.88e6, 1.5e-6, 725e-9, 100e-9), level(4, 1.3e6, 1e-6, 1.2e-6, 0.9e-6)}, Contention, "limited by contention"},
 	}
 	for _, c := range cases {
 		ex := &model.Experiments{Measure: model.Measure{Unit: "ops/s", HigherIsBetter: true}, Scaling: &model.Scaling{Param: "threads", CPUs: 2, Points: c.points}}
