@@ -27,6 +27,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/perfsleuth/perfsleuth/benchmarks/internal/atexit"
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/units"
 )
@@ -48,8 +49,8 @@ func main() {
 	defer stop()
 	tmp, err := os.MkdirTemp(".", "perfsleuth-longrun-")
 	check(err)
-	atExit(func() { os.RemoveAll(tmp) })
-	defer runExits()
+	atexit.Add(func() { os.RemoveAll(tmp) })
+	defer atexit.Run()
 	tmp, _ = filepath.Abs(tmp)
 	if *bin == "" {
 		*bin = filepath.Join(tmp, "perfsleuth")
@@ -63,14 +64,14 @@ func main() {
 	work := exec.Command(self, "__churn", filepath.Join(tmp, "files"))
 	work.Stderr = os.Stderr
 	check(work.Start())
-	atExit(func() { work.Process.Kill(); work.Wait() })
+	atexit.Add(func() { work.Process.Kill(); work.Wait() })
 
 	rec := filepath.Join(tmp, "run.json")
 	obs := exec.Command(*bin, "observe", "-p", strconv.Itoa(work.Process.Pid), "--duration", duration.String(), "--json", rec)
 	var stderr strings.Builder
 	obs.Stdout, obs.Stderr = &stderr, &stderr
 	check(obs.Start())
-	atExit(func() { obs.Process.Kill() }) // a no-op once it has ended
+	atexit.Add(func() { obs.Process.Kill() }) // a no-op once it has ended
 	done := make(chan error, 1)
 	go func() { done <- obs.Wait() }()
 
@@ -117,21 +118,8 @@ loop:
 	}
 	fmt.Printf("peak resident memory %.1f MiB, bound %s: %s\n", mib(peak), *boundFlag, verdict)
 	if verdict != "PASS" {
-		runExits()
-		os.Exit(1)
+		atexit.Exit(1)
 	}
-}
-
-// exits are what to undo before leaving, last first.
-var exits []func()
-
-func atExit(f func()) { exits = append(exits, f) }
-
-func runExits() {
-	for i := len(exits) - 1; i >= 0; i-- {
-		exits[i]()
-	}
-	exits = nil
 }
 
 // churn is the workload: threads that start and end (each goroutine
@@ -232,6 +220,5 @@ func check(err error) {
 
 func fail(format string, a ...any) {
 	fmt.Fprintf(os.Stderr, "longrun: "+format+"\n", a...)
-	runExits()
-	os.Exit(1)
+	atexit.Exit(1)
 }

@@ -54,6 +54,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/perfsleuth/perfsleuth/benchmarks/internal/atexit"
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/stats"
 )
@@ -76,8 +77,8 @@ func main() {
 
 	tmp, err := os.MkdirTemp(".", "perfsleuth-overhead-")
 	check(err)
-	atExit(func() { os.RemoveAll(tmp) })
-	defer runExits()
+	atexit.Add(func() { os.RemoveAll(tmp) })
+	defer atexit.Run()
 	tmp, _ = filepath.Abs(tmp)
 	if *bin == "" {
 		*bin = filepath.Join(tmp, "perfsleuth")
@@ -383,21 +384,8 @@ func run(name string, args ...string) {
 func check(err error) {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "overhead:", err)
-		runExits()
-		os.Exit(1)
+		atexit.Exit(1)
 	}
-}
-
-// exits are what to undo before leaving (the servers), last first.
-var exits []func()
-
-func atExit(f func()) { exits = append(exits, f) }
-
-func runExits() {
-	for i := len(exits) - 1; i >= 0; i-- {
-		exits[i]()
-	}
-	exits = nil
 }
 
 // own runs a workload that prints its own rate (re's first group) on
@@ -444,7 +432,7 @@ func mariaDB(dir string) ([]string, int) {
 		"--pid-file="+filepath.Join(dir, "pid"), "--innodb-buffer-pool-size=256M", "--innodb-flush-log-at-trx-commit=2",
 		"--log-error="+filepath.Join(dir, "err.log"))
 	check(srv.Start())
-	atExit(func() { srv.Process.Signal(syscall.SIGTERM); srv.Wait() })
+	atexit.Add(func() { srv.Process.Signal(syscall.SIGTERM); srv.Wait() })
 	waitSocket(sock)
 	run("mariadb", "-S", sock, "-u", "root", "-e", "create database sbtest")
 	sb := []string{"sysbench", "oltp_write_only", "--db-driver=mysql", "--mysql-socket=" + sock, "--mysql-user=root", "--tables=2", "--table-size=10000"}
@@ -461,7 +449,7 @@ func redis(dir string) (string, int) {
 	srv := exec.Command("redis-server", "--port", "0", "--unixsocket", sock, "--dir", dir, "--save", "",
 		"--appendonly", "yes", "--appendfsync", "everysec")
 	check(srv.Start())
-	atExit(func() { srv.Process.Signal(syscall.SIGTERM); srv.Wait() })
+	atexit.Add(func() { srv.Process.Signal(syscall.SIGTERM); srv.Wait() })
 	waitSocket(sock)
 	return sock, srv.Process.Pid
 }
