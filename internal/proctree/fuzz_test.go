@@ -19,6 +19,7 @@ func FuzzStat(f *testing.F) {
 		for i := range 3 {
 			raw := comm[:min(len(comm), i*len(comm)/2)]
 			StatState([]byte(raw))
+			StatComm([]byte(raw))
 			StatPPID(raw)
 		}
 		if strings.ContainsRune(comm, 0) || len(comm) > 64 || state < 'A' || state > 'Z' || ppid < 0 {
@@ -27,6 +28,9 @@ func FuzzStat(f *testing.F) {
 		line := fmt.Sprintf("4242 (%s) %c %d 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 99 1000 10 %d\n", comm, state, ppid, ^uint64(0))
 		if got := StatState([]byte(line)); got != state {
 			t.Errorf("StatState(%q) = %q, want %q", line, got, state)
+		}
+		if got := StatComm([]byte(line)); got != comm {
+			t.Errorf("StatComm(%q) = %q, want %q", line, got, comm)
 		}
 		if got, ok := StatPPID(line); !ok || got != ppid {
 			t.Errorf("StatPPID(%q) = %d %v, want %d", line, got, ok, ppid)

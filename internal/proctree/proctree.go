@@ -69,6 +69,16 @@ func StatRunnable(stat []byte) bool {
 	return StatState(stat) == 'R'
 }
 
+// StatComm is the comm (field 2) of a /proc/<pid>/stat line: what lies
+// between its first '(' and its last ')', "" when it has none.
+func StatComm(stat []byte) string {
+	l, r := bytes.IndexByte(stat, '('), bytes.LastIndexByte(stat, ')')
+	if l < 0 || r < l {
+		return ""
+	}
+	return string(stat[l+1 : r])
+}
+
 // StatPPID returns the 4th field of /proc/<pid>/stat; comm (field 2) may
 // contain spaces and parentheses, so fields are counted after the last ')'.
 func StatPPID(stat string) (int, bool) {

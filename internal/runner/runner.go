@@ -265,32 +265,43 @@ func processAlive(pid int) bool {
 // benchmark's child are its own), and none of self's tree nor of roots (a
 // perfsleuth observed is the workload).
 func otherInstances(procRoot string, self int, roots []int) []string {
-	mine, _ := proctree.Descendants(procRoot, self)
 	ents, err := os.ReadDir(procRoot)
 	if err != nil {
 		return nil
 	}
-	parent := map[int]int{} // of the perfsleuth processes
+	// One read of each process's stat gives its parent and its comm.
+	parent := map[int]int{}
+	var ours []int // the perfsleuth processes
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == self || slices.Contains(mine, pid) || slices.Contains(roots, pid) {
-			continue
-		}
-		dir := filepath.Join(procRoot, e.Name())
-		if sysinfo.ReadString(filepath.Join(dir, "comm")) != "perfsleuth" {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join(dir, "stat"))
 		if err != nil {
 			continue
 		}
-		if ppid, ok := proctree.StatPPID(string(b)); ok {
-			parent[pid] = ppid
+		b, err := os.ReadFile(filepath.Join(procRoot, e.Name(), "stat"))
+		if err != nil {
+			continue // exited meanwhile
+		}
+		ppid, ok := proctree.StatPPID(string(b))
+		if !ok {
+			continue
+		}
+		parent[pid] = ppid
+		if proctree.StatComm(b) == "perfsleuth" {
+			ours = append(ours, pid)
 		}
 	}
+	below := func(pid, root int) bool { // pid is root or one of its descendants
+		for seen := 0; pid > 0 && seen < len(parent); seen++ {
+			if pid == root {
+				return true
+			}
+			pid = parent[pid]
+		}
+		return false
+	}
 	var out []string
-	for pid, ppid := range parent {
-		if _, child := parent[ppid]; child {
+	for _, pid := range ours {
+		if below(pid, self) || slices.Contains(roots, pid) || slices.Contains(ours, parent[pid]) {
 			continue
 		}
 		b, _ := os.ReadFile(filepath.Join(procRoot, strconv.Itoa(pid), "cmdline"))
