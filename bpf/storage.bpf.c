@@ -12,10 +12,14 @@
  * behalf (pages of a file it dirtied) or to others. The same requests are
  * what /proc/diskstats counts.
  *
- * Page cache (always, the workload's threads only): pages looked up by
- * buffered reads (mm_filemap_get_pages) against pages added to the cache in
- * read calls (mm_filemap_add_to_page_cache), readahead triggers, pages
- * dirtied (writeback_dirty_folio), dirty throttling (balance_dirty_pages).
+ * Page cache (the workload's threads only). Always: mmap fault lookups,
+ * readahead triggers, dirty throttling (balance_dirty_pages), and the
+ * inodes it makes dirty (writeback_dirty_inode_enqueue and _start, a few
+ * runs a second), so that their writeback is its. With want_files only,
+ * as they run for every read call and every page on the machine: pages
+ * looked up by buffered reads (mm_filemap_get_pages) against pages added
+ * to the cache in read calls (mm_filemap_add_to_page_cache), and pages
+ * dirtied (writeback_dirty_folio).
  *
  * Files (want_files): sys_enter / sys_exit of the read, write and sync calls;
  * per file (device, inode): calls, bytes, sizes, the time in the calls and
@@ -1082,6 +1086,43 @@ int BPF_PROG(dirty_folio, struct folio *folio, struct address_space *mapping)
 	c->dirtied += folio_pages(folio);
 	mark_mapping_written(mapping);
 	work_done(cnt, ST_PROG_CACHE, t0);
+	return 0;
+}
+
+/* mark_inode_written remembers inode as written by the workload when the
+ * current thread is its. */
+static __always_inline void mark_inode_written(struct inode *inode)
+{
+	struct st_file_key k = {};
+
+	if (!cache_run(NULL) || !inode)
+		return;
+	/* inode is the tracepoint's BTF pointer: its fields load directly. */
+	k.ino = inode->i_ino;
+	k.dev = inode->i_sb->s_dev;
+	mark_written(&k);
+}
+
+/* A clean inode became dirty (__mark_inode_dirty, in the dirtying
+ * thread): once per inode until writeback cleans it, where
+ * writeback_dirty_folio runs for every page. Without want_files this is
+ * what marks the workload's files for the attribution of their
+ * writeback. */
+SEC("tp_btf/writeback_dirty_inode_enqueue")
+int BPF_PROG(dirty_inode_enqueue, struct inode *inode)
+{
+	mark_inode_written(inode);
+	return 0;
+}
+
+/* The inode's own fields were dirtied (a write's time or size update): at
+ * most once a clock tick per file for a steady writer, so a file that
+ * stays dirty across writeback passes (enqueue does not run again) is
+ * still marked. */
+SEC("tp_btf/writeback_dirty_inode_start")
+int BPF_PROG(dirty_inode_start, struct inode *inode, int flags)
+{
+	mark_inode_written(inode);
 	return 0;
 }
 

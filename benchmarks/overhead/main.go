@@ -21,8 +21,9 @@
 //	    per-file script alone is measured beside it, and the events each
 //	    bpftrace run lost are counted
 //
-// (a), (b) and (c) include the storage probe's block-device and page-cache
-// programs, which every eBPF observation runs.
+// (a), (b) and (c) include the storage probe's block-device programs and
+// the page-cache ones that every eBPF observation runs (readahead, faults,
+// throttling, inodes made dirty; the per-page ones run with --storage).
 //
 // Issue 21's, the default observation against the workload's own
 // throughput, timed inside the workload, each run after a sync (--only hijk):

@@ -324,7 +324,8 @@ func readServiceWithinCalls(run *model.Run) []string {
 // directReadsOnly says whether every read request the workload issued was
 // waited for inside one of its read calls:
 //   - it put no page into the page cache (no pages added in or outside
-//     read calls, no fault on a file, no readahead): no buffered read
+//     read calls, counted with --storage only, no fault on a file, no
+//     readahead): no buffered read
 //     missed, and no readahead, fadvise or madvise WILLNEED started reads
 //     it went on without; its read requests were direct reads, or reads
 //     the page cache does not hold (swap-ins, some file systems'
@@ -337,7 +338,7 @@ func readServiceWithinCalls(run *model.Run) []string {
 //     with --storage), none seen as an activity or a syscall.
 func directReadsOnly(st *model.StorageIO, ta *model.TimeAccounting) bool {
 	c := st.Cache
-	if c == nil || c.ReadAdded+c.OtherAdded+c.FaultLookups+c.ReadaheadSync+c.ReadaheadAsync > 0 || len(st.AsyncIO) > 0 || ta.Waits == nil {
+	if c == nil || c.PagesNotCounted || c.ReadAdded+c.OtherAdded+c.FaultLookups+c.ReadaheadSync+c.ReadaheadAsync > 0 || len(st.AsyncIO) > 0 || ta.Waits == nil {
 		return false
 	}
 	for _, w := range ta.Waits {
@@ -386,7 +387,9 @@ func readCalls(st *model.StorageIO, ta *model.TimeAccounting) (n int64, sec floa
 		}
 		return n, sec, "its read calls (read, pread64, readv, preadv; --syscalls)"
 	}
-	if !st.FilesTraced || st.Dropped.FileOps > 0 || st.Cache.Lookups > 0 {
+	// Buffered reads are told by the pages they looked up: unknown when
+	// the pages were not counted.
+	if !st.FilesTraced || st.Dropped.FileOps > 0 || st.Cache == nil || st.Cache.PagesNotCounted || st.Cache.Lookups > 0 {
 		return 0, 0, ""
 	}
 	var bytes, requested int64

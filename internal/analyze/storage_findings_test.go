@@ -171,6 +171,19 @@ func TestStorageFindings(t *testing.T) {
 				"storage-write 3.000s"},
 		},
 		{
+			// Without --storage the pages dirtied are not counted: the
+			// evidence gives /proc's write_bytes, never "0 pages dirtied".
+			name: "a writer paused, pages not counted", id: "writeback.throttled", severity: "warning",
+			run: func() *model.Run {
+				r := storageRun(map[string]float64{"cpu": 7, "storage-write": 3}, cache(model.PageCache{
+					HitRatio: -1, PagesNotCounted: true, WrittenBackBytes: 1 << 30, Throttled: 120, ThrottledSec: 1}))
+				r.Observation = &model.Observation{DurationSec: 10, Totals: model.Totals{Process: model.ProcessUse{WriteBytes: 2 << 30}}}
+				return r
+			}(),
+			evidence: []string{"2 GiB dirtied or written directly (/proc/PID/io write_bytes), 1 GiB written back"},
+			absent:   []string{"pages dirtied"},
+		},
+		{
 			name: "without accounting the window is the base", id: "writeback.throttled", severity: "warning",
 			run: func() *model.Run {
 				r := storageRun(cpuBound, cache(model.PageCache{HitRatio: -1, Throttled: 120, ThrottledSec: 1}))

@@ -40,8 +40,7 @@ func writebackThrottled(run *model.Run) *model.Finding {
 	ev := []string{
 		fmt.Sprintf("%s dirty-throttling pauses planned to last %.3fs, %.0f%% of %s (%.3fs)",
 			units.FormatCount(c.Throttled), c.ThrottledSec, c.ThrottledSec/base*100, of, base),
-		fmt.Sprintf("%s pages dirtied, %s written back for the workload's files",
-			units.FormatCount(c.Dirtied), units.FormatSize(c.WrittenBackBytes)),
+		dirtiedLine(run, c),
 	}
 	if ta := run.TimeAccounting; attributesStorage(ta) {
 		ev = append(ev, fmt.Sprintf("storage-write %.3fs of busy-thread time, which includes the pauses", ta.Total[model.CatStorageWrite]))
@@ -61,4 +60,20 @@ func writebackThrottled(run *model.Run) *model.Finding {
 		Test:     &model.FindingTest{Name: "dirty-throttling pauses, share of " + of, Value: sh, Op: ">=", Threshold: throttleShare},
 		Share:    &sh,
 	}
+}
+
+// dirtiedLine says how much the workload dirtied against what was written
+// back for its files: pages as the storage probe counted them (--storage),
+// else its processes' write_bytes of /proc/PID/io (pages dirtied and
+// direct writes, in bytes).
+func dirtiedLine(run *model.Run, c *model.PageCache) string {
+	switch {
+	case !c.PagesNotCounted:
+		return fmt.Sprintf("%s pages dirtied, %s written back for the workload's files",
+			units.FormatCount(c.Dirtied), units.FormatSize(c.WrittenBackBytes))
+	case run.Observation != nil:
+		return fmt.Sprintf("%s dirtied or written directly (/proc/PID/io write_bytes), %s written back for the workload's files",
+			units.FormatSize(run.Observation.Totals.Process.WriteBytes), units.FormatSize(c.WrittenBackBytes))
+	}
+	return fmt.Sprintf("%s written back for the workload's files", units.FormatSize(c.WrittenBackBytes))
 }

@@ -170,11 +170,12 @@ func fileioSync(c *model.FileIOConfig) string {
 // coldCacheIssue: one run's buffered reads mostly hit the page cache and the
 // other's did not.
 func coldCacheIssue(a, b *model.Run) []Issue {
-	ca, cb := pageCache(a), pageCache(b)
-	if ca == nil || cb == nil || ca.HitRatio < 0 || cb.HitRatio < 0 || ca.Lookups < cacheMinLookups || cb.Lookups < cacheMinLookups {
+	ha, wa, okA := readHits(a)
+	hb, wb, okB := readHits(b)
+	if !okA || !okB {
 		return nil
 	}
-	coldA, coldB := ca.HitRatio < cacheHitRatioMin, cb.HitRatio < cacheHitRatioMin
+	coldA, coldB := ha < cacheHitRatioMin, hb < cacheHitRatioMin
 	if coldA == coldB {
 		return nil
 	}
@@ -182,13 +183,38 @@ func coldCacheIssue(a, b *model.Run) []Issue {
 	if coldB {
 		cold = "B"
 	}
-	word := func(c *model.PageCache) string {
-		return fmt.Sprintf("page-cache hit ratio %.2f (%s pages looked up)", c.HitRatio, units.FormatCount(c.Lookups))
-	}
 	return []Issue{{ID: "cache.cold", Severity: NotComparable, Aspect: "cold cache in " + cold,
-		A: word(ca), B: word(cb),
+		A: wa, B: wb,
 		Why: fmt.Sprintf("%s read much of its data from the device while the other found it cached (hit ratio below %.1f against at or above): a warm-up run, or evicting the cache before both (diagnose's cold-cache condition), makes them alike", cold, cacheHitRatioMin)}}
 }
+
+// readHits is the share of r's buffered reads the page cache served, and
+// how it was measured: the storage probe's hit ratio when it counted
+// pages (--storage), else 1 - read_bytes/rchar of /proc/PID/io, which
+// counts every read (pipes and sockets too) against the bytes its reads
+// fetched from a device (O_DIRECT too), so it can only look warmer than
+// the cache was, never colder. ok is false with too few reads to tell.
+func readHits(r *model.Run) (hits float64, what string, ok bool) {
+	if c := pageCache(r); c != nil && !c.PagesNotCounted {
+		if c.HitRatio < 0 || c.Lookups < cacheMinLookups {
+			return 0, "", false
+		}
+		return c.HitRatio, fmt.Sprintf("page-cache hit ratio %.2f (%s pages looked up)", c.HitRatio, units.FormatCount(c.Lookups)), true
+	}
+	if r.Observation == nil {
+		return 0, "", false
+	}
+	p := r.Observation.Totals.Process
+	if p.RChar < cacheMinLookups*pageBytes {
+		return 0, "", false
+	}
+	hits = 1 - min(float64(p.ReadBytes)/float64(p.RChar), 1)
+	return hits, fmt.Sprintf("about %.2f of its reads from the cache (1 - %s fetched from devices / %s read, /proc/PID/io)",
+		hits, units.FormatSize(p.ReadBytes), units.FormatSize(p.RChar)), true
+}
+
+// pageBytes is the page size the /proc estimate counts reads in.
+const pageBytes = 4096
 
 func pageCache(r *model.Run) *model.PageCache {
 	if r.Storage == nil {
@@ -356,7 +382,7 @@ func preparedIssue(a, b *model.Run) []Issue {
 	}
 	return []Issue{{ID: "cache.prepared", Severity: KeepInMind, Aspect: "where the files came from",
 		A: word(pa), B: word(pb),
-		Why: "files prepare has just written are in the page cache; kept ones are only if nothing evicted them: the page-cache hit ratio below says which"}}
+		Why: "files prepare has just written are in the page cache; kept ones are only if nothing evicted them: the read hit ratio (observed with --storage) or the cold-cache check says which"}}
 }
 
 func fileioPrepare(r *model.Run) *model.PrepareStats {

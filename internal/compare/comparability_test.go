@@ -41,6 +41,19 @@ func TestIssueRules(t *testing.T) {
 		{name: "cold cache in B", a: sqliteRun, b: sqliteRun,
 			edit: func(a, b *model.Run) { b.Storage.Cache.HitRatio = 0.3 },
 			id:   "cache.cold", severity: NotComparable},
+		{name: "cold cache in B, from /proc without --storage", a: sqliteRun, b: sqliteRun,
+			edit: func(a, b *model.Run) {
+				notCounted(a, 64<<20, 1<<20)
+				notCounted(b, 64<<20, 60<<20)
+			},
+			id: "cache.cold", severity: NotComparable,
+			a2: "about 0.98 of its reads from the cache (1 - 1 MiB fetched from devices / 64 MiB read, /proc/PID/io)",
+			b2: "about 0.06 of its reads from the cache (1 - 60 MiB fetched from devices / 64 MiB read, /proc/PID/io)"},
+		{name: "without --storage, few reads are not a cold cache", a: sqliteRun, b: sqliteRun,
+			edit: func(a, b *model.Run) {
+				notCounted(a, 1<<20, 0)
+				notCounted(b, 1<<20, 1<<20)
+			}},
 		{name: "a cold start's few lookups are not a cold cache", a: sqliteRun, b: sqliteRun,
 			edit: func(a, b *model.Run) {
 				a.Storage.Cache.Lookups, b.Storage.Cache.Lookups, b.Storage.Cache.HitRatio = 500, 500, 0.3
@@ -190,4 +203,11 @@ func TestSyncIssueCitesTheObservedCounts(t *testing.T) {
 	if !strings.Contains(is.Why, "A made 0.005 sync calls per transaction and B 4") {
 		t.Errorf("sync issue does not cite the counts per transaction: %q", is.Why)
 	}
+}
+
+// notCounted makes r a run observed without --storage: no per-page counts,
+// and its processes read rchar bytes, read bytes of them from devices.
+func notCounted(r *model.Run, rchar, read int64) {
+	r.Storage.Cache = &model.PageCache{HitRatio: -1, PagesNotCounted: true}
+	r.Observation.Totals.Process.RChar, r.Observation.Totals.Process.ReadBytes = rchar, read
 }

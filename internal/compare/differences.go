@@ -186,6 +186,11 @@ func cacheRows(a, b *model.Run, wa, wb work) []Difference {
 		d.Differs = d.Judged && math.Abs(cb.HitRatio-ca.HitRatio) >= hitRatioGap
 		out = append(out, d)
 	}
+	// Pages counted in one run only (the other observed without
+	// --storage) are not compared: not counted is not zero.
+	if ca.PagesNotCounted || cb.PagesNotCounted {
+		return out
+	}
 	out = append(out, countRow(GroupCache, "cache.read_added", "pages read in", float64(ca.ReadAdded), float64(cb.ReadAdded), wa, wb, countMinEvents, countRule)...)
 	return append(out, countRow(GroupCache, "cache.dirtied", "pages dirtied", float64(ca.Dirtied), float64(cb.Dirtied), wa, wb, countMinEvents, countRule)...)
 }

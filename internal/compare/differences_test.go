@@ -68,6 +68,9 @@ func TestDifferenceRules(t *testing.T) {
 			id: "cache.hit_ratio", absent: true},
 		{name: "pages dirtied 3x per transaction", a: sqliteRun, b: sqliteRun, edit: func(a, b *model.Run) { b.Storage.Cache.Dirtied = 9000 },
 			id: "cache.dirtied", judged: true, differs: true},
+		{name: "pages not counted in B (no --storage) are not compared", a: sqliteRun, b: sqliteRun,
+			edit: func(a, b *model.Run) { b.Storage.Cache = &model.PageCache{HitRatio: -1, PagesNotCounted: true} },
+			id:   "cache.dirtied", absent: true},
 		{name: "4 busy threads against 1", a: commandRun, b: commandRun,
 			edit: func(a, b *model.Run) {
 				for i := 2; i <= 4; i++ {

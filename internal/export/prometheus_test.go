@@ -205,6 +205,29 @@ func TestPrometheusValues(t *testing.T) {
 	promtoolCheck(t, "full record", b)
 }
 
+// TestPrometheusPagesNotCounted: without --storage the per-page counts
+// are absent, not 0; the figures measured either way are there.
+func TestPrometheusPagesNotCounted(t *testing.T) {
+	run := fullRun(t)
+	run.Storage.Cache = &model.PageCache{HitRatio: -1, PagesNotCounted: true, FaultLookups: 7, WrittenBackBytes: 4096, ThrottledSec: -1}
+	b, err := Prometheus(run)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fams := parseExposition(t, b)
+	for _, name := range []string{"perfsleuth_page_cache_hit_ratio", "perfsleuth_page_cache_lookups_total", "perfsleuth_page_cache_read_added_total",
+		"perfsleuth_page_cache_other_added_total", "perfsleuth_page_cache_dirtied_total"} {
+		if _, ok := fams[name]; ok {
+			t.Errorf("%s is there: not counted must be absent, not 0", name)
+		}
+	}
+	for _, name := range []string{"perfsleuth_page_cache_fault_lookups_total", "perfsleuth_page_cache_written_back_bytes_total"} {
+		if _, ok := fams[name]; !ok {
+			t.Errorf("%s is missing: it is measured without --storage", name)
+		}
+	}
+}
+
 func TestPrometheusEveryRecord(t *testing.T) {
 	for _, name := range []string{"observe-fileio", "bench-sqlite", "observe-command", "diagnose-lock", "observe-sqlite", "observe-detail", "diagnose-sqlite", "observe-stacks"} {
 		t.Run(name, func(t *testing.T) {

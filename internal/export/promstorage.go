@@ -46,13 +46,19 @@ func promStorage(s *promSet, st *model.StorageIO) {
 		if c.HitRatio >= 0 {
 			s.gauge("page_cache_hit_ratio", "1 - pages added by the workload's reads / pages they looked up.").add(c.HitRatio)
 		}
-		s.counter("page_cache_lookups_total", "Pages the workload's buffered reads looked up in the page cache.").add(float64(c.Lookups))
-		s.counter("page_cache_read_added_total", "Pages added to the page cache during the workload's reads (misses and their readahead).").add(float64(c.ReadAdded))
-		s.counter("page_cache_other_added_total", "Pages added outside read calls (writes to new pages, mmap faults).").add(float64(c.OtherAdded))
+		// The per-page counts are absent, not 0, when their programs did
+		// not run (without --storage).
+		if !c.PagesNotCounted {
+			s.counter("page_cache_lookups_total", "Pages the workload's buffered reads looked up in the page cache.").add(float64(c.Lookups))
+			s.counter("page_cache_read_added_total", "Pages added to the page cache during the workload's reads (misses and their readahead).").add(float64(c.ReadAdded))
+			s.counter("page_cache_other_added_total", "Pages added outside read calls (writes to new pages, mmap faults).").add(float64(c.OtherAdded))
+		}
 		s.counter("page_cache_fault_lookups_total", "Page cache lookups of page faults.").add(float64(c.FaultLookups))
 		s.counter("page_cache_readahead_total", "Readahead windows, started by a miss (sync) or by reaching the marker of the previous window (async).").add(float64(c.ReadaheadSync), "trigger", "sync")
 		s.counter("page_cache_readahead_total", "").add(float64(c.ReadaheadAsync), "trigger", "async")
-		s.counter("page_cache_dirtied_total", "Pages the workload dirtied.").add(float64(c.Dirtied))
+		if !c.PagesNotCounted {
+			s.counter("page_cache_dirtied_total", "Pages the workload dirtied.").add(float64(c.Dirtied))
+		}
 		s.counter("page_cache_written_back_bytes_total", "Bytes of block write requests for the workload's files, whoever issued them.").add(float64(c.WrittenBackBytes))
 		s.counter("page_cache_throttled_total", "Dirty-page balancing pauses of the workload.").add(float64(c.Throttled))
 		if c.ThrottledSec >= 0 {

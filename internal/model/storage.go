@@ -221,6 +221,12 @@ type PageCache struct {
 	// summed length as the kernel planned it.
 	Throttled    int64   `json:"throttled"`
 	ThrottledSec float64 `json:"throttled_sec"`
+	// PagesNotCounted: the per-page counts (Lookups, ReadAdded,
+	// OtherAdded, Dirtied, and so HitRatio, -1) were not measured, not
+	// zero. Their programs run with --storage only: they fire for every
+	// buffered read call and every page added or dirtied. The rest of
+	// PageCache is measured either way.
+	PagesNotCounted bool `json:"pages_not_counted,omitempty"`
 }
 
 // FileIO is one regular file the workload read, wrote or synced.

@@ -79,8 +79,11 @@ const (
 	progCache    = 7
 )
 
-// calibrationWork makes the syscalls, page-cache lookups and dirtied pages
-// the filtered programs see, none of them followed.
+// calibrationWork makes the syscalls, page-cache lookups, dirtied pages and
+// page faults the filtered programs see, none of them followed. The faults
+// are for the page-cache group without --storage, whose per-page programs
+// are not attached then: one mmap fault per page of the file, fault-around
+// off (MADV_RANDOM).
 func calibrationWork(dir string) error {
 	for range 20000 {
 		unix.Getppid()
@@ -104,5 +107,24 @@ func calibrationWork(dir string) error {
 			return err
 		}
 	}
-	return unix.Fdatasync(int(f.Fd()))
+	if err := unix.Fdatasync(int(f.Fd())); err != nil {
+		return err
+	}
+	m, err := unix.Mmap(int(f.Fd()), 0, pages*4096, unix.PROT_READ, unix.MAP_SHARED)
+	if err != nil {
+		return fmt.Errorf("map the unnamed file: %w", err)
+	}
+	defer unix.Munmap(m)
+	if err := unix.Madvise(m, unix.MADV_RANDOM); err != nil {
+		return fmt.Errorf("madvise: %w", err)
+	}
+	var sum byte
+	for i := 0; i < len(m); i += 4096 {
+		sum += m[i]
+	}
+	calibrationSink = sum
+	return nil
 }
+
+// calibrationSink keeps the faulting reads of calibrationWork.
+var calibrationSink byte

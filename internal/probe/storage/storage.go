@@ -175,9 +175,13 @@ var progIndex = map[string]int{
 	"block_rq_insert": 0, "block_io_start": 1, "block_rq_issue": 2, "block_rq_requeue": 2, "block_rq_complete": 3,
 	"block_bio_backmerge": 4, "block_bio_frontmerge": 4, "block_rq_merge": 4, "sys_enter": 5, "sys_exit": 6,
 	"filemap_get_pages": 7, "filemap_add": 7, "filemap_fault": 7, "sync_ra": 7, "async_ra": 7,
-	"dirty_folio": 7, "balance_dirty_pages": 7,
+	"dirty_folio": 7, "dirty_inode_enqueue": 7, "dirty_inode_start": 7, "balance_dirty_pages": 7,
 	"io_uring_complete": 8,
 }
+
+// cachePrograms are the page-cache programs (the group ST_PROG_CACHE).
+var cachePrograms = []string{"filemap_get_pages", "filemap_add", "filemap_fault", "sync_ra", "async_ra",
+	"dirty_folio", "dirty_inode_enqueue", "dirty_inode_start", "balance_dirty_pages"}
 
 // Costs are what a run of each program group costs when its filter stops
 // it (not the workload's, or not a call it follows), in ns, measured on

@@ -472,7 +472,8 @@ func TestPageCacheHitRatio(t *testing.T) {
 		}
 	}
 	readAll() // now cached
-	stop := start(t, Config{})
+	// The per-page programs that count the hit ratio run with --storage.
+	stop := start(t, Config{Files: true})
 	readAll()
 	warm := stop()
 	if warm.Cache == nil {
@@ -485,7 +486,7 @@ func TestPageCacheHitRatio(t *testing.T) {
 	if err := unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_DONTNEED); err != nil {
 		t.Fatal(err)
 	}
-	stop = start(t, Config{})
+	stop = start(t, Config{Files: true})
 	readAll()
 	cold := stop()
 	if cold.Cache.Lookups < size/4096 || cold.Cache.HitRatio > 0.1 {
@@ -899,7 +900,7 @@ func TestPageCacheOnlyWorkload(t *testing.T) {
 	if err := exec.Command("sh", "-c", script).Run(); err != nil {
 		t.Fatal(err)
 	}
-	stop := start(t, Config{})
+	stop := start(t, Config{Files: true}) // pages dirtied are counted with --storage
 	if err := os.WriteFile(goFile, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -934,4 +935,58 @@ func TestPageCacheOnlyWorkload(t *testing.T) {
 	if st.Cache.Dirtied < pages || st.Cache.Dirtied > pages+pages/2 {
 		t.Errorf("pages dirtied: %d, want the workload's %d (not the outsider's 16,384)", st.Cache.Dirtied, pages)
 	}
+}
+
+// TestDefaultPageCache: without --storage the per-page counts are not
+// taken (they are marked not counted, not zero), and the workload's files
+// are still told among those written back: an outside process's sync
+// writes back a file the workload wrote, and those bytes are written back
+// on the workload's behalf (its inode was marked when it became dirty).
+func TestDefaultPageCache(t *testing.T) {
+	dir := t.TempDir()
+	own, goFile, done := filepath.Join(dir, "own"), filepath.Join(dir, "go"), filepath.Join(dir, "done")
+	unix.Sync() // nothing dirty from before
+	// The outsider is re-parented before the probe starts: not tracked.
+	script := fmt.Sprintf("(while [ ! -e %[1]s ]; do sleep 0.01; done; sync; touch %[2]s) >/dev/null 2>&1 &", goFile, done)
+	if err := exec.Command("sh", "-c", script).Run(); err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, Config{})
+	const size = 8 << 20
+	if err := os.WriteFile(own, make([]byte, size), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(goFile, nil, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if _, err := os.Stat(done); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the outside sync did not finish in 20 s")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	st := stop()
+	c := st.Cache
+	if c == nil {
+		t.Skipf("no page-cache tracepoints: %v", st.Notes)
+	}
+	if !c.PagesNotCounted || c.HitRatio != -1 || c.Lookups != 0 || c.ReadAdded != 0 || c.Dirtied != 0 {
+		t.Errorf("page cache %+v: want the per-page counts marked not counted", *c)
+	}
+	var others int64
+	for _, d := range st.Devices {
+		for _, o := range d.Ops {
+			if o.Op == "write" {
+				others += o.WritebackBytes
+			}
+		}
+	}
+	if c.WrittenBackBytes < size || others < size {
+		t.Errorf("written back for the workload's files %d bytes, by other threads %d: want both >= its %d (the outside sync wrote them)", c.WrittenBackBytes, others, size)
+	}
+	t.Logf("page cache %+v; written back by others for it: %d", *c, others)
 }

@@ -344,6 +344,8 @@ const (
 	storageProgBlockRqMerge       = "block_rq_merge"
 	storageProgBlockRqRequeue     = "block_rq_requeue"
 	storageProgDirtyFolio         = "dirty_folio"
+	storageProgDirtyInodeEnqueue  = "dirty_inode_enqueue"
+	storageProgDirtyInodeStart    = "dirty_inode_start"
 	storageProgFilemapAdd         = "filemap_add"
 	storageProgFilemapFault       = "filemap_fault"
 	storageProgFilemapGetPages    = "filemap_get_pages"
@@ -414,6 +416,8 @@ type storageProgramSpecs struct {
 	BlockRqMerge       *ebpf.ProgramSpec `ebpf:"block_rq_merge"`
 	BlockRqRequeue     *ebpf.ProgramSpec `ebpf:"block_rq_requeue"`
 	DirtyFolio         *ebpf.ProgramSpec `ebpf:"dirty_folio"`
+	DirtyInodeEnqueue  *ebpf.ProgramSpec `ebpf:"dirty_inode_enqueue"`
+	DirtyInodeStart    *ebpf.ProgramSpec `ebpf:"dirty_inode_start"`
 	FilemapAdd         *ebpf.ProgramSpec `ebpf:"filemap_add"`
 	FilemapFault       *ebpf.ProgramSpec `ebpf:"filemap_fault"`
 	FilemapGetPages    *ebpf.ProgramSpec `ebpf:"filemap_get_pages"`
@@ -558,6 +562,8 @@ type storagePrograms struct {
 	BlockRqMerge       *ebpf.Program `ebpf:"block_rq_merge"`
 	BlockRqRequeue     *ebpf.Program `ebpf:"block_rq_requeue"`
 	DirtyFolio         *ebpf.Program `ebpf:"dirty_folio"`
+	DirtyInodeEnqueue  *ebpf.Program `ebpf:"dirty_inode_enqueue"`
+	DirtyInodeStart    *ebpf.Program `ebpf:"dirty_inode_start"`
 	FilemapAdd         *ebpf.Program `ebpf:"filemap_add"`
 	FilemapFault       *ebpf.Program `ebpf:"filemap_fault"`
 	FilemapGetPages    *ebpf.Program `ebpf:"filemap_get_pages"`
@@ -581,6 +587,8 @@ func (p *storagePrograms) Close() error {
 		p.BlockRqMerge,
 		p.BlockRqRequeue,
 		p.DirtyFolio,
+		p.DirtyInodeEnqueue,
+		p.DirtyInodeStart,
 		p.FilemapAdd,
 		p.FilemapFault,
 		p.FilemapGetPages,

@@ -164,7 +164,12 @@ func PageCacheOf(c *model.PageCache, u Units) PageCache {
 			units.FormatCount(c.Dirtied), units.FormatSize(c.WrittenBackBytes)),
 		Throttled: "none",
 	}
-	if c.HitRatio >= 0 {
+	switch {
+	case c.PagesNotCounted:
+		p.ReadHits = "not counted: observe with --storage (its per-page hooks run for every read call and page on the machine)"
+		p.OtherAdded = fmt.Sprintf("not counted without --storage (%s fault lookups)", units.FormatCount(c.FaultLookups))
+		p.Writes = fmt.Sprintf("pages dirtied not counted without --storage; %s written to disk for its files", units.FormatSize(c.WrittenBackBytes))
+	case c.HitRatio >= 0:
 		p.ReadHits = fmt.Sprintf("%.1f%% (%s pages looked up by reads, %s added to the cache during them)", c.HitRatio*100,
 			units.FormatCount(c.Lookups), units.FormatCount(c.ReadAdded))
 	}

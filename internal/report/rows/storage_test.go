@@ -157,3 +157,22 @@ func TestStatesOf(t *testing.T) {
 		t.Errorf("no states: got %q", got)
 	}
 }
+
+// TestPageCacheNotCounted: without --storage the per-page counts read as
+// not counted, never as 0 pages; the figures measured either way stay.
+func TestPageCacheNotCounted(t *testing.T) {
+	u := Units{Dur: func(s float64) string { return fmt.Sprintf("%.1fs", s) }}
+	got := PageCacheOf(&model.PageCache{HitRatio: -1, PagesNotCounted: true, FaultLookups: 12, ReadaheadSync: 3, WrittenBackBytes: 8 << 20}, u)
+	for _, s := range []string{got.ReadHits, got.OtherAdded, got.Writes} {
+		if !strings.Contains(s, "--storage") || strings.Contains(s, "0 pages") {
+			t.Errorf("%q: want it to say the count needs --storage, and no count", s)
+		}
+	}
+	if !strings.Contains(got.Writes, "8 MiB written to disk") || !strings.Contains(got.OtherAdded, "12 fault lookups") || !strings.Contains(got.Readahead, "3 windows") {
+		t.Errorf("%+v: the figures measured without --storage are missing", got)
+	}
+	counted := PageCacheOf(&model.PageCache{Lookups: 1000, ReadAdded: 100, HitRatio: 0.9, Dirtied: 5}, u)
+	if !strings.HasPrefix(counted.ReadHits, "90.0%") || !strings.HasPrefix(counted.Writes, "5 pages dirtied") {
+		t.Errorf("%+v: counted pages", counted)
+	}
+}
