@@ -502,6 +502,11 @@ static __always_inline __u32 act_of(struct pt_regs *regs)
 	return TA_ACT_OTHER;
 }
 
+/* Edges inserted into the edges map: user space, which takes out those of
+ * threads gone (their time kept under their process, tid 0), knows from it
+ * how full the map is without walking it. */
+__u64 edge_inserts = 0;
+
 /* edge_flush adds the thread's accumulated edge in slot i to the edges
  * map. */
 static __always_inline void edge_flush(struct ta_thread *t, int i)
@@ -515,7 +520,8 @@ static __always_inline void edge_flush(struct ta_thread *t, int i)
 	if (!e) {
 		struct ta_edge zero = {};
 
-		bpf_map_update_elem(&edges, &t->ek[i], &zero, BPF_NOEXIST);
+		if (bpf_map_update_elem(&edges, &t->ek[i], &zero, BPF_NOEXIST) == 0)
+			__sync_fetch_and_add(&edge_inserts, 1);
 		e = bpf_map_lookup_elem(&edges, &t->ek[i]);
 	}
 	if (e) {
@@ -1229,11 +1235,22 @@ static __always_inline void fold_exited(struct ta_thread *t, __u64 now)
 	if (!a) {
 		bpf_map_update_elem(&exited_agg, &tgid, &zero_agg, BPF_NOEXIST);
 		a = bpf_map_lookup_elem(&exited_agg, &tgid);
-		if (!a)
-			return; /* aggregate map full: keep the thread's own entry */
-		a->tgid = tgid;
-		a->first_ns = t->first_ns;
-		__builtin_memcpy(a->comm, t->comm, sizeof(a->comm));
+		if (a) {
+			a->tgid = tgid;
+			a->first_ns = t->first_ns;
+			__builtin_memcpy(a->comm, t->comm, sizeof(a->comm));
+		} else {
+			/* The aggregates are full (a workload that starts
+			 * processes by the thousand): the thread goes to the
+			 * catch-all of tgid 0, which user space made, so that
+			 * its own entry still goes and thread churn cannot fill
+			 * threads, where every thread of the run must fit. */
+			__u32 rest = 0;
+
+			a = bpf_map_lookup_elem(&exited_agg, &rest);
+			if (!a)
+				return; /* keep the thread's own entry */
+		}
 	}
 	for (int i = 0; i < TA_NUM_CATS; i++)
 		__sync_fetch_and_add(&a->ns[i], t->ns[i]);
@@ -1257,7 +1274,7 @@ static __always_inline void fold_exited(struct ta_thread *t, __u64 now)
 	__sync_fetch_and_add(&a->threads, 1);
 	for (int i = 0; i < TA_SAMPLE_SLOTS; i++)
 		__sync_fetch_and_add(&a->samples[i], t->samples[i]);
-	if (t->first_ns < a->first_ns)
+	if (!a->first_ns || t->first_ns < a->first_ns)
 		a->first_ns = t->first_ns;
 	if (now > a->last_ns)
 		a->last_ns = now;
@@ -1810,6 +1827,31 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 		c->dropped++; /* tracked is full: the new process is not followed */
 	if (c)
 		c->process_forks++;
+	return 0;
+}
+
+/* A process of the tree is gone: its leader's task is freed only once
+ * every thread of it has exited and it has been reaped (after its
+ * parent's wait woke: that wake-up still names it as the workload's), so
+ * its tgid leaves tracked, which holds the processes alive at once
+ * rather than every process the run started (a workload starting ten
+ * processes a second filled its 4,096 entries in 7 minutes), and a pid
+ * the kernel hands out again later is not taken for the workload's.
+ * Runs for every task freed on the machine; counted with the exits. */
+SEC("tp_btf/sched_process_free")
+int BPF_PROG(handle_free, struct task_struct *p)
+{
+	__u32 tgid = p->tgid;
+
+	if (stopped)
+		return 0;
+	count_run(TA_PROG_EXIT);
+	/* The leader, with no thread of it alive: a thread that execs takes
+	 * the leader's pid and the old leader is freed, its process going on
+	 * (live counts the threads that have not exited). */
+	if (p->pid != tgid || p->signal->live.counter != 0 || !is_tracked(tgid))
+		return 0;
+	bpf_map_delete_elem(&tracked, &tgid);
 	return 0;
 }
 

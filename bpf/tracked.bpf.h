@@ -3,7 +3,9 @@
 #define __TRACKED_BPF_H
 
 /* The workload's processes, by tgid. timeacct owns the map and keeps it
- * (a process forked by a tracked one is tracked); the other probes are
+ * (a process forked by a tracked one is tracked, and a process leaves it
+ * when its leader's task is freed: it holds the processes alive at once,
+ * a pid reused later is another process); the other probes are
  * loaded with timeacct's map in place of their own (user space passes it
  * in), so their definitions must be this one. */
 struct {

@@ -107,7 +107,7 @@ loop:
 	r, err := model.Load(rec)
 	check(err)
 	if ta := r.TimeAccounting; ta != nil {
-		fmt.Printf("time accounting: %d threads, dropped %d, missed runs %v, on-CPU samples dropped %d\n", len(ta.Threads), ta.Dropped, ta.MissedRuns, ta.OnCPUDropped)
+		fmt.Printf("time accounting: %d threads, dropped %d %v, missed runs %v, on-CPU samples dropped %d\n", len(ta.Threads), ta.Dropped, ta.DroppedBy, ta.MissedRuns, ta.OnCPUDropped)
 	}
 	if s := r.Storage; s != nil {
 		fmt.Printf("storage: dropped %+v\n", s.Dropped)

@@ -100,6 +100,13 @@ type TimeAccounting struct {
 	// Dropped counts events the probe could not record (full maps); the
 	// accounting is exact only when it is 0.
 	Dropped int64 `json:"dropped"`
+	// DroppedBy splits Dropped by what was lost, when it is not 0:
+	// DroppedThreads (events of threads or processes the full maps could
+	// not hold, sync calls not timed), DroppedWaits (waits the wait-for
+	// graph's map could not hold: their time is still in the categories),
+	// DroppedSyscalls (--syscalls) and DroppedSyncedFiles (sync calls
+	// whose file could not be listed).
+	DroppedBy map[string]int64 `json:"dropped_by,omitempty"`
 	// FoldedSyncs counts the sync calls counted in a directory's entry of
 	// SyncedFiles (Folded) rather than their file's: past 1,024 files
 	// the list counts by directory, in the kernel.
@@ -199,6 +206,14 @@ type LockThread struct {
 	Count   int64   `json:"count"`
 	Seconds float64 `json:"seconds"`
 }
+
+// What TimeAccounting.DroppedBy counts.
+const (
+	DroppedThreads     = "threads"
+	DroppedWaits       = "waits"
+	DroppedSyscalls    = "syscalls"
+	DroppedSyncedFiles = "synced_files"
+)
 
 // OnCPU sources.
 const (

@@ -217,6 +217,13 @@ type storageStFileKey struct {
 	Pad uint32
 }
 
+type storageStHint struct {
+	_     structs.HostLayout
+	Tgid  uint32
+	Pad   uint32
+	Start uint64
+}
+
 type storageStPos struct {
 	_     structs.HostLayout
 	Start int64

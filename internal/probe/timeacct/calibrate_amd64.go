@@ -85,7 +85,12 @@ func calibrationPhase(cfg Config, dir string) (*phase, error) {
 			ph.statRuns[i], ph.statNs[i] = float64(s.RunCount), float64(s.Runtime.Nanoseconds())
 		}
 	}
-	// The CPU-context markers are one group: their runs and time summed.
+	// The CPU-context markers are one group: their runs and time summed;
+	// handle_free counts its runs with the exits.
+	if s, err := p.objs.HandleFree.Stats(); err == nil {
+		ph.statRuns[ProgExit] += float64(s.RunCount)
+		ph.statNs[ProgExit] += float64(s.Runtime.Nanoseconds())
+	}
 	for _, prog := range p.ctxProgs {
 		if s, err := prog.Stats(); err == nil {
 			ph.statRuns[ProgCtx] += float64(s.RunCount)

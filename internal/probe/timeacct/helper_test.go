@@ -170,6 +170,42 @@ func runScenario(name string) error {
 				return err
 			}
 		}
+	case "churn":
+		// Threads by the thousand, each blocked twice (a timer, then a
+		// pipe this thread writes to: two kinds of wait, so that the first
+		// goes to the edges map under the thread's own tid before it
+		// exits), and a process now and then: past 4,096 exits the threads
+		// are folded at their exit, and the edges they left behind are the
+		// compaction's.
+		r, w, err := os.Pipe()
+		if err != nil {
+			return err
+		}
+		announce()
+		if err := waitGo(); err != nil {
+			return err
+		}
+		for i := range 750 {
+			var wg sync.WaitGroup
+			for range 8 {
+				wg.Go(func() {
+					runtime.LockOSThread() // not unlocked: the thread ends with the goroutine
+					nap(time.Millisecond)
+					var b [1]byte
+					unix.Read(int(r.Fd()), b[:])
+				})
+			}
+			nap(2 * time.Millisecond)
+			if _, err := w.Write(make([]byte, 8)); err != nil {
+				return err
+			}
+			wg.Wait()
+			if i%50 == 0 {
+				if err := exec.Command("/bin/true").Run(); err != nil {
+					return err
+				}
+			}
+		}
 	case "pingpong":
 		return pingPong()
 	case "crosspingpong":

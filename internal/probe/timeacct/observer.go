@@ -116,6 +116,9 @@ func (o *observer) Contribute(run *model.Run) {
 		k.ClockSkewSec, k.ClockCPUs = float64(o.res.ClockSkewNs)/1e9, o.res.ClockCPUs
 	}
 	run.TimeAccounting = ta
+	if o.res.FoldedProcesses {
+		run.Warnings = append(run.Warnings, "more processes of the workload exited than the time accounting keeps apart: the threads of the later ones are counted together, under pid 0 (\"processes past ...\")")
+	}
 }
 
 // tickRates are the tick rates kernels are built with (CONFIG_HZ).
@@ -231,6 +234,7 @@ func toModel(r *Result) *model.TimeAccounting {
 		ThreadsExited:    int64(r.Exits),
 		ProcessesCreated: int64(r.Forks),
 		Dropped:          int64(r.Dropped),
+		DroppedBy:        droppedBy(r.DroppedBy),
 		FoldedSyncs:      int64(r.FoldedSyncs),
 		SyncNote:         r.SyncNote,
 		ProbeCPUSec:      float64(r.EstimatedNs) / 1e9,
@@ -249,7 +253,7 @@ func toModel(r *Result) *model.TimeAccounting {
 		}
 		ta.Programs = append(ta.Programs, pc)
 	}
-	ta.Waits, ta.WaitNote = waitsOf(r), r.CtxNote
+	ta.Waits, ta.WaitNote = waitsOf(r), joinNotes(r.CtxNote, r.EdgeNote)
 	ta.ActivityHz, ta.ActivityNote = r.SampleHz, r.SampleNote
 	if r.Sampled && r.SampleHz == 0 {
 		ta.ActivityHz = estimateHz(r.Threads)
@@ -426,4 +430,27 @@ func stealMeasured(reads, misses uint64) (bool, string) {
 		return false, fmt.Sprintf("the run queue's clocks were read at %d of %d switch-ins: steal not measured", reads, reads+misses)
 	}
 	return true, ""
+}
+
+// droppedBy converts Result.DroppedBy; nil stays nil.
+func droppedBy(m map[string]uint64) map[string]int64 {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]int64, len(m))
+	for k, n := range m {
+		out[k] = int64(n)
+	}
+	return out
+}
+
+// joinNotes joins the notes that are not empty.
+func joinNotes(notes ...string) string {
+	var out []string
+	for _, n := range notes {
+		if n != "" {
+			out = append(out, n)
+		}
+	}
+	return strings.Join(out, "; ")
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
+	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/probe"
 	"github.com/perfsleuth/perfsleuth/internal/proctree"
 	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
@@ -29,6 +30,7 @@ type objects struct {
 	timeacctMaps
 	timeacctVariables
 	HandleExit      *ebpf.Program `ebpf:"handle_exit"`
+	HandleFree      *ebpf.Program `ebpf:"handle_free"`
 	HandleFork      *ebpf.Program `ebpf:"handle_fork"`
 	HandleSwitch    *ebpf.Program `ebpf:"handle_switch"`
 	HandleWakeup    *ebpf.Program `ebpf:"handle_wakeup"`
@@ -38,7 +40,7 @@ type objects struct {
 }
 
 func (o *objects) programs() []*ebpf.Program {
-	return []*ebpf.Program{o.HandleExit, o.HandleFork, o.HandleSwitch, o.HandleWakeup, o.HandleWakeupNew, o.HandleWaking, o.Seed}
+	return []*ebpf.Program{o.HandleExit, o.HandleFree, o.HandleFork, o.HandleSwitch, o.HandleWakeup, o.HandleWakeupNew, o.HandleWaking, o.Seed}
 }
 
 // Probe is an attached timeacct probe. Stop it to read the result.
@@ -55,8 +57,10 @@ type Probe struct {
 	// closeErr why setting the flag failed.
 	endNs    uint64
 	closeErr error
-	loaded   bool
-	syncNote string
+	// compactor takes the edges of threads gone out of the edges map.
+	compactor edgeCompactor
+	loaded    bool
+	syncNote  string
 	// progs maps TA_PROG_* to the program, for calibration; ctxProgs are
 	// ProgCtx's programs.
 	progs    [NumPrograms]*ebpf.Program
@@ -113,6 +117,9 @@ func start(cfg Config) (_ *Probe, err error) {
 		spec.Maps["stacks"].MaxEntries = 1
 		spec.Maps["offcpu"].MaxEntries = 1
 	}
+	if cfg.aggEntries > 0 {
+		spec.Maps["exited_agg"].MaxEntries = cfg.aggEntries
+	}
 	if !cfg.Syscalls {
 		delete(spec.Programs, "sys_enter")
 		delete(spec.Programs, "sys_exit")
@@ -166,6 +173,11 @@ func start(cfg Config) (_ *Probe, err error) {
 	p.loaded = true
 	// The catch-all entry of sync_dirs (bpf/timeacct.h TA_FILE_DIR), which
 	// the programs do not make.
+	// The catch-all aggregate (tgid 0) of the threads of processes past
+	// the ones exited_agg keeps apart (bpf/timeacct.bpf.c fold_exited).
+	if err := p.objs.ExitedAgg.Put(uint32(0), timeacctTaAgg{}); err != nil {
+		return nil, fmt.Errorf("timeacct: map exited_agg: %w", err)
+	}
 	if err := p.objs.SyncDirs.Put(timeacctTaFileKey{Pad: fileDir}, timeacctTaFile{}); err != nil {
 		return nil, fmt.Errorf("timeacct: map sync_dirs: %w", err)
 	}
@@ -215,6 +227,14 @@ func start(cfg Config) (_ *Probe, err error) {
 		}
 		p.links = append(p.links, l)
 	}
+	// A process leaves tracked when its leader is freed (bpf/timeacct.bpf.c
+	// handle_free): attached after the exits, so no exit of a tracked
+	// process is seen after its entry went.
+	l, err := link.AttachTracing(link.TracingOptions{Program: p.objs.HandleFree})
+	if err != nil {
+		return nil, fmt.Errorf("attach sched_process_free: %w", err)
+	}
+	p.links = append(p.links, l)
 
 	// Processes below the root at attach time. A process forked by one of
 	// them before it was tracked is still in /proc on the next pass.
@@ -247,6 +267,7 @@ func start(cfg Config) (_ *Probe, err error) {
 	if err := p.seed(); err != nil {
 		return nil, err
 	}
+	p.startCompactor()
 	if !cfg.DeferWindow {
 		if err := p.Open(); err != nil {
 			return nil, err
@@ -364,6 +385,7 @@ func (p *Probe) read() (*Result, error) {
 		errs = append(errs, fmt.Errorf("detach: %w", err))
 	}
 	p.links = nil
+	p.stopCompactor()
 	res := &Result{StartNs: p.startNs, EndNs: end, SyncNote: p.syncNote, Syscalls: p.cfg.Syscalls, Stacks: p.cfg.Stacks, CtxNote: p.ctxNote,
 		SampleNote: p.sampleNote, QueuedNote: p.enqueueNote}
 	if res.Sampled = p.sampleNote == ""; res.Sampled {
@@ -401,6 +423,15 @@ func (p *Probe) read() (*Result, error) {
 		res.ThreadCreates += c.ThreadCreates
 		res.Exits += c.Exits
 		res.Dropped += c.Dropped + c.SysDropped + c.FileDropped + c.EdgeDropped
+		for k, n := range map[string]uint64{model.DroppedThreads: c.Dropped, model.DroppedWaits: c.EdgeDropped,
+			model.DroppedSyscalls: c.SysDropped, model.DroppedSyncedFiles: c.FileDropped} {
+			if n > 0 {
+				if res.DroppedBy == nil {
+					res.DroppedBy = map[string]uint64{}
+				}
+				res.DroppedBy[k] += n
+			}
+		}
 		res.FoldedSyncs += c.FileFolded
 		res.StackWalks += c.StackWalks
 		res.LockWalks += c.LockWalks
@@ -455,7 +486,15 @@ func (p *Probe) read() (*Result, error) {
 	var agg timeacctTaAgg
 	aiter := p.objs.ExitedAgg.Iterate()
 	for aiter.Next(&tgid, &agg) {
-		res.Threads = append(res.Threads, foldedThreads(&agg))
+		if agg.Threads == 0 {
+			continue // the catch-all, unused
+		}
+		th := foldedThreads(&agg)
+		if tgid == 0 {
+			th.Comm = fmt.Sprintf("processes past %d", p.objs.ExitedAgg.MaxEntries()-1)
+			res.FoldedProcesses = true
+		}
+		res.Threads = append(res.Threads, th)
 	}
 	if err := aiter.Err(); err != nil {
 		errs = append(errs, fmt.Errorf("map exited_agg: %w", err))
@@ -503,6 +542,16 @@ func (p *Probe) readEdges(res *Result, entries []timeacctTaThread, end uint64) e
 	var errs []error
 	if err := it.Err(); err != nil {
 		errs = append(errs, fmt.Errorf("map edges: %w", err))
+	}
+	// The edges of threads gone that the compaction took out of the map.
+	for k, v := range p.compactor.folded {
+		add(k, v.Ns, v.Count)
+	}
+	if c := p.compactor; c.runs > 0 {
+		res.EdgeNote = fmt.Sprintf("the waits of threads gone were kept by process %d times during the run (%d keys)", c.runs, c.deleted)
+		if c.err != nil {
+			res.EdgeNote += fmt.Sprintf("; one failed (%v): waits may have been dropped", c.err)
+		}
 	}
 	for i := range entries {
 		t := &entries[i]
@@ -636,6 +685,7 @@ const (
 func (p *Probe) close() {
 	probe.CloseLinks(p.links)
 	p.links = nil
+	p.stopCompactor()
 	if p.loaded {
 		p.objs.timeacctMaps.Close()
 		for _, prog := range p.objs.programs() {
@@ -684,6 +734,7 @@ func (p *Probe) missedRuns() map[string]int64 {
 				return
 			}
 		}
+		yield(ProgramNames[ProgExit], p.objs.HandleFree)
 	})
 }
 

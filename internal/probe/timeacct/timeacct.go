@@ -49,6 +49,9 @@ type Config struct {
 	// followed, their time counted only from Probe.Open (the runner's,
 	// once every probe has started).
 	DeferWindow bool
+	// aggEntries, for the tests, sizes exited_agg (0: as built, 4,096):
+	// a few entries make its catch-all reachable.
+	aggEntries uint32
 }
 
 // Program ids, TA_PROG_* in bpf/timeacct.h: the per-program run counters and
@@ -172,9 +175,19 @@ type Result struct {
 	// followed, a sync call not timed) and threads whose tid was reused
 	// within the window. Non-zero means the result is incomplete.
 	Dropped uint64
+	// DroppedBy splits Dropped (model.TimeAccounting.DroppedBy's keys);
+	// nil when nothing was dropped.
+	DroppedBy map[string]uint64
 	// FoldedSyncs counts the sync calls counted in a directory's entry of
 	// Files: their files came after MaxSyncedFiles.
 	FoldedSyncs uint64
+	// FoldedProcesses: processes exited past those whose threads are kept
+	// together per process, and their threads are in one Thread of PID 0
+	// (bpf/timeacct.bpf.c fold_exited).
+	FoldedProcesses bool
+	// EdgeNote says what the compaction of the wait-for graph's map did
+	// (compact_amd64.go), "" when it did not run.
+	EdgeNote string
 	// Runs counts each program's runs (indexed by Prog*), machine-wide;
 	// TrackedRuns those about a thread of the tree. StackWalks counts the
 	// off-CPU stacks taken (Config.Stacks).

@@ -343,6 +343,7 @@ const (
 	timeacctProgHandleEnqueue    = "handle_enqueue"
 	timeacctProgHandleExit       = "handle_exit"
 	timeacctProgHandleFork       = "handle_fork"
+	timeacctProgHandleFree       = "handle_free"
 	timeacctProgHandleSwitch     = "handle_switch"
 	timeacctProgHandleWakeup     = "handle_wakeup"
 	timeacctProgHandleWakeupNew  = "handle_wakeup_new"
@@ -351,6 +352,7 @@ const (
 	timeacctProgSysEnter         = "sys_enter"
 	timeacctProgSysExit          = "sys_exit"
 	timeacctVarAlive             = "alive"
+	timeacctVarEdgeInserts       = "edge_inserts"
 	timeacctVarEntries           = "entries"
 	timeacctVarPeak              = "peak"
 	timeacctVarStopped           = "stopped"
@@ -421,6 +423,7 @@ type timeacctProgramSpecs struct {
 	HandleEnqueue    *ebpf.ProgramSpec `ebpf:"handle_enqueue"`
 	HandleExit       *ebpf.ProgramSpec `ebpf:"handle_exit"`
 	HandleFork       *ebpf.ProgramSpec `ebpf:"handle_fork"`
+	HandleFree       *ebpf.ProgramSpec `ebpf:"handle_free"`
 	HandleSwitch     *ebpf.ProgramSpec `ebpf:"handle_switch"`
 	HandleWakeup     *ebpf.ProgramSpec `ebpf:"handle_wakeup"`
 	HandleWakeupNew  *ebpf.ProgramSpec `ebpf:"handle_wakeup_new"`
@@ -466,6 +469,7 @@ type timeacctMapSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type timeacctVariableSpecs struct {
 	Alive          *ebpf.VariableSpec `ebpf:"alive"`
+	EdgeInserts    *ebpf.VariableSpec `ebpf:"edge_inserts"`
 	Entries        *ebpf.VariableSpec `ebpf:"entries"`
 	Peak           *ebpf.VariableSpec `ebpf:"peak"`
 	Stopped        *ebpf.VariableSpec `ebpf:"stopped"`
@@ -564,6 +568,7 @@ func (m *timeacctMaps) Close() error {
 // It can be passed to loadTimeacctObjects or ebpf.CollectionSpec.LoadAndAssign.
 type timeacctVariables struct {
 	Alive          *ebpf.Variable `ebpf:"alive"`
+	EdgeInserts    *ebpf.Variable `ebpf:"edge_inserts"`
 	Entries        *ebpf.Variable `ebpf:"entries"`
 	Peak           *ebpf.Variable `ebpf:"peak"`
 	Stopped        *ebpf.Variable `ebpf:"stopped"`
@@ -596,6 +601,7 @@ type timeacctPrograms struct {
 	HandleEnqueue    *ebpf.Program `ebpf:"handle_enqueue"`
 	HandleExit       *ebpf.Program `ebpf:"handle_exit"`
 	HandleFork       *ebpf.Program `ebpf:"handle_fork"`
+	HandleFree       *ebpf.Program `ebpf:"handle_free"`
 	HandleSwitch     *ebpf.Program `ebpf:"handle_switch"`
 	HandleWakeup     *ebpf.Program `ebpf:"handle_wakeup"`
 	HandleWakeupNew  *ebpf.Program `ebpf:"handle_wakeup_new"`
@@ -619,6 +625,7 @@ func (p *timeacctPrograms) Close() error {
 		p.HandleEnqueue,
 		p.HandleExit,
 		p.HandleFork,
+		p.HandleFree,
 		p.HandleSwitch,
 		p.HandleWakeup,
 		p.HandleWakeupNew,

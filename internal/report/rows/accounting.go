@@ -72,7 +72,7 @@ func AccountingOf(ta *model.TimeAccounting) Accounting {
 		a.CPUSplit, a.CPUUser = true, ta.UserSec/(ta.UserSec+ta.SystemSec)
 	}
 	if ta.Dropped > 0 {
-		a.Dropped = fmt.Sprintf("%d events were dropped: the accounting is incomplete", ta.Dropped)
+		a.Dropped = DroppedOf(ta)
 	}
 	a.Unseen = UnseenSwitches(ta.Unseen)
 	return a
@@ -499,6 +499,9 @@ func WakerWords(w model.Wait) string {
 	case model.WakerTimer:
 		return "timer"
 	case model.WakerPeer:
+		if w.WakerTID == 0 {
+			return "a thread of the workload, since gone"
+		}
 		if w.WakerComm == "" {
 			return fmt.Sprintf("thread %d", w.WakerTID)
 		}
@@ -732,4 +735,29 @@ func Roles(ta *model.TimeAccounting) (roles []RoleRow, programs []ProgramShare) 
 		}
 	}
 	return roles, programs
+}
+
+// droppedWords say what each kind of dropped event lost
+// (model.TimeAccounting.DroppedBy), in the order they are listed.
+var droppedWords = []struct{ key, words string }{
+	{model.DroppedThreads, "of threads or processes the probe's maps could not hold (their time is missing)"},
+	{model.DroppedWaits, "waits the wait-for graph could not hold (their time is in the categories, not in the waits)"},
+	{model.DroppedSyscalls, "syscalls not counted"},
+	{model.DroppedSyncedFiles, "sync calls whose file could not be listed"},
+}
+
+// DroppedOf warns that the accounting dropped events, and says what they
+// were when the record splits them.
+func DroppedOf(ta *model.TimeAccounting) string {
+	var parts []string
+	for _, w := range droppedWords {
+		if n := ta.DroppedBy[w.key]; n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %s", units.FormatCount(n), w.words))
+		}
+	}
+	s := fmt.Sprintf("%s events were dropped: the accounting is incomplete", units.FormatCount(ta.Dropped))
+	if len(parts) > 0 {
+		s += " (" + strings.Join(parts, "; ") + ")"
+	}
+	return s
 }

@@ -125,3 +125,16 @@ func TestRoles(t *testing.T) {
 		t.Errorf("programs: got %q, want %q", got, want)
 	}
 }
+
+// TestDroppedOf: the warning says what was dropped when the record splits
+// it, and stays whole for records made before it did.
+func TestDroppedOf(t *testing.T) {
+	got := DroppedOf(&model.TimeAccounting{Dropped: 53370, DroppedBy: map[string]int64{model.DroppedWaits: 53000, model.DroppedThreads: 370}})
+	want := "53,370 events were dropped: the accounting is incomplete (370 of threads or processes the probe's maps could not hold (their time is missing); 53,000 waits the wait-for graph could not hold (their time is in the categories, not in the waits))"
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+	if got := DroppedOf(&model.TimeAccounting{Dropped: 12}); got != "12 events were dropped: the accounting is incomplete" {
+		t.Errorf("an older record: %q", got)
+	}
+}

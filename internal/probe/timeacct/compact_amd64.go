@@ -1,0 +1,146 @@
+//go:build amd64
+
+package timeacct
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// The wait-for graph's map (edges) has a key per thread and kind of wait,
+// and a thread that exits leaves its keys behind: a workload that starts
+// and ends threads by the thousand would fill it within minutes, and its
+// later waits would be dropped. So while the probe runs, user space takes
+// the edges of threads gone out of the map now and then, keeping their
+// time under their process (TID 0, as the exit of a folded thread does in
+// the kernel) in foldedEdges, where readEdges adds them. A peer waker
+// gone too is kept as 0 (a thread of the workload since gone): naming it
+// would keep a key per waker thread.
+
+// compactEvery is how often the map's fill is checked; compactAbove the
+// share of its entries past which the edges of threads gone are taken out.
+// Variables for the tests.
+var (
+	compactEvery = 2 * time.Second
+	compactAbove = 0.5
+)
+
+// edgeCompactor is the goroutine that compacts the edges map, and what it
+// took out.
+type edgeCompactor struct {
+	stop, done chan struct{}
+	// folded are the edges taken out, by the key they are kept under;
+	// deleted counts the keys taken out (the map's entries are the
+	// kernel's edge_inserts less these); runs the compactions; err the
+	// first error one met.
+	folded  map[timeacctTaEdgeKey]timeacctTaEdge
+	deleted uint64
+	runs    int
+	err     error
+}
+
+// startCompactor starts the compaction of the edges map.
+func (p *Probe) startCompactor() {
+	c := &p.compactor
+	c.stop, c.done = make(chan struct{}), make(chan struct{})
+	c.folded = map[timeacctTaEdgeKey]timeacctTaEdge{}
+	go func() {
+		defer close(c.done)
+		tick := time.NewTicker(compactEvery)
+		defer tick.Stop()
+		for {
+			select {
+			case <-c.stop:
+				return
+			case <-tick.C:
+				if err := p.maybeCompact(); err != nil && c.err == nil {
+					c.err = err
+				}
+			}
+		}
+	}()
+}
+
+// stopCompactor stops it and waits for it; a second call does nothing.
+func (p *Probe) stopCompactor() {
+	c := &p.compactor
+	if c.stop == nil {
+		return
+	}
+	close(c.stop)
+	<-c.done
+	c.stop = nil
+}
+
+// maybeCompact compacts the edges map when it may hold more than
+// compactAbove of its entries.
+func (p *Probe) maybeCompact() error {
+	var inserts uint64
+	if err := p.objs.EdgeInserts.Get(&inserts); err != nil {
+		return fmt.Errorf("variable edge_inserts: %w", err)
+	}
+	if float64(inserts-p.compactor.deleted) < compactAbove*float64(p.objs.Edges.MaxEntries()) {
+		return nil
+	}
+	return p.compactEdges()
+}
+
+// compactEdges takes the edges of threads gone out of the map. The
+// threads map is read after the edges: a thread whose edge the walk saw
+// had its entry by then, so it is either still in threads or gone.
+func (p *Probe) compactEdges() error {
+	c := &p.compactor
+	c.runs++
+	var k timeacctTaEdgeKey
+	var v timeacctTaEdge
+	var keys []timeacctTaEdgeKey
+	it := p.objs.Edges.Iterate()
+	for it.Next(&k, &v) {
+		keys = append(keys, k)
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("map edges: %w", err)
+	}
+	live := map[uint32]uint32{} // tid: generation (bpf: (u32)first_ns)
+	var tid uint32
+	var t timeacctTaThread
+	tit := p.objs.Threads.Iterate()
+	for tit.Next(&tid, &t) {
+		live[tid] = uint32(t.FirstNs)
+	}
+	if err := tit.Err(); err != nil {
+		return fmt.Errorf("map threads: %w", err)
+	}
+	var errs []error
+	for _, k := range keys {
+		if k.Tid == 0 {
+			continue // a folded thread's, kept by the kernel
+		}
+		if gen, ok := live[k.Tid]; ok && gen == k.Gen {
+			continue
+		}
+		// Gone: it adds nothing to this key any more, so the value read
+		// is final.
+		if err := p.objs.Edges.Lookup(&k, &v); err != nil {
+			continue // taken out meanwhile
+		}
+		if err := p.objs.Edges.Delete(&k); err != nil {
+			errs = append(errs, fmt.Errorf("map edges: delete: %w", err))
+			break
+		}
+		c.deleted++
+		fk := k
+		fk.Tid, fk.Gen = 0, 0
+		if k.Kind == WakerPeer {
+			if _, ok := live[k.Id]; !ok {
+				fk.Id = 0
+			}
+		}
+		e := c.folded[fk]
+		e.Ns += v.Ns
+		e.Count += v.Count
+		c.folded[fk] = e
+	}
+	return errors.Join(errs...)
+}
