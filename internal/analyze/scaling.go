@@ -83,6 +83,7 @@ func scalePoint(p *model.ScalePoint) {
 		return
 	}
 	p.CPUSecPerUnit, p.CPUSecPerUnitInterval = stats.Median(cpu), stats.MedianInterval(cpu)
+	p.CPUWaitOutsidePerUnit = stats.Median(perUnitOf(p.Runs, 0, func(r model.ExperimentRun) float64 { return r.CPUWaitOutsideSec }))
 	p.TimePerUnit = map[string]float64{}
 	for c := range cats {
 		// A run without the category had none of it (a 0 among them).
@@ -276,7 +277,7 @@ func scaleClass(sc *model.Scaling) string {
 		}
 		return Sublinear
 	}
-	waitGrew := unitCost(*top, ref, model.CatLock, model.CatCPUWait) - unitCost(first, ref, model.CatLock, model.CatCPUWait)
+	waitGrew := ownWaitCost(*top, ref) - ownWaitCost(first, ref)
 	lockGrew := unitCost(*top, ref, model.CatLock) - unitCost(first, ref, model.CatLock)
 	otherF := unitCost(first, ref, model.CatStorageRead, model.CatStorageWrite, model.CatStorageSync, model.CatOther)
 	otherT := unitCost(*top, ref, model.CatStorageRead, model.CatStorageWrite, model.CatStorageSync, model.CatOther)
@@ -316,6 +317,29 @@ func medianCanary(points []model.ScalePoint) float64 {
 	return stats.Median(cs)
 }
 
+// ownWait is a run's waits on the workload itself: its lock waits and its
+// cpu-wait but for the CPUs others held (ExperimentRun.CPUWaitOutsideSec).
+// On a loaded machine the rest grows with the level as the threads meet
+// the load, which is not contention among them.
+func ownWait(r model.ExperimentRun) float64 {
+	return r.Time[model.CatLock] + max(r.Time[model.CatCPUWait]-r.CPUWaitOutsideSec, 0)
+}
+
+// ownWaitCost is unitCost of ownWait.
+func ownWaitCost(p model.ScalePoint, ref float64) float64 {
+	xs := perUnitOf(p.Runs, ref, ownWait)
+	if len(xs) == 0 {
+		return 0
+	}
+	return stats.Median(xs)
+}
+
+// ownWaitPerUnit is a level's own waits per unit as TimePerUnit has them
+// (medians, not taken to the machine's speed).
+func ownWaitPerUnit(p model.ScalePoint) float64 {
+	return p.TimePerUnit[model.CatLock] + max(p.TimePerUnit[model.CatCPUWait]-p.CPUWaitOutsidePerUnit, 0)
+}
+
 // unitCost is the median over p's runs of their time in cats per unit of
 // work, each run's taken to the machine's speed ref (its canary against
 // ref: a run after a slower canary did the same work in more time); 0
@@ -332,15 +356,24 @@ func unitCost(p model.ScalePoint, ref float64, cats ...string) float64 {
 // state, its time in cats per unit, taken to the machine's speed ref
 // when ref > 0 (see unitCost).
 func perUnitValues(runs []model.ExperimentRun, ref float64, cats ...string) []float64 {
+	return perUnitOf(runs, ref, func(r model.ExperimentRun) float64 {
+		var s float64
+		for _, c := range cats {
+			s += r.Time[c]
+		}
+		return s
+	})
+}
+
+// perUnitOf is, for each of runs with units of work and time by state,
+// of(run) per unit, taken to the machine's speed ref as perUnitValues.
+func perUnitOf(runs []model.ExperimentRun, ref float64, of func(model.ExperimentRun) float64) []float64 {
 	var xs []float64
 	for _, r := range runs {
 		if r.Units <= 0 || r.Time == nil {
 			continue
 		}
-		var s float64
-		for _, c := range cats {
-			s += r.Time[c]
-		}
+		s := of(r)
 		f := 1.0
 		if ref > 0 && r.CanaryMs > 0 {
 			f = r.CanaryMs / ref
@@ -371,10 +404,17 @@ func scaleSummary(sc *model.Scaling, m model.Measure) string {
 		if top.Efficiency < linearEfficiency {
 			b.WriteString(", the machine's speed moving between runs")
 		}
+		if o, of := top.CPUWaitOutsidePerUnit, first.CPUWaitOutsidePerUnit; o > of+waitFloor*first.CPUSecPerUnit {
+			fmt.Fprintf(&b, "; it waited longer only for CPUs other processes held (%s a unit against %s at %s): the machine's load, not contention among its threads",
+				secs(o), secs(of), at(first))
+		}
 	case Contention:
-		fmt.Fprintf(&b, "limited by contention: at %s a unit of work waited %s for locks and CPUs against %s at %s, while its CPU time went from %s to %s; throughput %.0f%% of linear",
-			at(top), secs(top.TimePerUnit[model.CatLock]+top.TimePerUnit[model.CatCPUWait]), secs(first.TimePerUnit[model.CatLock]+first.TimePerUnit[model.CatCPUWait]), at(first),
+		fmt.Fprintf(&b, "limited by contention: at %s a unit of work waited %s for locks and CPUs its own threads held against %s at %s, while its CPU time went from %s to %s; throughput %.0f%% of linear",
+			at(top), secs(ownWaitPerUnit(top)), secs(ownWaitPerUnit(first)), at(first),
 			secs(first.CPUSecPerUnit), secs(top.CPUSecPerUnit), 100*top.Efficiency)
+		if o := top.CPUWaitOutsidePerUnit; o > 0 {
+			fmt.Fprintf(&b, " (and %s waiting for CPUs other processes held, which is the machine's load, not contention)", secs(o))
+		}
 	case Coherency:
 		fmt.Fprintf(&b, "limited by coherency: a unit of work cost %.1fx the CPU time at %s as at %s (%s against %s) while its lock waits stayed about where they were (%s against %s): threads writing shared cache lines (false sharing) or spinning; a PMU-based tool (perf c2c) can confirm it where the hardware counts cache events; throughput %.0f%% of linear",
 			top.CPUSecPerUnit/first.CPUSecPerUnit, at(top), at(first), secs(top.CPUSecPerUnit), secs(first.CPUSecPerUnit),

@@ -52,6 +52,15 @@ func scaleRun(units, cpu, lock, wait float64) model.ExperimentRun {
 		Time: map[string]float64{model.CatCPU: cpu * units, model.CatLock: lock * units, model.CatCPUWait: wait * units}}
 }
 
+// outside sets the cpu-wait per unit that CPUs held by other processes
+// ended, in each of p's runs.
+func outside(p model.ScalePoint, perUnit float64) model.ScalePoint {
+	for i := range p.Runs {
+		p.Runs[i].CPUWaitOutsideSec = perUnit * p.Runs[i].Units
+	}
+	return p
+}
+
 // TestScalingClasses: which of a unit's costs grew from one thread to as
 // many as CPUs names the limit; a level above the CPUs is marked and left
 // out of it.
@@ -81,6 +90,15 @@ func TestScalingClasses(t *testing.T) {
 		// 0 -> 725 ns a unit), which was called coherency, "while its lock
 		// waits did not grow".
 		{"convoy, CPU grew more", []model.ScalePoint{level(1, 2.1e6, 475e-9, 0, 17e-9), level(2, 0.88e6, 1.5e-6, 725e-9, 100e-9), level(4, 1.3e6, 1e-6, 1.2e-6, 0.9e-6)}, Contention, "limited by contention"},
+		// Parallel work beside two CPU burners: at 2 threads a unit waits
+		// for CPUs the burners hold, which is not contention among its
+		// threads (--scale on a loaded machine called it contention).
+		{"parallel on a loaded machine", []model.ScalePoint{outside(level(1, 1e6, 1e-6, 0, 0.2e-6), 0.2e-6), outside(level(2, 1.3e6, 1e-6, 0, 1.05e-6), 1e-6), level(4, 1.3e6, 1e-6, 0, 2e-6)},
+			ScalesLinearly, "it waited longer only for CPUs other processes held (1.00µs a unit against 200ns at threads=1)"},
+		// A convoy on a loaded machine: its own waits grew; the CPUs the
+		// load held are said apart.
+		{"convoy on a loaded machine", []model.ScalePoint{outside(level(1, 1e6, 1e-6, 0, 0.2e-6), 0.2e-6), outside(level(2, 1e6, 1.2e-6, 0.8e-6, 1.1e-6), 0.6e-6), level(4, 1e6, 1.3e-6, 2e-6, 1e-6)},
+			Contention, "waited 1.30µs for locks and CPUs its own threads held against 0 at threads=1"},
 	}
 	for _, c := range cases {
 		ex := &model.Experiments{Measure: model.Measure{Unit: "ops/s", HigherIsBetter: true}, Scaling: &model.Scaling{Param: "threads", CPUs: 2, Points: c.points}}

@@ -195,6 +195,7 @@ func (r *result) experimentRun(seq int, settled time.Duration, canaryMs float64,
 		e.CPUSec = ta.Total[model.CatCPU]
 		e.CPUWaitSec = ta.Total[model.CatCPUWait]
 		e.StorageSec = ta.Total[model.CatStorageRead] + ta.Total[model.CatStorageWrite] + ta.Total[model.CatStorageSync]
+		e.CPUWaitOutsideSec = cpuWaitOutside(ta)
 	}
 	if level > 0 {
 		e.Level = level
@@ -232,4 +233,17 @@ func abs(x float64) float64 {
 		return -x
 	}
 	return x
+}
+
+// cpuWaitOutside is the workload's cpu-wait that ended when a process
+// outside it or a kernel thread gave up the CPU (a run-queue wait's waker
+// is the task the thread got the CPU from).
+func cpuWaitOutside(ta *model.TimeAccounting) float64 {
+	var s float64
+	for _, w := range ta.Waits {
+		if w.Category == model.CatCPUWait && (w.Waker == model.WakerOutside || w.Waker == model.WakerKthread) {
+			s += w.Seconds
+		}
+	}
+	return s
 }

@@ -102,6 +102,10 @@ type ScalePoint struct {
 	// work, in seconds (medians over the runs): where each unit's cost
 	// went at this level.
 	TimePerUnit map[string]float64 `json:"time_per_unit"`
+	// CPUWaitOutsidePerUnit is the part of TimePerUnit's cpu-wait spent
+	// waiting for a CPU that others held (ExperimentRun.CPUWaitOutsideSec),
+	// per unit of work, the runs' median.
+	CPUWaitOutsidePerUnit float64 `json:"cpu_wait_outside_per_unit,omitempty"`
 }
 
 // USLFit is the Universal Scalability Law, C(N) = (1 + Sigma(N-1) +
@@ -246,6 +250,11 @@ type ExperimentRun struct {
 	CPUSec     float64 `json:"cpu_sec,omitempty"`
 	CPUWaitSec float64 `json:"cpu_wait_sec,omitempty"`
 	StorageSec float64 `json:"storage_sec,omitempty"`
+	// CPUWaitOutsideSec is the part of CPUWaitSec spent waiting for a CPU
+	// that a process outside the workload or a kernel thread held (the
+	// wait-for graph's cpu-wait by who had the CPU): a loaded machine's,
+	// not the workload's own contention. 0 without the graph.
+	CPUWaitOutsideSec float64 `json:"cpu_wait_outside_sec,omitempty"`
 	// SettleSec is how long the run waited, before it started, for the
 	// previous run's writes to reach the device (diagnose settles each run).
 	SettleSec float64 `json:"settle_sec,omitempty"`
