@@ -347,7 +347,7 @@ func TestInterruptsLeaveNothing(t *testing.T) {
 		{"diagnose command", append([]string{"diagnose", "--json", rec, "--interval", "200ms", "--io-peak", "400MiB",
 			"--conditions", "cpu-contention,io-pressure,cold-cache,cpu-half,cpu-quota", "--evict", cpuProg, "--"}, cpuProg, "200"), 6 * time.Second},
 		{"diagnose fileio", append([]string{"diagnose", "--json", rec, "--interval", "200ms", "--io-peak", "400MiB",
-			"--conditions", "cpu-contention,io-pressure,cold-cache,cpu-half,cpu-quota"}, fileio...), 6 * time.Second},
+			"--conditions", "cpu-contention,io-pressure,cold-cache,cpu-half,cpu-quota,io-throttle"}, fileio...), 6 * time.Second},
 		{"observe command", []string{"observe", "--json", rec, "--interval", "100ms", "--", cpuProg, "1000"}, 3 * time.Second},
 		{"observe fileio", append([]string{"observe", "--json", rec, "--interval", "100ms"}, fileio[:len(fileio)-2]...), 3 * time.Second},
 		{"bench fileio", []string{"bench", "fileio", "--json", rec, "--rw", "randwrite", "--size", "16MiB", "--duration", "5s"}, 3 * time.Second},
@@ -557,5 +557,23 @@ func TestScaling(t *testing.T) {
 				t.Errorf("conclusion %q, want the scaling's summary", run.Verdict.Conclusion)
 			}
 		})
+	}
+}
+
+// TestExperimentIOThrottle: io-throttle, a bandwidth limit on a cgroup of
+// the workload's at half a peak given as 200 MiB/s, slows a program that
+// writes 192 MiB with O_DIRECT (sensitive, by far more than the noise),
+// and is never sensitive for a program that only computes: it runs
+// nothing beside the workload, so it takes no CPU from it (io-pressure's
+// writer does).
+func TestExperimentIOThrottle(t *testing.T) {
+	run := experiment(t, "--repeat", "3", "--io-peak", "200MiB", "--conditions", "io-throttle", "--", scenario(t, "storagewrite"), "192")
+	class(t, run, "io-throttle", "sensitive")
+	if c := change(t, run, "io-throttle"); c > -0.3 {
+		t.Errorf("io-throttle changed 192 MiB of direct writes %+.0f%%, want them slower by far (100 MiB/s at most)", c*100)
+	}
+	run = experiment(t, "--repeat", "3", "--io-peak", "200MiB", "--conditions", "io-throttle", "--", scenario(t, "cpu"), "300")
+	if c := conditionOf(t, run, "io-throttle"); c.Class == "sensitive" {
+		t.Errorf("io-throttle is sensitive for a program that does no IO (%+.0f%%, %s)", c.Change*100, c.Reason)
 	}
 }

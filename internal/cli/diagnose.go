@@ -143,6 +143,10 @@ resource away, and say which resource its result depends on:
                   --conditions cpu-quota to cross-check the other two)
   io-pressure     a background O_DIRECT writer at --io-share of the device's
                   peak write rate (measured once per device and remembered)
+  io-throttle     its reads and writes held to half that peak rate, a throttle
+                  on a cgroup made for the run, nothing run beside it (not in
+                  the default list: --conditions io-throttle cross-checks
+                  io-pressure)
   cold-cache      the workload's page cache evicted before each run
 
 Each condition runs --repeat times, in rounds of one run each, the order

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/procfs"
 	"golang.org/x/sys/unix"
 
+	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/proctree"
 	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
 )
@@ -237,6 +238,43 @@ func cpuQuota(cpus int, share float64) cgroupLimit {
 		v2: [][2]string{{"cpu.max", fmt.Sprintf("%d %d", quota, period)}},
 		v1: [][2]string{{"cpu.cfs_period_us", strconv.Itoa(period)}, {"cpu.cfs_quota_us", strconv.Itoa(quota)}},
 	}
+}
+
+// ioThrottle is io-throttle's limit: the workload's reads and its writes
+// of each device (nums, "MAJ:MIN") held to rate bytes/s each.
+func ioThrottle(nums []string, rate int64) cgroupLimit {
+	l := cgroupLimit{v2Controller: "io", v1Controller: "blkio"}
+	for _, n := range nums {
+		l.v2 = append(l.v2, [2]string{"io.max", fmt.Sprintf("%s rbps=%d wbps=%d", n, rate, rate)})
+		l.v1 = append(l.v1, [2]string{"blkio.throttle.read_bps_device", fmt.Sprintf("%s %d", n, rate)},
+			[2]string{"blkio.throttle.write_bps_device", fmt.Sprintf("%s %d", n, rate)})
+	}
+	return l
+}
+
+// throttleDevices are the block devices a throttle of the workload's IO
+// goes on, by name and number: the device under its file system or, for a
+// partition, its disk (the kernel throttles disks and dm devices, not
+// partitions). sys is /sys/class/block.
+func throttleDevices(st *model.Storage, sys string) (names, nums []string, err error) {
+	if st == nil || st.Device == "" {
+		return nil, nil, errors.New("the block device under the workload's directory is not known (not a local block device: tmpfs or a network file system?)")
+	}
+	names = []string{st.Device}
+	if _, err := os.Stat(filepath.Join(sys, st.Device, "partition")); err == nil {
+		names = st.Disks
+	}
+	for _, n := range names {
+		num := sysinfo.ReadString(filepath.Join(sys, n, "dev"))
+		if num == "" {
+			return nil, nil, fmt.Errorf("%s has no device number in %s", n, sys)
+		}
+		nums = append(nums, num)
+	}
+	if len(nums) == 0 {
+		return nil, nil, fmt.Errorf("no disk found under the partition %s", st.Device)
+	}
+	return names, nums, nil
 }
 
 // limitWords say which mechanism a limit used, for the condition's

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/proctree"
 	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
 )
@@ -107,5 +108,112 @@ func TestCPUQuotaCgroup(t *testing.T) {
 	}
 	if got := cgroupOf(t, cmd.Process.Pid, controller); got != origin {
 		t.Errorf("the workload left in %q, want it back in %q", got, origin)
+	}
+}
+
+// TestIOThrottleCgroup: io-throttle writes the limit for the disk under the
+// workload's directory, names the mechanism, and the kernel holds an
+// O_DIRECT writer in the cgroup to it: 16 MiB at 8 MiB/s take 1.5 s or
+// more (this disk writes them in well under a second). The cgroup is gone
+// after the run.
+func TestIOThrottleCgroup(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("making cgroups needs root")
+	}
+	dir := t.TempDir()
+	st, err := sysinfo.StorageOf(dir)
+	if err != nil || st.Device == "" {
+		t.Skipf("no block device under %s (%v)", dir, err)
+	}
+	// The peak as --io-peak gives it: 16 MiB/s, so the limit is 8 MiB/s.
+	e := &env{cpus: []int{0, 1}, workDir: dir, store: st, ioPeak: 16 << 20, peakDoc: "given"}
+	c := conditions["io-throttle"]
+	settings, err := c.prepare(context.Background(), e)
+	if err != nil {
+		t.Fatalf("io-throttle cannot be prepared here: %v", err)
+	}
+	t.Logf("settings: %q", settings)
+	if !strings.Contains(settings[0], "8 MiB/s each") || !strings.Contains(strings.Join(settings, " "), "cgroup v") {
+		t.Errorf("settings %q do not give the limit and the mechanism", settings)
+	}
+	controller := "blkio"
+	if e.throttlePlace.version == 2 {
+		controller = ""
+	}
+	// A shell that waits for a line, moved into the cgroup meanwhile, then
+	// becomes dd.
+	cmd := exec.Command("sh", "-c", `read go; exec dd if=/dev/zero of="$0" bs=1M count=16 oflag=direct status=none`, filepath.Join(dir, "w"))
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	before, stop, err := c.apply(context.Background(), e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := before([]int{cmd.Process.Pid}); err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	cg := filepath.Join(e.throttlePlace.parent, filepath.Base(cgroupOf(t, cmd.Process.Pid, controller)))
+	file := "blkio.throttle.write_bps_device"
+	if e.throttlePlace.version == 2 {
+		file = "io.max"
+	}
+	t.Logf("%s: %q", file, sysinfo.ReadString(filepath.Join(cg, file)))
+	if got := sysinfo.ReadString(filepath.Join(cg, file)); !strings.Contains(got, "8388608") {
+		t.Errorf("%s = %q, want the limit of 8 MiB/s (8388608)", file, got)
+	}
+	start := time.Now()
+	in.Write([]byte("go\n"))
+	err = cmd.Wait()
+	took := time.Since(start)
+	stop()
+	if err != nil {
+		t.Fatalf("dd: %v", err)
+	}
+	t.Logf("16 MiB of O_DIRECT writes in the cgroup took %v", took)
+	if took < 1500*time.Millisecond {
+		t.Errorf("16 MiB took %v at a limit of 8 MiB/s: not throttled", took)
+	}
+	if _, err := os.Stat(cg); !os.IsNotExist(err) {
+		t.Errorf("the cgroup %s is still there (%v)", cg, err)
+	}
+}
+
+// TestThrottleDevices: a file system on a partition is throttled on its
+// disk, one on a whole disk or a dm device on that device.
+func TestThrottleDevices(t *testing.T) {
+	sys := t.TempDir()
+	for name, dev := range map[string]string{"vda": "254:0", "vda1": "254:1", "dm-0": "253:0"} {
+		if err := os.MkdirAll(filepath.Join(sys, name), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(sys, name, "dev"), []byte(dev+"\n"), 0o644)
+	}
+	os.WriteFile(filepath.Join(sys, "vda1", "partition"), []byte("1\n"), 0o644)
+	for _, c := range []struct {
+		st         *model.Storage
+		names, num string
+	}{
+		{&model.Storage{Device: "vda", Disks: []string{"vda"}}, "vda", "254:0"},
+		{&model.Storage{Device: "vda1", Disks: []string{"vda"}}, "vda", "254:0"},
+		{&model.Storage{Device: "dm-0", Disks: []string{"vda"}}, "dm-0", "253:0"},
+	} {
+		names, nums, err := throttleDevices(c.st, sys)
+		if err != nil || strings.Join(names, ",") != c.names || strings.Join(nums, ",") != c.num {
+			t.Errorf("%s: %v %v (%v), want %s %s", c.st.Device, names, nums, err, c.names, c.num)
+		}
+	}
+	if _, _, err := throttleDevices(&model.Storage{}, sys); err == nil || !strings.Contains(err.Error(), "tmpfs") {
+		t.Errorf("no device: %v", err)
+	}
+	l := ioThrottle([]string{"254:0"}, 1<<20)
+	if l.v1[1] != [2]string{"blkio.throttle.write_bps_device", "254:0 1048576"} || l.v2[0] != [2]string{"io.max", "254:0 rbps=1048576 wbps=1048576"} {
+		t.Errorf("limit files %v %v", l.v1, l.v2)
 	}
 }

@@ -62,20 +62,27 @@ type env struct {
 	// are made.
 	quota      cgroupLimit
 	quotaPlace cgroupPlace
+	// throttle and throttlePlace are io-throttle's.
+	throttle      cgroupLimit
+	throttlePlace cgroupPlace
 }
 
 // Names of the conditions, in the order they are listed and run in a round.
-var conditionNames = []string{"baseline", "unobserved", "cpu-half", "cpu-contention", "cpu-quota", "io-pressure", "cold-cache"}
+var conditionNames = []string{"baseline", "unobserved", "cpu-half", "cpu-contention", "cpu-quota", "io-pressure", "io-throttle", "cold-cache"}
 
 // DefaultConditions are run when --conditions is not given: all but
-// cpu-quota, which asks the same question as cpu-half and
-// cpu-contention by another means and is there to cross-check them (it
-// costs no CPU of its own).
-var DefaultConditions = slices.DeleteFunc(slices.Clone(conditionNames), func(n string) bool { return n == "cpu-quota" })
+// cpu-quota and io-throttle, which ask the question of cpu-half and
+// cpu-contention, and of io-pressure, by another means and are there to
+// cross-check them (they cost no CPU of their own).
+var DefaultConditions = slices.DeleteFunc(slices.Clone(conditionNames), func(n string) bool { return n == "cpu-quota" || n == "io-throttle" })
 
 // quotaShare is the share of the workload's CPUs' time cpu-quota leaves
 // it: half, as cpu-half leaves half of the CPUs.
 const quotaShare = 0.5
+
+// throttleShare is the share of the device's peak write rate io-throttle
+// leaves the workload's reads and its writes: a device half as fast.
+const throttleShare = 0.5
 
 // conditions is the registry.
 var conditions = map[string]*condition{
@@ -166,12 +173,8 @@ var conditions = map[string]*condition{
 		name:     "io-pressure",
 		resource: "io",
 		prepare: func(ctx context.Context, e *env) ([]string, error) {
-			if e.ioPeak == 0 {
-				peak, doc, err := devicePeak(ctx, e.exe, e.workDir, e.stateDir, e.store)
-				if err != nil {
-					return nil, err
-				}
-				e.ioPeak, e.peakDoc = peak, doc
+			if err := e.measurePeak(ctx); err != nil {
+				return nil, err
 			}
 			e.ioRate = e.ioShare * e.ioPeak
 			on := ""
@@ -184,6 +187,47 @@ var conditions = map[string]*condition{
 			}, nil
 		},
 		apply: withHelper(func(e *env) []string { return []string{"io", e.workDir, fmt.Sprintf("%.0f", e.ioRate)} }),
+	},
+	// io-throttle takes half of the device's bandwidth away from the
+	// workload alone: a throttle on a cgroup it runs in (cgroup.go), at
+	// half the device's peak write rate for its reads and for its
+	// writes. Nothing runs beside it.
+	"io-throttle": {
+		name:     "io-throttle",
+		resource: "io",
+		prepare: func(ctx context.Context, e *env) ([]string, error) {
+			names, nums, err := throttleDevices(e.store, "/sys/class/block")
+			if err != nil {
+				return nil, err
+			}
+			if err := e.measurePeak(ctx); err != nil {
+				return nil, err
+			}
+			rate := int64(throttleShare * e.ioPeak)
+			l := ioThrottle(nums, rate)
+			p, err := findCgroupPlace(l)
+			if err != nil {
+				return nil, err
+			}
+			e.throttle, e.throttlePlace = l, p
+			s := []string{
+				fmt.Sprintf("the workload's reads and its writes of %s held to %s/s each, %.0f%% of the device's peak write rate %s/s (%s), and nothing run beside it",
+					strings.Join(names, ", "), units.FormatSize(rate), throttleShare*100, units.FormatSize(int64(e.ioPeak)), e.peakDoc),
+				"a device with half the bandwidth, not one with twice the latency: a workload far below that rate (single syncs, small reads one at a time) is not slowed by it, whatever its IO waits",
+				limitWords(p, l),
+			}
+			if p.version == 1 {
+				s = append(s, "cgroup v1 throttles the IO the workload's own threads issue (reads, direct writes, the writeback its syncs do), not the kernel's background writeback of the pages it dirtied")
+			}
+			return s, nil
+		},
+		apply: func(_ context.Context, e *env) (func([]int) error, func(), error) {
+			cg, err := makeCgroup(e.throttlePlace, e.throttle)
+			if err != nil {
+				return nil, func() {}, err
+			}
+			return cg.enter, func() { cg.remove() }, nil
+		},
 	},
 	"cold-cache": {
 		name:     "cold-cache",
@@ -233,5 +277,20 @@ func CheckConditions(names []string) error {
 		}
 		seen[n] = true
 	}
+	return nil
+}
+
+// measurePeak measures the device's peak write rate once, for the
+// conditions that take a share of it (io-pressure, io-throttle), unless
+// --io-peak gave it.
+func (e *env) measurePeak(ctx context.Context) error {
+	if e.ioPeak != 0 {
+		return nil
+	}
+	peak, doc, err := devicePeak(ctx, e.exe, e.workDir, e.stateDir, e.store)
+	if err != nil {
+		return err
+	}
+	e.ioPeak, e.peakDoc = peak, doc
 	return nil
 }
