@@ -1,9 +1,15 @@
-// Command fio compares perfsleuth's fileio benchmark with fio (ioengine=psync)
-// on three jobs, on the same file in the same directory:
+// Command fio compares perfsleuth's fileio benchmark with fio on the same
+// jobs, on the same file in the same directory:
 //
 //	randread-4k-cached   4 KiB random reads, buffered, from the page cache
 //	randwrite-4k         4 KiB random writes, buffered, no fsync
 //	seqwrite-1m-direct   1 MiB sequential writes, O_DIRECT
+//	randread-4k-direct-qd1   4 KiB O_DIRECT random reads, io_uring, 1 in flight
+//	randread-4k-direct-qd16  the same, 16 in flight
+//	randread-4k-direct-aio16 the same with libaio
+//
+// (psync for the first three, the engine named for the others, in both
+// tools.)
 //
 // Runs alternate perfsleuth, fio, perfsleuth, fio, ... so that drift on a
 // shared machine hits both alike. Every job first runs one untimed warm-up of
@@ -56,12 +62,25 @@ type job struct {
 	bs     int64
 	direct bool
 	fioRW  string
+	engine string // "": psync
+	depth  int    // 0: 1
 }
 
 var jobs = []job{
 	{name: "randread-4k-cached", rw: "randread", bs: 4096, fioRW: "randread"},
 	{name: "randwrite-4k", rw: "randwrite", bs: 4096, fioRW: "randwrite"},
 	{name: "seqwrite-1m-direct", rw: "write", bs: 1 << 20, direct: true, fioRW: "write"},
+	{name: "randread-4k-direct-qd1", rw: "randread", bs: 4096, direct: true, fioRW: "randread", engine: "io_uring", depth: 1},
+	{name: "randread-4k-direct-qd16", rw: "randread", bs: 4096, direct: true, fioRW: "randread", engine: "io_uring", depth: 16},
+	{name: "randread-4k-direct-aio16", rw: "randread", bs: 4096, direct: true, fioRW: "randread", engine: "libaio", depth: 16},
+}
+
+// engine is the job's engine as both tools name it.
+func (j job) engineName() string {
+	if j.engine == "" {
+		return "psync"
+	}
+	return j.engine
 }
 
 type options struct {
@@ -209,6 +228,7 @@ func runPerfsleuth(ctx context.Context, o options, data, jsonOut string, j job, 
 	if j.direct {
 		args = append(args, "--direct")
 	}
+	args = append(args, "--ioengine", j.engineName(), "--iodepth", strconv.Itoa(max(j.depth, 1)))
 	cmd := exec.CommandContext(ctx, o.perfsleuth, args...)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -228,6 +248,7 @@ func runPerfsleuth(ctx context.Context, o options, data, jsonOut string, j job, 
 func runInProcess(ctx context.Context, o options, data string, j job, d time.Duration) (float64, error) {
 	cfg := fileio.Defaults()
 	cfg.RW, cfg.BS, cfg.Size, cfg.Direct, cfg.Dir, cfg.Keep = j.rw, j.bs, o.size, j.direct, data, true
+	cfg.IOEngine, cfg.IODepth = j.engineName(), max(j.depth, 1)
 	cfg.DurationSec = d.Seconds()
 	f, err := fileio.New(cfg)
 	if err != nil {
@@ -258,10 +279,10 @@ func iops(ops []model.OpStats) float64 {
 	return n
 }
 
-// runFio runs fio's psync engine on file and returns read+write IOPS.
+// runFio runs fio with the job's engine on file and returns read+write IOPS.
 func runFio(ctx context.Context, fioPath, file string, size int64, j job, d time.Duration) (float64, error) {
 	args := []string{"--name=" + j.name, "--filename=" + file, "--size=" + strconv.FormatInt(size, 10),
-		"--rw=" + j.fioRW, "--bs=" + strconv.FormatInt(j.bs, 10), "--ioengine=psync", "--numjobs=1",
+		"--rw=" + j.fioRW, "--bs=" + strconv.FormatInt(j.bs, 10), "--ioengine=" + j.engineName(), "--iodepth=" + strconv.Itoa(max(j.depth, 1)), "--numjobs=1",
 		"--time_based", "--runtime=" + strconv.FormatFloat(d.Seconds(), 'f', -1, 64),
 		"--invalidate=0", "--norandommap", "--output-format=json"}
 	if j.direct {

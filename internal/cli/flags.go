@@ -105,6 +105,9 @@ func bindFileIO(fs *pflag.FlagSet) *model.FileIOConfig {
 	fs.BoolVar(&c.Keep, "keep", c.Keep, "keep the files afterwards (a later run with the same --dir reuses them)")
 	fs.BoolVar(&c.Force, "force", c.Force, "use a --dir that holds files perfsleuth did not create")
 	fs.Int64Var(&c.Seed, "seed", c.Seed, "seed of the random offsets")
+	fs.StringVar(&c.IOEngine, "ioengine", c.IOEngine, "how each thread issues its IO: psync (one at a time), io_uring or libaio (--iodepth in flight; libaio needs --direct to be asynchronous)")
+	fs.IntVar(&c.IODepth, "iodepth", c.IODepth, "requests each thread keeps in flight (io_uring, libaio)")
+	fs.IntVar(&c.IODepthBatch, "iodepth-batch", c.IODepthBatch, "requests submitted per call (io_uring, libaio; at most --iodepth)")
 	return &c
 }
 

@@ -73,6 +73,8 @@ func TestEveryFlagRefusesABadValue(t *testing.T) {
 		"files": {{"0", "at least 1"}}, "threads": {{"0", "at least 1"}, {"100000", "ulimit -n"}},
 		"fsync": {{"-1", "negative"}}, "ops": {{"-1", "negative"}}, "duration": {{"-1s", "negative"}},
 		"rwmix-read": {{"101", "percentage"}},
+		"ioengine":   {{"posixaio", "psync, libaio, io_uring"}}, "iodepth": {{"-1", "1 or more"}, {"4", "psync issues one request"}},
+		"iodepth-batch": {{"-1", "1 or more"}, {"2", "more than --iodepth 1"}},
 	}
 	sqliteMeaning := map[string][]badValue{
 		"dir": {{missing, "does not exist"}}, "json": paths,

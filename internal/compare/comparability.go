@@ -253,14 +253,17 @@ var settingRules = map[string]map[string]settingRule{
 		"seed":       {KeepInMind, "another key order and row contents: the same amount of work, laid out differently"},
 	},
 	"fileio": {
-		"rw":         {NotComparable, workDiffers},
-		"rwmix_read": {NotComparable, workDiffers},
-		"bs":         {NotComparable, "the block size decides the cost of each call and each request: " + workDiffers},
-		"size":       {NotComparable, "the files' size decides whether they fit the page cache and how far apart random offsets fall"},
-		"files":      {NotComparable, "the number of files decides how many threads share each file's inode lock"},
-		"threads":    {NotComparable, "a different thread count changes how much runs at once, and how much waits for CPUs, locks and the device"},
-		"direct":     {NotComparable, "O_DIRECT bypasses the page cache: every call goes to the device"},
-		"seed":       {KeepInMind, "other random offsets: the same amount of work, laid out differently"},
+		"rw":            {NotComparable, workDiffers},
+		"rwmix_read":    {NotComparable, workDiffers},
+		"bs":            {NotComparable, "the block size decides the cost of each call and each request: " + workDiffers},
+		"size":          {NotComparable, "the files' size decides whether they fit the page cache and how far apart random offsets fall"},
+		"files":         {NotComparable, "the number of files decides how many threads share each file's inode lock"},
+		"threads":       {NotComparable, "a different thread count changes how much runs at once, and how much waits for CPUs, locks and the device"},
+		"direct":        {NotComparable, "O_DIRECT bypasses the page cache: every call goes to the device"},
+		"ioengine":      {NotComparable, "the engine decides how many requests a thread has in flight, and what each costs to issue"},
+		"iodepth":       {NotComparable, "the queue depth decides how many requests each thread keeps at the device at once"},
+		"iodepth_batch": {KeepInMind, "requests submitted per call: the same work, issued in fewer or more calls"},
+		"seed":          {KeepInMind, "other random offsets: the same amount of work, laid out differently"},
 	},
 }
 
@@ -318,6 +321,12 @@ func settingValues(v any) map[string]string {
 		switch {
 		case name == "bs" || name == "size":
 			out[name] = size(f.Int())
+		// Records made before the engine could be chosen ran psync, one
+		// request at a time.
+		case name == "ioengine" && f.String() == "":
+			out[name] = "psync"
+		case (name == "iodepth" || name == "iodepth_batch") && f.Int() == 0:
+			out[name] = "1"
 		case f.Kind() == reflect.Slice:
 			var items []string
 			for j := 0; j < f.Len(); j++ {

@@ -82,9 +82,20 @@ func fileioResult(s *section, r rows.Result) {
 		}
 		row := []cell{{Text: op.Op}, {Text: op.Rate}, {Text: op.MiBPerSec}, {Text: units.FormatCount(op.Count)}, {Text: bytes}}
 		tb.add(append(row, latencyCells(op.Latency)...)...)
+		if op.Submit != nil {
+			blank := []cell{{Text: ""}, {Text: ""}, {Text: ""}, {Text: ""}}
+			tb.add(append([]cell{{Text: op.Op + ": submit"}}, append(blank, latencyCells(*op.Submit)...)...)...)
+			tb.add(append([]cell{{Text: op.Op + ": complete"}}, append(blank, latencyCells(*op.Complete)...)...)...)
+		}
 		figs = append(figs, latencyFigure("latency-"+op.Op, op.Op+" latency", op.Latency.Raw, opColor(op.Op)))
 	}
 	s.table(tb.t)
+	if r.Engine != "" {
+		s.p("engine: " + r.Engine)
+	}
+	if r.Depths != "" {
+		s.p("in flight after each submit: " + r.Depths)
+	}
 	if r.Fairness != "" {
 		s.p("per thread: " + r.Fairness)
 	}

@@ -32,6 +32,13 @@ type FileIOConfig struct {
 	Keep       bool  `json:"keep"`
 	Force      bool  `json:"force"`
 	Seed       int64 `json:"seed"`
+	// IOEngine is how each thread issues its IO, as fio's ioengine:
+	// "psync" (pread/pwrite, one at a time; "" in records made before
+	// the choice), "libaio" or "io_uring" (asynchronous, IODepth requests
+	// in flight, submitted IODepthBatch at a time).
+	IOEngine     string `json:"ioengine,omitempty"`
+	IODepth      int    `json:"iodepth,omitempty"`
+	IODepthBatch int    `json:"iodepth_batch,omitempty"`
 }
 
 // FileIOResult is what the fileio benchmark measured.
@@ -41,6 +48,10 @@ type FileIOResult struct {
 	Ops []OpStats `json:"ops"`
 	// Per-thread op counts (reads+writes) for fairness.
 	ThreadOps []int64 `json:"thread_ops"`
+	// Depths, with an asynchronous engine, counts the submits by how many
+	// requests the thread had in flight right after each (fio's "IO
+	// depths"): Depths[n] submits left n in flight.
+	Depths []int64 `json:"depths,omitempty"`
 }
 
 // PrepareStats describes the unmeasured layout step.
@@ -60,7 +71,14 @@ type OpStats struct {
 	Bytes     int64   `json:"bytes"`
 	OpsPerSec float64 `json:"ops_per_sec"`
 	MiBPerSec float64 `json:"mib_per_sec"`
-	Latency   Latency `json:"latency"`
+	// Latency is each op's from its start to its end: with an
+	// asynchronous engine from its preparation to its completion being
+	// reaped (fio's lat), which SubmitLatency (to its submit call's
+	// return, fio's slat) and CompleteLatency (from then, fio's clat)
+	// split; those two are nil for psync.
+	Latency         Latency  `json:"latency"`
+	SubmitLatency   *Latency `json:"submit_latency,omitempty"`
+	CompleteLatency *Latency `json:"complete_latency,omitempty"`
 }
 
 // SQLiteConfig is every setting of the sqlite benchmark.

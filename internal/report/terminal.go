@@ -101,6 +101,16 @@ func (d *doc) result(run *model.Run) {
 		d.line("  %-10s %11s %9s %8s %8s %8s %8s %8s", "op", "ops/s", "MiB/s", "p50", "p90", "p99", "p99.9", "max")
 		for _, op := range r.Ops {
 			d.line("  %-10s %11s %9s %s", op.Op, op.Rate, op.MiBPerSec, latencyCols(op.Latency))
+			if op.Submit != nil {
+				d.line("  %-10s %11s %9s %s", "  submit", "", "", latencyCols(*op.Submit))
+				d.line("  %-10s %11s %9s %s", "  complete", "", "", latencyCols(*op.Complete))
+			}
+		}
+		if r.Engine != "" {
+			d.line("  engine: %s", r.Engine)
+		}
+		if r.Depths != "" {
+			d.line("  in flight after each submit: %s", r.Depths)
 		}
 		for _, op := range r.Ops {
 			total := units.FormatCount(op.Count) + " " + op.Op + "s"

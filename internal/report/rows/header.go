@@ -42,8 +42,12 @@ func Describe(t model.Target) string {
 	switch {
 	case t.FileIO != nil:
 		c := t.FileIO
-		return fmt.Sprintf("fileio %s, %s blocks, %d file(s), %s, %d thread(s)",
+		s := fmt.Sprintf("fileio %s, %s blocks, %d file(s), %s, %d thread(s)",
 			c.RW, units.FormatSize(c.BS), c.Files, units.FormatSize(c.Size), c.Threads)
+		if c.IOEngine != "" && c.IOEngine != "psync" {
+			s += fmt.Sprintf(", %s at depth %d", c.IOEngine, max(c.IODepth, 1))
+		}
+		return s
 	case t.SQLite != nil:
 		c := t.SQLite
 		return fmt.Sprintf("sqlite %s, journal=%s sync=%s, %d rows, %d per tx",
@@ -161,6 +165,12 @@ func Settings(v any) []Setting {
 				items = append(items, fmt.Sprint(f.Index(j).Interface()))
 			}
 			s = strings.Join(items, ",")
+		// fileio's engine settings, absent in records made before there
+		// was a choice: psync, one request at a time.
+		case name == "ioengine" && f.String() == "":
+			s = "psync"
+		case (name == "iodepth" || name == "iodepth_batch") && f.Int() == 0:
+			s = "1"
 		case f.Kind() == reflect.String && f.String() == "":
 			s = `""`
 		default:

@@ -3,6 +3,7 @@ package rows
 import (
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/units"
@@ -21,7 +22,10 @@ type Result struct {
 	Ops     []OpRow
 	// Fairness compares the threads' op counts, with more than one thread.
 	Fairness string
-	Phases   []PhaseRow
+	// Engine says how fileio's threads issued their IO, "" for psync;
+	// Depths how many requests they had in flight (DepthsOf).
+	Engine, Depths string
+	Phases         []PhaseRow
 	// Command says how a command or process ended, or that it still runs.
 	Command string
 	// Reported is the result the command printed itself, when perfsleuth
@@ -91,6 +95,9 @@ type OpRow struct {
 	Rate, MiBPerSec string
 	Count, Bytes    int64
 	Latency         Latency
+	// Submit and Complete split Latency for an asynchronous engine
+	// (fio's slat and clat); nil for psync.
+	Submit, Complete *Latency
 }
 
 // PhaseRow is one sqlite phase: its transactions and their latency.
@@ -116,6 +123,45 @@ func latencyOf(l model.Latency) Latency {
 	return Latency{Cols: [5]string{f(l.P50Ns), f(l.P90Ns), f(l.P99Ns), f(l.P999Ns), f(l.MaxNs)}, Raw: l}
 }
 
+// EngineOf says how the fileio threads issued their IO: "" for psync
+// (and records from before the choice), else "io_uring, up to 16 in
+// flight per thread, 1 per submit".
+func EngineOf(c *model.FileIOConfig) string {
+	if c == nil || c.IOEngine == "" || c.IOEngine == "psync" {
+		return ""
+	}
+	return fmt.Sprintf("%s, up to %d in flight per thread, %d per submit", c.IOEngine, max(c.IODepth, 1), max(c.IODepthBatch, 1))
+}
+
+// DepthsOf says how many requests the threads had in flight after their
+// submits, as shares of the submits ("1: 2%, 2-3: 5%, 4-7: 13%, 8-15:
+// 80%", fio's IO depths in powers of two); "" without.
+func DepthsOf(d []int64) string {
+	var total int64
+	for _, c := range d {
+		total += c
+	}
+	if total == 0 {
+		return ""
+	}
+	var parts []string
+	for lo := 1; lo < len(d); lo *= 2 {
+		var n int64
+		for i := lo; i < min(2*lo, len(d)); i++ {
+			n += d[i]
+		}
+		if n == 0 {
+			continue
+		}
+		label := strconv.Itoa(lo)
+		if hi := min(2*lo, len(d)) - 1; hi > lo {
+			label += "-" + strconv.Itoa(hi)
+		}
+		parts = append(parts, fmt.Sprintf("%s: %.0f%%", label, 100*float64(n)/float64(total)))
+	}
+	return strings.Join(parts, ", ")
+}
+
 // ResultOf builds the result of a run.
 func ResultOf(run *model.Run) Result {
 	r := run.Result
@@ -136,9 +182,15 @@ func ResultOf(run *model.Run) Result {
 			if op.Bytes == 0 {
 				mib = "-"
 			}
-			out.Ops = append(out.Ops, OpRow{Op: op.Op, Rate: Rate(op.OpsPerSec), MiBPerSec: mib, Count: op.Count, Bytes: op.Bytes,
-				Latency: latencyOf(op.Latency)})
+			row := OpRow{Op: op.Op, Rate: Rate(op.OpsPerSec), MiBPerSec: mib, Count: op.Count, Bytes: op.Bytes,
+				Latency: latencyOf(op.Latency)}
+			if op.SubmitLatency != nil && op.CompleteLatency != nil {
+				sl, cl := latencyOf(*op.SubmitLatency), latencyOf(*op.CompleteLatency)
+				row.Submit, row.Complete = &sl, &cl
+			}
+			out.Ops = append(out.Ops, row)
 		}
+		out.Engine, out.Depths = EngineOf(run.Target.FileIO), DepthsOf(r.FileIO.Depths)
 		if len(r.FileIO.ThreadOps) > 1 {
 			out.Fairness = Fairness(r.FileIO.ThreadOps)
 		}

@@ -60,6 +60,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -85,6 +86,10 @@ const (
 	safeDirectAlign = 4096
 )
 
+// maxIODepth bounds --iodepth: fio's own limit is 65535, but each request
+// in flight holds two --bs buffers here.
+const maxIODepth = 4096
+
 // rwModes lists the valid --rw values in the order error messages show them.
 var rwModes = []string{"read", "write", "randread", "randwrite", "readwrite", "randrw"}
 
@@ -92,14 +97,17 @@ var rwModes = []string{"read", "write", "randread", "randwrite", "readwrite", "r
 // one thread for 10 s, buffered, no syncs.
 func Defaults() model.FileIOConfig {
 	return model.FileIOConfig{
-		RW:          "randread",
-		RWMixRead:   50,
-		BS:          4096,
-		Size:        1 << 30,
-		Files:       1,
-		Threads:     1,
-		DurationSec: defaultDurationSec,
-		Seed:        1,
+		RW:           "randread",
+		RWMixRead:    50,
+		BS:           4096,
+		Size:         1 << 30,
+		Files:        1,
+		Threads:      1,
+		DurationSec:  defaultDurationSec,
+		Seed:         1,
+		IOEngine:     enginePsync,
+		IODepth:      1,
+		IODepthBatch: 1,
 	}
 }
 
@@ -132,6 +140,30 @@ func Validate(cfg *model.FileIOConfig) error {
 	}
 	if cfg.Ops < 0 {
 		return fmt.Errorf("--ops %d is negative: use a positive count, or 0 with --duration", cfg.Ops)
+	}
+	if cfg.IOEngine != "" && !slices.Contains(engines, cfg.IOEngine) {
+		return fmt.Errorf("--ioengine %q is not one of %s", cfg.IOEngine, strings.Join(engines, ", "))
+	}
+	if cfg.IODepth < 0 || cfg.IODepthBatch < 0 {
+		return fmt.Errorf("--iodepth %d, --iodepth-batch %d: use 1 or more", cfg.IODepth, cfg.IODepthBatch)
+	}
+	if cfg.IODepth > maxIODepth {
+		return fmt.Errorf("--iodepth %d: at most %d requests in flight per thread", cfg.IODepth, maxIODepth)
+	}
+	if engineOf(*cfg) == enginePsync && cfg.IODepth > 1 {
+		return fmt.Errorf("--iodepth %d with --ioengine psync: psync issues one request at a time per thread (fio ignores the depth there): use --ioengine io_uring or libaio to keep %d in flight, or --threads %d", cfg.IODepth, cfg.IODepth, cfg.IODepth)
+	}
+	if cfg.IODepthBatch > max(cfg.IODepth, 1) {
+		return fmt.Errorf("--iodepth-batch %d is more than --iodepth %d: a thread cannot submit more requests at once than it keeps in flight", cfg.IODepthBatch, cfg.IODepth)
+	}
+	if e := engineOf(*cfg); e != enginePsync {
+		// Opened and closed here, so that a kernel or container without it
+		// is told before the files are laid out.
+		eng, err := newEngine(e, 1)
+		if err != nil {
+			return err
+		}
+		eng.close()
 	}
 	if cfg.Sync && cfg.Dsync {
 		return errors.New("--sync and --dsync together: pick one (--sync already waits for data and metadata)")
@@ -239,6 +271,18 @@ func Notices(cfg model.FileIOConfig) []string {
 		}
 	}
 
+	switch engineOf(cfg) {
+	case engineLibaio:
+		n = append(n, fmt.Sprintf("libaio: each thread keeps up to %d requests in flight, submitted %d at a time (io_submit, io_getevents)", max(cfg.IODepth, 1), max(cfg.IODepthBatch, 1)))
+		if !cfg.Direct {
+			n = append(n, "libaio without --direct: a buffered read or write completes inside io_submit, so the requests are not in flight at once (as with fio): add --direct, or use --ioengine io_uring")
+		}
+	case engineUring:
+		n = append(n, fmt.Sprintf("io_uring: each thread keeps up to %d requests in flight, submitted %d at a time (one ring per thread, no polling)", max(cfg.IODepth, 1), max(cfg.IODepthBatch, 1)))
+	}
+	if engineOf(cfg) != enginePsync && cfg.Fsync > 0 {
+		n = append(n, "--fsync with an asynchronous engine: before each sync the thread waits for all its requests in flight, then syncs (as fio does for engines without asynchronous syncs)")
+	}
 	if cfg.Direct {
 		n = append(n, "O_DIRECT: reads and writes bypass the page cache")
 	} else if reads {

@@ -138,6 +138,8 @@ func (f *FileIO) Run(ctx context.Context, progress workload.Progress) (*model.Re
 func (f *FileIO) result(workers []*worker, elapsed time.Duration) *model.Result {
 	secs := elapsed.Seconds()
 	rrec, wrec, srec := workload.NewRecorder(), workload.NewRecorder(), workload.NewRecorder()
+	var slat, clat [2]*workload.Recorder
+	var depths []int64
 	var reads, writes, syncs int64
 	threadOps := make([]int64, len(workers))
 	var tids []int
@@ -148,6 +150,21 @@ func (f *FileIO) result(workers []*worker, elapsed time.Duration) *model.Result 
 		rrec.Merge(w.rrec)
 		wrec.Merge(w.wrec)
 		srec.Merge(w.srec)
+		if a := w.async; a != nil {
+			for k := range 2 {
+				if slat[k] == nil {
+					slat[k], clat[k] = workload.NewRecorder(), workload.NewRecorder()
+				}
+				slat[k].Merge(a.slat[k])
+				clat[k].Merge(a.clat[k])
+			}
+			if len(depths) < len(a.depthSamples) {
+				depths = append(depths, make([]int64, len(a.depthSamples)-len(depths))...)
+			}
+			for n, c := range a.depthSamples {
+				depths[n] += c
+			}
+		}
 		reads += w.reads
 		writes += w.writes
 		syncs += w.syncs
@@ -163,6 +180,10 @@ func (f *FileIO) result(workers []*worker, elapsed time.Duration) *model.Result 
 			return
 		}
 		s := model.OpStats{Op: op, Count: count, Bytes: bytes, Latency: rec.Summary()}
+		if k := map[string]int{"read": 0, "write": 1}[op]; slat[k] != nil && op != syncName {
+			sl, cl := slat[k].Summary(), clat[k].Summary()
+			s.SubmitLatency, s.CompleteLatency = &sl, &cl
+		}
 		if secs > 0 {
 			s.OpsPerSec = float64(count) / secs
 			s.MiBPerSec = float64(bytes) / (1 << 20) / secs
@@ -175,6 +196,6 @@ func (f *FileIO) result(workers []*worker, elapsed time.Duration) *model.Result 
 	return &model.Result{
 		DurationSec: secs,
 		WorkerTIDs:  tids,
-		FileIO:      &model.FileIOResult{Prepare: f.prep, Ops: ops, ThreadOps: threadOps},
+		FileIO:      &model.FileIOResult{Prepare: f.prep, Ops: ops, ThreadOps: threadOps, Depths: depths},
 	}
 }

@@ -7,11 +7,13 @@ import (
 	"math/bits"
 	"math/rand/v2"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/workload"
 )
 
@@ -70,6 +72,15 @@ type worker struct {
 	reads, writes, syncs int64
 	rrec, wrec, srec     *workload.Recorder
 
+	// engine is --ioengine; async its queue when asynchronous (nil for
+	// psync). writesIssued numbers the writes as they are prepared (the
+	// stamp in each block), syncDue the files whose sync waits for the
+	// requests in flight.
+	engine       string
+	async        *asyncState
+	writesIssued int64
+	syncDue      []int
+
 	paths []string
 	err   error
 
@@ -103,6 +114,7 @@ func (f *FileIO) newWorker(t int, stop, failed *atomic.Bool) (_ *worker, err err
 		wrec:       workload.NewRecorder(),
 		srec:       workload.NewRecorder(),
 		paths:      make([]string, cfg.Files),
+		engine:     engineOf(cfg),
 	}
 	defer func() {
 		if err != nil {
@@ -172,7 +184,21 @@ func (f *FileIO) newWorker(t int, stop, failed *atomic.Bool) (_ *worker, err err
 	}
 	clear(w.rbuf)
 	fillRandom(w.wbuf, rand.NewPCG(uint64(cfg.Seed)+uint64(t), bufferStream))
+	if w.engine != enginePsync {
+		if err := w.newAsync(w.engine, max(cfg.IODepth, 1), max(cfg.IODepthBatch, 1)); err != nil {
+			return nil, err
+		}
+	}
 	return w, nil
+}
+
+// engineOf is cfg's engine, psync when not given (records made before
+// there was a choice).
+func engineOf(cfg model.FileIOConfig) string {
+	if cfg.IOEngine == "" {
+		return enginePsync
+	}
+	return cfg.IOEngine
 }
 
 // seqRegions assigns thread t of threads its part of the files: whole files
@@ -203,6 +229,9 @@ func (w *worker) mmap(size int) ([]byte, error) {
 }
 
 func (w *worker) close() {
+	if w.async != nil {
+		w.async.eng.close()
+	}
 	for i, fd := range w.fds {
 		if fd >= 0 {
 			unix.Close(fd)
@@ -218,29 +247,14 @@ func (w *worker) close() {
 // loop is the measured hot loop: one op per iteration, no allocation, no
 // locks, one atomic load of the stop flag and one atomic store for progress.
 func (w *worker) loop() {
-	bs := w.bs
 	stamp := len(w.wbuf) >= 16
+	if w.async != nil {
+		w.asyncLoop()
+		return
+	}
 	for !w.stop.Load() && w.opsLeft != 0 {
 		w.opsLeft--
-		var fi int
-		var off int64
-		if w.random {
-			r := w.uint64n(w.total)
-			if w.nfiles > 1 {
-				q := r / w.blocks
-				fi, r = int(q), r-q*w.blocks
-			}
-			off = int64(r) * bs
-		} else {
-			rg := &w.regions[w.ri]
-			fi, off = rg.file, w.pos*bs
-			if w.pos++; w.pos == rg.end {
-				if w.ri++; w.ri == len(w.regions) {
-					w.ri = 0
-				}
-				w.pos = w.regions[w.ri].start
-			}
-		}
+		fi, off := w.nextOffset()
 		read := w.read
 		if w.mixed {
 			read = w.uint64n(100) < w.mix
@@ -288,6 +302,28 @@ func (w *worker) loop() {
 		}
 		w.done.Store(w.reads + w.writes)
 	}
+}
+
+// nextOffset is the next op's file and offset: random, or the next block
+// of the thread's regions.
+func (w *worker) nextOffset() (fi int, off int64) {
+	if w.random {
+		r := w.uint64n(w.total)
+		if w.nfiles > 1 {
+			q := r / w.blocks
+			fi, r = int(q), r-q*w.blocks
+		}
+		return fi, int64(r) * w.bs
+	}
+	rg := &w.regions[w.ri]
+	fi, off = rg.file, w.pos*w.bs
+	if w.pos++; w.pos == rg.end {
+		if w.ri++; w.ri == len(w.regions) {
+			w.ri = 0
+		}
+		w.pos = w.regions[w.ri].start
+	}
+	return fi, off
 }
 
 // uint64n returns a uniform random number in [0, n) (Lemire's method).
@@ -340,7 +376,7 @@ func (w *worker) ioFailed(call string, fi int, off int64, n int, err error) {
 		return
 	}
 	what := "short read (was the file truncated?)"
-	if call == "pwrite" {
+	if strings.HasSuffix(call, "write") {
 		what = "short write (is the file system full?)"
 	}
 	w.fail(fmt.Errorf("%s %s at offset %d: %s: %d of %d bytes", call, w.paths[fi], off, what, n, w.bs))
