@@ -1720,6 +1720,35 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 
 /* An io_uring completion: the request's task is the submitter (its
  * io-wq workers are threads of the same process). */
+/* uring_file counts a completed io_uring read or write in its file's entry
+ * (want_files), as a read or write call is counted: the files table holds
+ * the IO a workload makes through io_uring (MariaDB writes its data files
+ * so). Calls and bytes only: the request has no call time of a thread,
+ * and its offset is in the request's command area, which the kernel's
+ * BTF does not type. */
+static __always_inline void uring_file(struct io_kiocb *r, __u32 tgid, int dir, __s64 res, struct st_counters *c)
+{
+	struct file *file = BPF_CORE_READ(r, file);
+	struct st_file_key k = {}, ek;
+	struct st_file *f;
+	__u32 i = dir > 0;
+
+	if (!file || res < 0)
+		return;
+	if ((BPF_CORE_READ(file, f_inode, i_mode) & 0170000) != 0100000)
+		return; /* not a regular file */
+	k.ino = BPF_CORE_READ(file, f_inode, i_ino);
+	k.dev = BPF_CORE_READ(file, f_inode, i_sb, s_dev);
+	f = file_entry(&k, file, tgid, c, &ek);
+	if (!f)
+		return;
+	__sync_fetch_and_add(&f->ops[i], 1);
+	__sync_fetch_and_add(&f->bytes[i], res);
+	__sync_fetch_and_add(&f->size_slots[i][slot_of(res, ST_SLOTS)], 1);
+	if (i == 1)
+		mark_written(&k);
+}
+
 SEC("tp_btf/io_uring_complete")
 int BPF_PROG(io_uring_complete, struct io_ring_ctx *ring, void *req, struct io_uring_cqe *cqe)
 {
@@ -1728,6 +1757,7 @@ int BPF_PROG(io_uring_complete, struct io_ring_ctx *ring, void *req, struct io_u
 	struct io_kiocb *r = req;
 	__u32 tgid = 0;
 	int dir = 0;
+	__s64 res;
 	__u8 op;
 
 	if (stopped || !armed_ns || !r)
@@ -1753,7 +1783,10 @@ int BPF_PROG(io_uring_complete, struct io_ring_ctx *ring, void *req, struct io_u
 		dir = 1;
 		break;
 	}
-	aio_count(ST_AIO_URING, dir, BPF_CORE_READ(cqe, res));
+	res = BPF_CORE_READ(cqe, res);
+	aio_count(ST_AIO_URING, dir, res);
+	if (want_files && dir != 0)
+		uring_file(r, tgid, dir, res, c);
 out:
 	work_done(c, ST_PROG_AIO, t0);
 	return 0;
