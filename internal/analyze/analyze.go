@@ -43,6 +43,9 @@ func Analyze(run *model.Run) {
 	}
 	if run.Experiments != nil {
 		experiments(run)
+		if run.Experiments.DeviceCurve != nil {
+			placeOnCurve(run)
+		}
 	}
 	run.Findings = nil
 	for _, r := range rules {

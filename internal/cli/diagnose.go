@@ -32,6 +32,7 @@ type experimentFlags struct {
 	ioPeak      int64
 	evict       []string
 	scale       string
+	deviceCurve bool
 	// scaleSpec is --scale parsed (check).
 	scaleSpec *experiment.Scale
 }
@@ -58,6 +59,7 @@ func (e *experimentFlags) bind(cmd *cobra.Command) {
 	fs.Float64Var(&e.ioShare, "io-share", defaultIOShare, "io-pressure's background writer rate, in percent of the device's peak write rate")
 	fs.Var(sizeValue{&e.ioPeak}, "io-peak", "the device's peak write rate per second (e.g. 400MiB), instead of measuring it")
 	fs.StringSliceVar(&e.evict, "evict", nil, "for a command: the files or directories whose page cache cold-cache evicts (default: the whole page cache is dropped)")
+	fs.BoolVar(&e.deviceCurve, "device-curve", false, "after the runs, measure the device under the workload's directory at queue depth 1, 2, 4, ... until its IOPS stop growing (4 KiB random O_DIRECT reads of a 256 MiB scratch file there, a second a depth, removed after) and place the workload on that curve")
 	fs.StringVar(&e.scale, "scale", "", "run the workload at several levels of its own concurrency instead of the conditions, e.g. threads=1,2,4: a command's {threads} is replaced by each level, fileio's --threads set to it; says how its throughput and its cost per unit of work scale (docs/experiments.md)")
 }
 
@@ -187,6 +189,7 @@ func (e *experimentFlags) run(cmd *cobra.Command, t *model.Target, argv []string
 		IOPeak:            float64(e.ioPeak),
 		Evict:             e.evict,
 		Observe:           f.options(),
+		DeviceCurve:       e.deviceCurve,
 	}
 	if t != nil {
 		if e.metric != "" || len(e.evict) > 0 || e.metricLower {

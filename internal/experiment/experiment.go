@@ -65,6 +65,9 @@ type Spec struct {
 	// under conditions (diagnose --scale threads=1,2,4): the baseline is
 	// its first level.
 	Scale *Scale
+	// DeviceCurve measures the device's IOPS by queue depth after the
+	// runs (curve.go).
+	DeviceCurve bool
 }
 
 // Scale is diagnose --scale: a parameter of the workload and its levels.
@@ -200,7 +203,14 @@ func Run(ctx context.Context, spec Spec, hooks Hooks) (*model.Run, error) {
 	for _, c := range conds {
 		x.recs = append(x.recs, x.recordOf(c))
 	}
-	return x.run(ctx)
+	run, err := x.run(ctx)
+	if err == nil && spec.DeviceCurve && ctx.Err() == nil {
+		// After the runs, so that it disturbs none of them.
+		if ex.DeviceCurve, err = measureCurve(ctx, sd.dir, sd.store); err != nil {
+			ex.DeviceCurveNote, err = "not measured: "+err.Error(), nil
+		}
+	}
+	return run, err
 }
 
 // runScale runs the levels of spec.Scale, interleaved as conditions are:

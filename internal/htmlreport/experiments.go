@@ -77,6 +77,15 @@ func experimentsSection(run *model.Run) *section {
 	for _, sk := range ex.Skipped {
 		settings = append(settings, kv{sk.Name, "skipped: " + sk.Reason})
 	}
+	if c := ex.DeviceCurve; c != nil {
+		w := rows.CurveOf(c)
+		if c.Placement != "" {
+			w += "; " + c.Placement
+		}
+		settings = append(settings, kv{"device curve", w})
+	} else if ex.DeviceCurveNote != "" {
+		settings = append(settings, kv{"device curve", ex.DeviceCurveNote})
+	}
 	if len(settings) > 0 {
 		s.h3("How each condition was applied")
 		s.kvs(settings)

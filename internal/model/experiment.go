@@ -28,6 +28,11 @@ type Experiments struct {
 	Conditions    []Condition `json:"conditions"`
 	// Skipped lists the conditions asked for that this host cannot apply, and why.
 	Skipped []SkippedCondition `json:"skipped,omitempty"`
+	// DeviceCurve is the device's IOPS by queue depth (diagnose
+	// --device-curve), with the workload placed on it; nil without, and
+	// DeviceCurveNote says why it could not be measured when asked for.
+	DeviceCurve     *DeviceCurve `json:"device_curve,omitempty"`
+	DeviceCurveNote string       `json:"device_curve_note,omitempty"`
 	// Incomplete is true when the experiment stopped early (Ctrl-C, a failed
 	// run, the budget): the conditions hold only the runs that finished.
 	Incomplete bool `json:"incomplete,omitempty"`
@@ -291,4 +296,35 @@ type Sensitivity struct {
 	Condition string     `json:"condition"`
 	Change    float64    `json:"change"`
 	Interval  [2]float64 `json:"interval"`
+}
+
+// DeviceCurve is what the device under the workload's directory gives at
+// each queue depth: Engine's BS-byte random O_DIRECT reads of a FileBytes
+// scratch file by one thread, a second at each depth, doubling the depth
+// until a doubling adds less than a tenth (two in a row) or 128.
+type DeviceCurve struct {
+	// Device is the block device under the directory, Disks the disks
+	// under it (as model.Storage has them).
+	Device    string       `json:"device,omitempty"`
+	Disks     []string     `json:"disks,omitempty"`
+	Engine    string       `json:"engine"`
+	BS        int64        `json:"bs"`
+	FileBytes int64        `json:"file_bytes"`
+	Points    []CurvePoint `json:"points"`
+	// Knee is the last depth whose doubling still added a tenth or more
+	// of IOPS (0: the curve did not flatten by its last point).
+	Knee int `json:"knee,omitempty"`
+	// Placement says where the workload is on the curve, from the
+	// baseline's block figures (analyze); "" when it did no IO to the
+	// device or the curve has no points.
+	Placement string `json:"placement,omitempty"`
+}
+
+// CurvePoint is the device at one queue depth: IOPS and the reads'
+// latency (from preparation to completion).
+type CurvePoint struct {
+	Depth int     `json:"depth"`
+	IOPS  float64 `json:"iops"`
+	P50Ns int64   `json:"p50_ns"`
+	P99Ns int64   `json:"p99_ns"`
 }

@@ -77,6 +77,14 @@ func (d *doc) experiments(run *model.Run) {
 	for _, s := range ex.Skipped {
 		d.wrapped("  "+s.Name+": skipped: ", "      ", s.Reason)
 	}
+	if c := ex.DeviceCurve; c != nil {
+		d.line("  device curve: %s", rows.CurveOf(c))
+		if c.Placement != "" {
+			d.wrapped("    ", "    ", c.Placement)
+		}
+	} else if ex.DeviceCurveNote != "" {
+		d.wrapped("  device curve: ", "    ", ex.DeviceCurveNote)
+	}
 	for _, c := range x.Conditions {
 		if c.Class == "inconclusive" && c.Reason != "" {
 			d.wrapped("  "+c.Name+" is inconclusive: ", "      ", c.Reason)

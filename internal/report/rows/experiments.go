@@ -4,9 +4,11 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/stats"
+	"github.com/perfsleuth/perfsleuth/internal/units"
 )
 
 // Experiments is diagnose's conditions: each one's runs and its change
@@ -151,4 +153,23 @@ func Sensitivity(v *model.Verdict) []SensRow {
 		out = append(out, SensRow{r, v.Sensitivity[r]})
 	}
 	return out
+}
+
+// CurveOf writes the device curve in a line: "vda, io_uring 4 KiB random
+// reads: depth 1 18,200/s (p99 80µs), 2 35,100/s (...), ...; knee at 8".
+func CurveOf(c *model.DeviceCurve) string {
+	var pts []string
+	for _, p := range c.Points {
+		pts = append(pts, fmt.Sprintf("depth %d %s/s (p99 %s)", p.Depth, units.FormatCount(int64(p.IOPS)), units.FormatNs(float64(p.P99Ns))))
+	}
+	s := fmt.Sprintf("%s %s random O_DIRECT reads, one thread: %s", c.Engine, units.FormatSize(c.BS), strings.Join(pts, ", "))
+	if c.Device != "" {
+		s = c.Device + ", " + s
+	}
+	if c.Knee > 0 {
+		s += fmt.Sprintf("; it stops growing past depth %d", c.Knee)
+	} else if len(c.Points) > 0 {
+		s += "; still growing at its last depth"
+	}
+	return s
 }
