@@ -917,16 +917,7 @@ func TestPageCacheOnlyWorkload(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if _, err := os.Stat(done); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the outside writer did not finish in 20 s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitOutsider(t, done, "writer")
 	st := stop()
 	if st.Cache == nil {
 		t.Skipf("no page-cache tracepoints: %v", st.Notes)
@@ -960,16 +951,7 @@ func TestDefaultPageCache(t *testing.T) {
 	if err := os.WriteFile(goFile, nil, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		if _, err := os.Stat(done); err == nil {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the outside sync did not finish in 20 s")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	waitOutsider(t, done, "sync")
 	st := stop()
 	c := st.Cache
 	if c == nil {
@@ -1024,5 +1006,19 @@ func TestUringWritesInFiles(t *testing.T) {
 	}
 	if writes != 500 || bytes != 500*4096 {
 		t.Errorf("the files table holds %d writes, %d bytes of the benchmark's file, want the 500 io_uring writes, %d bytes: %+v", writes, bytes, 500*4096, st.Files)
+	}
+}
+
+// waitOutsider waits up to 20 s for the outside process of a test to make
+// the file done, its sign that it finished what it does.
+func waitOutsider(t *testing.T, done, what string) {
+	t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := os.Stat(done); err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the outside %s did not finish in 20 s", what)
+		}
 	}
 }
