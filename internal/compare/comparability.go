@@ -321,12 +321,6 @@ func settingValues(v any) map[string]string {
 		switch {
 		case name == "bs" || name == "size":
 			out[name] = size(f.Int())
-		// Records made before the engine could be chosen ran psync, one
-		// request at a time.
-		case name == "ioengine" && f.String() == "":
-			out[name] = "psync"
-		case (name == "iodepth" || name == "iodepth_batch") && f.Int() == 0:
-			out[name] = "1"
 		case f.Kind() == reflect.Slice:
 			var items []string
 			for j := 0; j < f.Len(); j++ {
@@ -334,7 +328,7 @@ func settingValues(v any) map[string]string {
 			}
 			out[name] = strings.Join(items, ",")
 		default:
-			out[name] = fmt.Sprint(f.Interface())
+			out[name] = model.LegacySetting(name, fmt.Sprint(f.Interface()))
 		}
 	}
 	return out

@@ -41,6 +41,27 @@ type FileIOConfig struct {
 	IODepthBatch int    `json:"iodepth_batch,omitempty"`
 }
 
+// Engine, Depth and DepthBatch are IOEngine, IODepth and IODepthBatch,
+// with what records made before they existed stood for: psync, one
+// request at a time.
+func (c FileIOConfig) Engine() string  { return LegacySetting("ioengine", c.IOEngine) }
+func (c FileIOConfig) Depth() int      { return max(c.IODepth, 1) }
+func (c FileIOConfig) DepthBatch() int { return max(c.IODepthBatch, 1) }
+
+// legacySettings are the settings records made before them leave out, by
+// JSON name, and the value they stood for then.
+var legacySettings = map[string]string{"ioengine": "psync", "iodepth": "1", "iodepth_batch": "1"}
+
+// LegacySetting is value, or, when it is the zero value of a setting that
+// records made before it existed leave out, what it stood for then
+// ("ioengine" "" is "psync"), for the views that list settings by name.
+func LegacySetting(name, value string) string {
+	if d, ok := legacySettings[name]; ok && (value == "" || value == "0") {
+		return d
+	}
+	return value
+}
+
 // FileIOResult is what the fileio benchmark measured.
 type FileIOResult struct {
 	Prepare PrepareStats `json:"prepare"`

@@ -44,8 +44,8 @@ func Describe(t model.Target) string {
 		c := t.FileIO
 		s := fmt.Sprintf("fileio %s, %s blocks, %d file(s), %s, %d thread(s)",
 			c.RW, units.FormatSize(c.BS), c.Files, units.FormatSize(c.Size), c.Threads)
-		if c.IOEngine != "" && c.IOEngine != "psync" {
-			s += fmt.Sprintf(", %s at depth %d", c.IOEngine, max(c.IODepth, 1))
+		if c.Engine() != "psync" {
+			s += fmt.Sprintf(", %s at depth %d", c.Engine(), c.Depth())
 		}
 		return s
 	case t.SQLite != nil:
@@ -165,12 +165,8 @@ func Settings(v any) []Setting {
 				items = append(items, fmt.Sprint(f.Index(j).Interface()))
 			}
 			s = strings.Join(items, ",")
-		// fileio's engine settings, absent in records made before there
-		// was a choice: psync, one request at a time.
-		case name == "ioengine" && f.String() == "":
-			s = "psync"
-		case (name == "iodepth" || name == "iodepth_batch") && f.Int() == 0:
-			s = "1"
+		case model.LegacySetting(name, "") != "" && f.IsZero():
+			s = model.LegacySetting(name, "")
 		case f.Kind() == reflect.String && f.String() == "":
 			s = `""`
 		default:

@@ -127,10 +127,10 @@ func latencyOf(l model.Latency) Latency {
 // (and records from before the choice), else "io_uring, up to 16 in
 // flight per thread, 1 per submit".
 func EngineOf(c *model.FileIOConfig) string {
-	if c == nil || c.IOEngine == "" || c.IOEngine == "psync" {
+	if c == nil || c.Engine() == "psync" {
 		return ""
 	}
-	return fmt.Sprintf("%s, up to %d in flight per thread, %d per submit", c.IOEngine, max(c.IODepth, 1), max(c.IODepthBatch, 1))
+	return fmt.Sprintf("%s, up to %d in flight per thread, %d per submit", c.Engine(), c.Depth(), c.DepthBatch())
 }
 
 // DepthsOf says how many requests the threads had in flight after their

@@ -150,13 +150,13 @@ func Validate(cfg *model.FileIOConfig) error {
 	if cfg.IODepth > maxIODepth {
 		return fmt.Errorf("--iodepth %d: at most %d requests in flight per thread", cfg.IODepth, maxIODepth)
 	}
-	if engineOf(*cfg) == enginePsync && cfg.IODepth > 1 {
+	if cfg.Engine() == enginePsync && cfg.IODepth > 1 {
 		return fmt.Errorf("--iodepth %d with --ioengine psync: psync issues one request at a time per thread (fio ignores the depth there): use --ioengine io_uring or libaio to keep %d in flight, or --threads %d", cfg.IODepth, cfg.IODepth, cfg.IODepth)
 	}
-	if cfg.IODepthBatch > max(cfg.IODepth, 1) {
+	if cfg.IODepthBatch > cfg.Depth() {
 		return fmt.Errorf("--iodepth-batch %d is more than --iodepth %d: a thread cannot submit more requests at once than it keeps in flight", cfg.IODepthBatch, cfg.IODepth)
 	}
-	if e := engineOf(*cfg); e != enginePsync {
+	if e := cfg.Engine(); e != enginePsync {
 		// Opened and closed here, so that a kernel or container without it
 		// is told before the files are laid out.
 		eng, err := newEngine(e, 1)
@@ -271,16 +271,16 @@ func Notices(cfg model.FileIOConfig) []string {
 		}
 	}
 
-	switch engineOf(cfg) {
+	switch cfg.Engine() {
 	case engineLibaio:
-		n = append(n, fmt.Sprintf("libaio: each thread keeps up to %d requests in flight, submitted %d at a time (io_submit, io_getevents)", max(cfg.IODepth, 1), max(cfg.IODepthBatch, 1)))
+		n = append(n, fmt.Sprintf("libaio: each thread keeps up to %d requests in flight, submitted %d at a time (io_submit, io_getevents)", cfg.Depth(), cfg.DepthBatch()))
 		if !cfg.Direct {
 			n = append(n, "libaio without --direct: a buffered read or write completes inside io_submit, so the requests are not in flight at once (as with fio): add --direct, or use --ioengine io_uring")
 		}
 	case engineUring:
-		n = append(n, fmt.Sprintf("io_uring: each thread keeps up to %d requests in flight, submitted %d at a time (one ring per thread, no polling)", max(cfg.IODepth, 1), max(cfg.IODepthBatch, 1)))
+		n = append(n, fmt.Sprintf("io_uring: each thread keeps up to %d requests in flight, submitted %d at a time (one ring per thread, no polling)", cfg.Depth(), cfg.DepthBatch()))
 	}
-	if engineOf(cfg) != enginePsync && cfg.Fsync > 0 {
+	if cfg.Engine() != enginePsync && cfg.Fsync > 0 {
 		n = append(n, "--fsync with an asynchronous engine: before each sync the thread waits for all its requests in flight, then syncs (as fio does for engines without asynchronous syncs)")
 	}
 	if cfg.Direct {

@@ -13,7 +13,6 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/workload"
 )
 
@@ -114,7 +113,7 @@ func (f *FileIO) newWorker(t int, stop, failed *atomic.Bool) (_ *worker, err err
 		wrec:       workload.NewRecorder(),
 		srec:       workload.NewRecorder(),
 		paths:      make([]string, cfg.Files),
-		engine:     engineOf(cfg),
+		engine:     cfg.Engine(),
 	}
 	defer func() {
 		if err != nil {
@@ -185,20 +184,11 @@ func (f *FileIO) newWorker(t int, stop, failed *atomic.Bool) (_ *worker, err err
 	clear(w.rbuf)
 	fillRandom(w.wbuf, rand.NewPCG(uint64(cfg.Seed)+uint64(t), bufferStream))
 	if w.engine != enginePsync {
-		if err := w.newAsync(w.engine, max(cfg.IODepth, 1), max(cfg.IODepthBatch, 1)); err != nil {
+		if err := w.newAsync(w.engine, cfg.Depth(), cfg.DepthBatch()); err != nil {
 			return nil, err
 		}
 	}
 	return w, nil
-}
-
-// engineOf is cfg's engine, psync when not given (records made before
-// there was a choice).
-func engineOf(cfg model.FileIOConfig) string {
-	if cfg.IOEngine == "" {
-		return enginePsync
-	}
-	return cfg.IOEngine
 }
 
 // seqRegions assigns thread t of threads its part of the files: whole files
