@@ -153,13 +153,7 @@ var conditions = map[string]*condition{
 				limitWords(p, l),
 			}, nil
 		},
-		apply: func(_ context.Context, e *env) (func([]int) error, func(), error) {
-			cg, err := makeCgroup(e.quotaPlace, e.quota)
-			if err != nil {
-				return nil, func() {}, err
-			}
-			return cg.enter, func() { cg.remove() }, nil
-		},
+		apply: inCgroup(func(e *env) (cgroupPlace, cgroupLimit) { return e.quotaPlace, e.quota }),
 	},
 	"cpu-contention": {
 		name:     "cpu-contention",
@@ -221,13 +215,7 @@ var conditions = map[string]*condition{
 			}
 			return s, nil
 		},
-		apply: func(_ context.Context, e *env) (func([]int) error, func(), error) {
-			cg, err := makeCgroup(e.throttlePlace, e.throttle)
-			if err != nil {
-				return nil, func() {}, err
-			}
-			return cg.enter, func() { cg.remove() }, nil
-		},
+		apply: inCgroup(func(e *env) (cgroupPlace, cgroupLimit) { return e.throttlePlace, e.throttle }),
 	},
 	"cold-cache": {
 		name:     "cold-cache",
@@ -262,6 +250,19 @@ func withHelper(args func(e *env) []string) func(context.Context, *env) (func([]
 		}
 		e.load = h
 		return nil, func() { e.load = nil; h.stop() }, nil
+	}
+}
+
+// inCgroup is the apply step of a condition whose whole effect is a limit
+// on a cgroup made for each run (cgroup.go): the workload's process tree
+// moves into it once ready, and the cgroup goes after the run.
+func inCgroup(of func(e *env) (cgroupPlace, cgroupLimit)) func(context.Context, *env) (func([]int) error, func(), error) {
+	return func(_ context.Context, e *env) (func([]int) error, func(), error) {
+		cg, err := makeCgroup(of(e))
+		if err != nil {
+			return nil, func() {}, err
+		}
+		return cg.enter, func() { cg.remove() }, nil
 	}
 }
 
