@@ -77,24 +77,12 @@ func calibrationPhase(cfg Config, dir string) (*phase, error) {
 	defer p.close()
 	werr := calibrationWork(dir)
 	ph := &phase{}
-	for i, prog := range p.progs {
-		if prog == nil {
-			continue
-		}
+	// A group's programs' runs and time summed (the CPU-context markers,
+	// the exits with handle_free).
+	for i, prog := range p.grouped {
 		if s, err := prog.Stats(); err == nil {
-			ph.statRuns[i], ph.statNs[i] = float64(s.RunCount), float64(s.Runtime.Nanoseconds())
-		}
-	}
-	// The CPU-context markers are one group: their runs and time summed;
-	// handle_free counts its runs with the exits.
-	if s, err := p.objs.HandleFree.Stats(); err == nil {
-		ph.statRuns[ProgExit] += float64(s.RunCount)
-		ph.statNs[ProgExit] += float64(s.Runtime.Nanoseconds())
-	}
-	for _, prog := range p.ctxProgs {
-		if s, err := prog.Stats(); err == nil {
-			ph.statRuns[ProgCtx] += float64(s.RunCount)
-			ph.statNs[ProgCtx] += float64(s.Runtime.Nanoseconds())
+			ph.statRuns[i] += float64(s.RunCount)
+			ph.statNs[i] += float64(s.Runtime.Nanoseconds())
 		}
 	}
 	res, err := p.read()

@@ -222,28 +222,12 @@ func TestCalibratedEstimate(t *testing.T) {
 	var measured float64
 	var per [NumPrograms]float64
 	var perRuns [NumPrograms]uint64
-	for i, prog := range p.progs {
-		if prog == nil {
-			continue
-		}
+	for i, prog := range p.grouped {
 		if s, err := prog.Stats(); err == nil {
 			measured += float64(s.Runtime.Nanoseconds())
 			per[i] += float64(s.Runtime.Nanoseconds())
 			perRuns[i] += s.RunCount
 		}
-	}
-	for _, prog := range p.ctxProgs {
-		if s, err := prog.Stats(); err == nil {
-			measured += float64(s.Runtime.Nanoseconds())
-			per[ProgCtx] += float64(s.Runtime.Nanoseconds())
-			perRuns[ProgCtx] += s.RunCount
-		}
-	}
-	// handle_free counts its runs with the exits.
-	if s, err := p.objs.HandleFree.Stats(); err == nil {
-		measured += float64(s.Runtime.Nanoseconds())
-		per[ProgExit] += float64(s.Runtime.Nanoseconds())
-		perRuns[ProgExit] += s.RunCount
 	}
 	res, err := p.Stop()
 	if err != nil {

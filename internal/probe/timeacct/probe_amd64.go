@@ -724,18 +724,32 @@ func ThreadEntrySize() uint32 { return uint32(unsafe.Sizeof(timeacctTaThread{}))
 // its next event.
 func (p *Probe) missedRuns() map[string]int64 {
 	return probe.MissedRuns(func(yield func(string, *ebpf.Program) bool) {
-		for i, prog := range p.progs {
+		for i, prog := range p.grouped {
 			if !yield(ProgramNames[i], prog) {
 				return
 			}
 		}
-		for _, prog := range p.ctxProgs {
-			if !yield(ProgramNames[ProgCtx], prog) {
-				return
-			}
-		}
-		yield(ProgramNames[ProgExit], p.objs.HandleFree)
 	})
+}
+
+// grouped yields each attached program with the group (TA_PROG_*) its
+// runs are counted in: progs at their index, the CPU-context markers
+// (ctxProgs) in ProgCtx, handle_free with the exits. Its kernel
+// statistics go to the same group.
+func (p *Probe) grouped(yield func(int, *ebpf.Program) bool) {
+	for i, prog := range p.progs {
+		if prog != nil && !yield(i, prog) {
+			return
+		}
+	}
+	for _, prog := range p.ctxProgs {
+		if !yield(ProgCtx, prog) {
+			return
+		}
+	}
+	if p.objs.HandleFree != nil {
+		yield(ProgExit, p.objs.HandleFree)
+	}
 }
 
 // programObject is the probe's BPF object: a calibration is for its programs.
