@@ -14,7 +14,7 @@ import (
 // later waits would be dropped. So while the probe runs, user space takes
 // the edges of threads gone out of the map now and then, keeping their
 // time under their process (TID 0, as the exit of a folded thread does in
-// the kernel) in foldedEdges, where readEdges adds them. A peer waker
+// the kernel) in its folded map, where readEdges adds them. A peer waker
 // gone too is kept as 0 (a thread of the workload since gone): naming it
 // would keep a key per waker thread.
 

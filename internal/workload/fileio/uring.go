@@ -2,12 +2,12 @@ package fileio
 
 import (
 	"fmt"
-	"os"
-	"strings"
 	"sync/atomic"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/perfsleuth/perfsleuth/internal/sysinfo"
 )
 
 // uring is an io_uring instance of one thread: io_uring_setup, the
@@ -121,7 +121,7 @@ func uringUnavailable(e unix.Errno) error {
 		why = ": this kernel has no io_uring, or a seccomp filter (a container's) refuses it"
 	case unix.EPERM:
 		why = ": io_uring is disabled"
-		if v := strings.TrimSpace(readFile("/proc/sys/kernel/io_uring_disabled")); v != "" && v != "0" {
+		if v := sysinfo.ReadString("/proc/sys/kernel/io_uring_disabled"); v != "" && v != "0" {
 			why += fmt.Sprintf(" (kernel.io_uring_disabled is %s)", v)
 		} else {
 			why += " (by a seccomp filter or a security module)"
@@ -130,11 +130,6 @@ func uringUnavailable(e unix.Errno) error {
 		why = ": the locked-memory limit (ulimit -l) is too small for the rings"
 	}
 	return fmt.Errorf("io_uring_setup: %s%s: use --ioengine libaio (for O_DIRECT IO) or psync", errnoText(e), why)
-}
-
-func readFile(path string) string {
-	b, _ := os.ReadFile(path)
-	return string(b)
 }
 
 func (u *uring) mmap(off int64, size int) ([]byte, error) {
