@@ -518,7 +518,8 @@ func TestExperimentMetric(t *testing.T) {
 // units that take one mutex for most of their work wait for it
 // (contention). The level past the CPUs is marked, and the USL is fitted.
 // Beside a busy neighbour every level waits for the CPUs it holds: it
-// needs a quiet machine.
+// needs a quiet machine, and skips when perfsleuth finds the machine's
+// speed moved between runs as much as the levels differ ("unsettled").
 func TestScaling(t *testing.T) {
 	cpus := runtimeCPUs(t)
 	cases := []struct{ mode, class string }{
@@ -546,6 +547,13 @@ func TestScaling(t *testing.T) {
 				if over := i == 2; p.OverCPUs != over {
 					t.Errorf("threads=%d: over the CPUs %v, want %v", p.N, p.OverCPUs, over)
 				}
+			}
+			if sc.Class == "unsettled" {
+				// The product measured the machine moving within a level
+				// by as much as the levels differ (contention this guest
+				// cannot see, as the Watch cannot): no class is told, and
+				// the assertion has nothing to hold.
+				t.Skipf("the machine was not steady during the test: %s", sc.Summary)
 			}
 			if sc.Class != c.class {
 				t.Errorf("%s: class %q (%s), want %q", c.mode, sc.Class, sc.Summary, c.class)

@@ -73,9 +73,11 @@ type Scaling struct {
 	// time per unit of work; nil when it could not be (FitNote says why).
 	Fit     *USLFit `json:"fit,omitempty"`
 	FitNote string  `json:"fit_note,omitempty"`
-	// Class is "linear", "contention", "coherency" or "sublinear" (it
-	// scaled less than linearly and neither state's growth explains it),
-	// "" when the levels cannot tell (fewer than two within the CPUs).
+	// Class is "linear", "contention", "coherency", "sublinear" (it
+	// scaled less than linearly and neither state's growth explains it)
+	// or "unsettled" (a unit's CPU time grew by the medians, but a level's
+	// runs spread as widely: the machine moved), "" when the levels cannot
+	// tell (fewer than two within the CPUs).
 	Class string `json:"class,omitempty"`
 	// Peak is the level with the highest median throughput; LosesBeyond
 	// is set to it when a higher level measured less, beyond the noise.
