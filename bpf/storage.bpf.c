@@ -1429,35 +1429,85 @@ static __always_inline void aio_count(__u32 kind, int dir, __s64 res)
 	}
 }
 
+/* async_file counts a completed asynchronous read or write (io_uring's,
+ * libaio's) of file in its entry (want_files), as a read or write call is
+ * counted: the files table holds the IO a workload makes so (MariaDB
+ * writes its data files through io_uring). Calls and bytes only: the
+ * request has no call time of a thread, and no sequential/random test. */
+static __always_inline void async_file(struct file *file, __u32 tgid, int dir, __s64 res, struct st_counters *c)
+{
+	struct st_file_key k = {}, ek;
+	struct st_file *f;
+	__u32 i = dir > 0;
+
+	if (!file || res < 0 || dir == 0)
+		return;
+	if ((BPF_CORE_READ(file, f_inode, i_mode) & 0170000) != 0100000)
+		return; /* not a regular file */
+	k.ino = BPF_CORE_READ(file, f_inode, i_ino);
+	k.dev = BPF_CORE_READ(file, f_inode, i_sb, s_dev);
+	f = file_entry(&k, file, tgid, c, &ek);
+	if (!f)
+		return;
+	__sync_fetch_and_add(&f->ops[i], 1);
+	__sync_fetch_and_add(&f->bytes[i], res);
+	__sync_fetch_and_add(&f->size_slots[i][slot_of(res, ST_SLOTS)], 1);
+	if (i == 1)
+		mark_written(&k);
+}
+
+/* aio_reap is what aio_event needs of an io_getevents return. */
+struct aio_reap {
+	__u64 events; /* the events array, in the workload's memory */
+	__u32 tgid;
+	__u32 _pad;
+};
+
+/* aio_event is bpf_loop's callback for event idx of an io_getevents
+ * return: its result and its iocb's opcode, and with want_files its file,
+ * by the iocb's fd in the reaping thread's table (the fd it was submitted
+ * on, unless the workload closed and reused it while the request was in
+ * flight). bpf_loop has the verifier check the body once, with the file
+ * lookup in it, instead of once per event. */
+static long aio_event(__u32 idx, void *arg)
+{
+	struct aio_reap *x = arg;
+	__u32 kind = ST_AIO_LIBAIO, zero = 0;
+	struct io_event ev;
+	struct st_aio *a;
+	__u16 op;
+	__u32 fd;
+	int dir = 0;
+
+	if (bpf_probe_read_user(&ev, sizeof(ev), (void *)(x->events + (__u64)idx * sizeof(ev))) ||
+	    bpf_probe_read_user(&op, sizeof(op), (void *)(ev.obj + __builtin_offsetof(struct iocb, aio_lio_opcode)))) {
+		a = bpf_map_lookup_elem(&aio, &kind);
+		if (a)
+			a->uncounted++;
+		return 0;
+	}
+	if (op == IOCB_CMD_PREAD || op == IOCB_CMD_PREADV)
+		dir = -1;
+	else if (op == IOCB_CMD_PWRITE || op == IOCB_CMD_PWRITEV)
+		dir = 1;
+	aio_count(kind, dir, ev.res);
+	if (want_files && dir != 0 && ev.res >= 0 &&
+	    !bpf_probe_read_user(&fd, sizeof(fd), (void *)(ev.obj + __builtin_offsetof(struct iocb, aio_fildes))))
+		async_file(fd_file(bpf_get_current_task_btf(), (int)fd), x->tgid, dir, ev.res, bpf_map_lookup_elem(&counters, &zero));
+	return 0;
+}
+
 /* aio_reaped counts what the events an io_getevents call returned (ret of
- * them, at events in the workload's memory) moved: each event's result
- * and its iocb's opcode. libaio's completions are seen nowhere else
- * without kprobes. */
+ * them, at events in the workload's memory) moved, each event's with
+ * aio_event; past ST_AIO_MAX_EVENTS they are counted as uncounted.
+ * libaio's completions are seen nowhere else without kprobes. */
 static __always_inline void aio_reaped(__u64 events, long ret)
 {
+	struct aio_reap x = {.events = events, .tgid = bpf_get_current_pid_tgid() >> 32};
 	__u32 kind = ST_AIO_LIBAIO;
 	struct st_aio *a;
 
-	for (int i = 0; i < ST_AIO_MAX_EVENTS; i++) {
-		struct io_event ev;
-		__u16 op;
-		int dir = 0;
-
-		if (i >= ret)
-			break;
-		if (bpf_probe_read_user(&ev, sizeof(ev), (void *)(events + i * sizeof(ev))) ||
-		    bpf_probe_read_user(&op, sizeof(op), (void *)(ev.obj + __builtin_offsetof(struct iocb, aio_lio_opcode)))) {
-			a = bpf_map_lookup_elem(&aio, &kind);
-			if (a)
-				a->uncounted++;
-			continue;
-		}
-		if (op == IOCB_CMD_PREAD || op == IOCB_CMD_PREADV)
-			dir = -1;
-		else if (op == IOCB_CMD_PWRITE || op == IOCB_CMD_PWRITEV)
-			dir = 1;
-		aio_count(kind, dir, ev.res);
-	}
+	bpf_loop(ret < ST_AIO_MAX_EVENTS ? ret : ST_AIO_MAX_EVENTS, aio_event, &x, 0);
 	if (ret > ST_AIO_MAX_EVENTS) {
 		a = bpf_map_lookup_elem(&aio, &kind);
 		if (a)
@@ -1720,35 +1770,6 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 
 /* An io_uring completion: the request's task is the submitter (its
  * io-wq workers are threads of the same process). */
-/* uring_file counts a completed io_uring read or write in its file's entry
- * (want_files), as a read or write call is counted: the files table holds
- * the IO a workload makes through io_uring (MariaDB writes its data files
- * so). Calls and bytes only: the request has no call time of a thread,
- * and its offset is in the request's command area, which the kernel's
- * BTF does not type. */
-static __always_inline void uring_file(struct io_kiocb *r, __u32 tgid, int dir, __s64 res, struct st_counters *c)
-{
-	struct file *file = BPF_CORE_READ(r, file);
-	struct st_file_key k = {}, ek;
-	struct st_file *f;
-	__u32 i = dir > 0;
-
-	if (!file || res < 0)
-		return;
-	if ((BPF_CORE_READ(file, f_inode, i_mode) & 0170000) != 0100000)
-		return; /* not a regular file */
-	k.ino = BPF_CORE_READ(file, f_inode, i_ino);
-	k.dev = BPF_CORE_READ(file, f_inode, i_sb, s_dev);
-	f = file_entry(&k, file, tgid, c, &ek);
-	if (!f)
-		return;
-	__sync_fetch_and_add(&f->ops[i], 1);
-	__sync_fetch_and_add(&f->bytes[i], res);
-	__sync_fetch_and_add(&f->size_slots[i][slot_of(res, ST_SLOTS)], 1);
-	if (i == 1)
-		mark_written(&k);
-}
-
 SEC("tp_btf/io_uring_complete")
 int BPF_PROG(io_uring_complete, struct io_ring_ctx *ring, void *req, struct io_uring_cqe *cqe)
 {
@@ -1786,7 +1807,7 @@ int BPF_PROG(io_uring_complete, struct io_ring_ctx *ring, void *req, struct io_u
 	res = BPF_CORE_READ(cqe, res);
 	aio_count(ST_AIO_URING, dir, res);
 	if (want_files && dir != 0)
-		uring_file(r, tgid, dir, res, c);
+		async_file(BPF_CORE_READ(r, file), tgid, dir, res, c);
 out:
 	work_done(c, ST_PROG_AIO, t0);
 	return 0;
