@@ -20,6 +20,7 @@ Use 'perfsleuth observe fileio|sqlite' to run the same benchmark under observati
 	bench.AddCommand(
 		benchSub("fileio", "File-IO benchmark (what sysbench fileio and fio's psync engine do)", fileioTarget),
 		benchSub("sqlite", "SQLite transaction benchmark (an open AndroBench database test)", sqliteTarget),
+		newBenchAgeCmd(),
 	)
 	return bench
 }

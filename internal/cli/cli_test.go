@@ -913,3 +913,42 @@ func TestTwoInstancesAtOnce(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchAge: bench age runs, prints both writes, saves its own JSON
+// where --json says and leaves nothing else behind.
+func TestBenchAge(t *testing.T) {
+	work, out := t.TempDir(), t.TempDir()
+	res := filepath.Join(out, "age.json")
+	r := run(t, work, "bench", "age", "--dir", work, "--area", "2m", "--small", "6k", "--delete", "50%", "--write", "1m", "--json", res)
+	if r.code != 0 {
+		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+	for _, want := range []string{"bench age:", "fresh", "aged", "amplification", "extents", "the device's own writes: not read"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("the output does not say %q:\n%s", want, r.stdout)
+		}
+	}
+	var got struct {
+		Files int64 `json:"files"`
+		Fresh struct {
+			AppBytes    int64 `json:"app_bytes"`
+			DeviceBytes int64 `json:"device_bytes"`
+		} `json:"fresh"`
+		Aged struct {
+			AppBytes int64 `json:"app_bytes"`
+		} `json:"aged"`
+	}
+	b, err := os.ReadFile(res)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatalf("%s: %v", res, err)
+	}
+	if got.Files < 1 || got.Fresh.AppBytes != 1<<20 || got.Aged.AppBytes != 1<<20 || got.Fresh.DeviceBytes < 1<<20 {
+		t.Errorf("result %+v: want small files, 1 MiB written fresh and aged, and at least that on the device", got)
+	}
+	if l := listing(t, work); len(l) != 0 {
+		t.Errorf("left behind: %v", l)
+	}
+}

@@ -27,6 +27,7 @@ var byType = map[string]badValue{
 	"size":     {"lots", "not a size"},
 	"duration": {"soon", "not a duration"},
 	"bool":     {"maybe", "not true or false"},
+	"share":    {"x", "not a share"},
 }
 
 // TestEveryFlagRefusesABadValue walks the whole command tree: every flag of
@@ -54,6 +55,7 @@ func TestEveryFlagRefusesABadValue(t *testing.T) {
 	around := map[string][2][]string{
 		"bench fileio":     {append([]string{"bench", "fileio"}, fileio...), nil},
 		"bench sqlite":     {{"bench", "sqlite", "--rows", "10"}, nil},
+		"bench age":        {{"bench", "age", "--area", "64k", "--write", "64k"}, nil},
 		"observe":          {{"observe"}, {"--", "true"}},
 		"observe fileio":   {append([]string{"observe", "fileio"}, fileio...), nil},
 		"observe sqlite":   {{"observe", "sqlite", "--rows", "10"}, nil},
@@ -89,6 +91,11 @@ func TestEveryFlagRefusesABadValue(t *testing.T) {
 		"bench fileio": fileioMeaning, "observe fileio": fileioMeaning, "diagnose fileio": fileioMeaning,
 		"bench sqlite": sqliteMeaning, "observe sqlite": sqliteMeaning, "diagnose sqlite": sqliteMeaning,
 		"observe": observeMeaning,
+		"bench age": {
+			"dir": {{missing, "no such file"}, {rec, "not a directory"}}, "json": paths,
+			"area": {{"0", "smaller than one small file"}}, "small": {{"0", "above 0"}}, "write": {{"0", "above 0"}},
+			"delete": {{"0", "above 0"}, {"2", "at most 1"}, {"150%", "at most 1"}},
+		},
 		"diagnose": {
 			"json": paths, "html": paths, "output": paths, "metric": {{"(", "regular expression"}},
 			"pid": {{"0", "--quick"}}, "interval": {{"0", "too short"}},
