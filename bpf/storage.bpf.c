@@ -1768,6 +1768,125 @@ int BPF_PROG(sys_exit, struct pt_regs *regs, long ret)
 	return 0;
 }
 
+/* uring_dir is -1 for an io_uring read opcode, 1 for a write, 0 else. */
+static __always_inline int uring_dir(__u8 op)
+{
+	switch (op) {
+	case URING_READV:
+	case URING_READ_FIXED:
+	case URING_READ:
+	case URING_READ_MULTISHOT:
+	case URING_READV_FIXED:
+		return -1;
+	case URING_WRITEV:
+	case URING_WRITE_FIXED:
+	case URING_WRITE:
+	case URING_WRITEV_FIXED:
+		return 1;
+	}
+	return 0;
+}
+
+/* The workload's io_uring rings (st_ring), by io_ring_ctx, and the
+ * submission time of each read and write in flight on them, by request. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, ST_RINGS);
+	__type(key, __u64);
+	__type(value, struct st_ring);
+} rings SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, ST_RING_REQS);
+	__type(key, __u64);
+	__type(value, __u64);
+} ring_reqs SEC(".maps");
+
+const struct st_ring zero_ring = {};
+
+/* ring_of is the entry of ring, made for tgid if missing; NULL when
+ * rings is full. */
+static __always_inline struct st_ring *ring_of(__u64 ring, __u32 tgid)
+{
+	struct st_ring *r = bpf_map_lookup_elem(&rings, &ring);
+
+	if (r)
+		return r;
+	bpf_map_update_elem(&rings, &ring, &zero_ring, BPF_NOEXIST);
+	r = bpf_map_lookup_elem(&rings, &ring);
+	if (r)
+		r->tgid = tgid;
+	return r;
+}
+
+/* uring_tgid is the process that submitted r: its task context's, else
+ * the current one's (the submitter, or its SQPOLL thread). */
+static __always_inline __u32 uring_tgid(struct io_kiocb *r)
+{
+	__u32 tgid = BPF_CORE_READ(r, tctx, task, tgid);
+
+	return tgid ?: bpf_get_current_pid_tgid() >> 32;
+}
+
+/* A read or write submitted on a ring of the workload's (want_files):
+ * counted, in flight from now. */
+SEC("tp_btf/io_uring_submit_req")
+int BPF_PROG(io_uring_submit_req, struct io_kiocb *req)
+{
+	__u64 t0 = bpf_ktime_get_ns();
+	struct st_counters *c = count_run(ST_PROG_AIO);
+	struct io_kiocb *r = req;
+	struct st_ring *ring;
+	__u64 key = (__u64)req, n;
+	__u32 tgid;
+	__u8 op;
+
+	if (stopped || !armed_ns || !r)
+		goto out;
+	tgid = uring_tgid(r);
+	if (!is_tracked(tgid))
+		goto out;
+	op = BPF_CORE_READ(r, opcode);
+	if (uring_dir(op) == 0 || op == URING_READ_MULTISHOT)
+		goto out;
+	ring = ring_of((__u64)BPF_CORE_READ(r, ctx), tgid);
+	if (!ring || bpf_map_update_elem(&ring_reqs, &key, &t0, BPF_ANY) != 0) {
+		if (c)
+			c->ring_dropped++;
+		goto out;
+	}
+	__sync_fetch_and_add(&ring->submitted, 1);
+	n = __sync_fetch_and_add(&ring->inflight, 1) + 1;
+	if (n > ring->max_inflight)
+		ring->max_inflight = n; /* a racy max: a statistic */
+out:
+	work_done(c, ST_PROG_AIO, t0);
+	return 0;
+}
+
+/* ring_done ends the flight of req, a read or write of ring's completed
+ * now: what io_uring_submit_req began. */
+static __always_inline void ring_done(__u64 ring, struct io_kiocb *req, __u64 now)
+{
+	__u64 key = (__u64)req, *sub;
+	struct st_ring *r = bpf_map_lookup_elem(&rings, &ring);
+
+	if (!r)
+		return;
+	__sync_fetch_and_add(&r->completed, 1);
+	sub = bpf_map_lookup_elem(&ring_reqs, &key);
+	if (!sub) {
+		__sync_fetch_and_add(&r->unmatched, 1);
+		return;
+	}
+	if (now > *sub)
+		__sync_fetch_and_add(&r->flight_ns, now - *sub);
+	bpf_map_delete_elem(&ring_reqs, &key);
+	if (r->inflight > 0)
+		__sync_fetch_and_add(&r->inflight, -1);
+}
+
 /* An io_uring completion: the request's task is the submitter (its
  * io-wq workers are threads of the same process). */
 SEC("tp_btf/io_uring_complete")
@@ -1783,31 +1902,18 @@ int BPF_PROG(io_uring_complete, struct io_ring_ctx *ring, void *req, struct io_u
 
 	if (stopped || !armed_ns || !r)
 		goto out;
-	tgid = BPF_CORE_READ(r, tctx, task, tgid);
-	if (!tgid)
-		tgid = bpf_get_current_pid_tgid() >> 32;
+	tgid = uring_tgid(r);
 	if (!is_tracked(tgid))
 		goto out;
 	op = BPF_CORE_READ(r, opcode);
-	switch (op) {
-	case URING_READV:
-	case URING_READ_FIXED:
-	case URING_READ:
-	case URING_READ_MULTISHOT:
-	case URING_READV_FIXED:
-		dir = -1;
-		break;
-	case URING_WRITEV:
-	case URING_WRITE_FIXED:
-	case URING_WRITE:
-	case URING_WRITEV_FIXED:
-		dir = 1;
-		break;
-	}
+	dir = uring_dir(op);
 	res = BPF_CORE_READ(cqe, res);
 	aio_count(ST_AIO_URING, dir, res);
-	if (want_files && dir != 0)
+	if (want_files && dir != 0) {
 		async_file(BPF_CORE_READ(r, file), tgid, dir, res, c);
+		if (op != URING_READ_MULTISHOT)
+			ring_done((__u64)ring, r, t0);
+	}
 out:
 	work_done(c, ST_PROG_AIO, t0);
 	return 0;

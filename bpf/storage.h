@@ -239,6 +239,23 @@ struct st_aio {
 	__u64 uncounted; /* events past ST_AIO_MAX_EVENTS, or unreadable */
 };
 
+/* An io_uring ring of the workload (want_files), by its io_ring_ctx: the
+ * reads and writes submitted on it and completed, how many were in flight
+ * at most, and their summed time from submission to completion (Little's
+ * law: over the window, the mean number in flight). Multishot reads (one
+ * submission, many completions) are left out. */
+#define ST_RINGS 1024
+#define ST_RING_REQS 16384 /* requests in flight at once, on all rings */
+struct st_ring {
+	__u32 tgid;
+	__u32 _pad;
+	__u64 submitted, completed;
+	__u64 inflight;     /* submitted and not completed, now */
+	__u64 max_inflight;
+	__u64 flight_ns;    /* summed submission-to-completion time of the completed ones matched */
+	__u64 unmatched;    /* completions whose submission was not seen (before the window, or ring_reqs full) */
+};
+
 /* Counters of the probe as a whole. */
 #define ST_PROG_INSERT 0
 #define ST_PROG_IO_START 1
@@ -268,6 +285,7 @@ struct st_counters {
 	__u64 tf_dropped;    /* threads not counted on a file: thread_files full */
 	__u64 file_folded;   /* file operations counted in a directory's entry: files full */
 	__u64 fold_uncounted; /* files folded into a directory's entry but not counted in its files: folded full */
+	__u64 ring_dropped;   /* io_uring requests whose submission was not kept: rings or ring_reqs full */
 };
 
 #endif /* __STORAGE_H */

@@ -529,4 +529,28 @@ type AsyncIO struct {
 	// their memory unreadable): in no other figure.
 	Errors    int64 `json:"errors"`
 	Uncounted int64 `json:"uncounted,omitempty"`
+	// Rings are io_uring's rings of the workload, busiest first (with
+	// --storage; none for libaio).
+	Rings []URing `json:"rings,omitempty"`
+}
+
+// URing is one io_uring ring of the workload: its reads and writes (not
+// multishot reads) from submission to completion.
+type URing struct {
+	// Pid is the process whose ring it is.
+	Pid       int   `json:"pid"`
+	Submitted int64 `json:"submitted"`
+	Completed int64 `json:"completed"`
+	// InFlightMax is the most submitted and not completed at once;
+	// InFlightMean the mean over the window (the summed time in flight
+	// of the completions matched to their submission, over the window:
+	// Little's law), the queue depth the workload kept.
+	InFlightMax  int64   `json:"in_flight_max"`
+	InFlightMean float64 `json:"in_flight_mean"`
+	// LatencyMeanSec is the mean time from submission to completion.
+	LatencyMeanSec float64 `json:"latency_mean_sec"`
+	// Unmatched are completions whose submission was not seen (it came
+	// before the window, or the probe's maps were full): in Completed,
+	// not in the means.
+	Unmatched int64 `json:"unmatched,omitempty"`
 }

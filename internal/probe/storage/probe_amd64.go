@@ -3,6 +3,7 @@
 package storage
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -63,6 +64,7 @@ var hooks = []struct {
 	{"dirty throttling", []string{"balance_dirty_pages"}, false},
 	{"files", []string{"sys_enter", "sys_exit"}, true},
 	{"asynchronous IO by io_uring", []string{"io_uring_complete"}, false},
+	{"io_uring's queue depth", []string{"io_uring_submit_req"}, true},
 }
 
 // hookExists says whether the kernel has the BTF tracepoint prog attaches
@@ -92,7 +94,7 @@ func hookExists(kernel *btf.Spec, prog *ebpf.ProgramSpec) (ok bool, why string) 
 
 // uringParams are the tracepoints whose prototype changed, with the
 // number of parameters (the hidden first one included) the programs take.
-var uringParams = map[string]int{"io_uring_complete": 4}
+var uringParams = map[string]int{"io_uring_complete": 4, "io_uring_submit_req": 2}
 
 // optionalHooks may be missing without their group: a request starts at
 // block_io_start or block_rq_insert, whichever the kernel has, or at issue.
@@ -175,6 +177,8 @@ func Start(cfg Config, tracked, threads *ebpf.Map) (_ *Probe, err error) {
 		spec.Maps["dirs"].MaxEntries = 1
 		spec.Maps["folded"].MaxEntries = 1
 		spec.Maps["positions"].MaxEntries = 1
+		spec.Maps["rings"].MaxEntries = 1
+		spec.Maps["ring_reqs"].MaxEntries = 1
 		spec.Maps["events"].MaxEntries = uint32(os.Getpagesize())
 	}
 	coll, err := probe.NewCollection("storage", spec, ebpf.CollectionOptions{
@@ -204,7 +208,7 @@ func Start(cfg Config, tracked, threads *ebpf.Map) (_ *Probe, err error) {
 	// Completions first, so that no request is counted in flight forever.
 	order := []string{"block_rq_complete", "block_rq_merge", "block_rq_requeue", "block_rq_issue", "block_rq_insert", "block_io_start", "block_bio_backmerge", "block_bio_frontmerge",
 		"filemap_get_pages", "filemap_add", "filemap_fault", "sync_ra", "async_ra", "dirty_folio", "dirty_inode_enqueue", "dirty_inode_start", "balance_dirty_pages", "sys_exit", "sys_enter",
-		"io_uring_complete"}
+		"io_uring_complete", "io_uring_submit_req"}
 	for _, n := range order {
 		prog := coll.Programs[n]
 		if prog == nil {
@@ -425,8 +429,11 @@ func (p *Probe) read(window time.Duration, end map[string]blockdevice.Diskstats)
 	} else {
 		st.Notes = append(st.Notes, "per-file IO, the page-cache hit ratio and pages dirtied, SQLite pages and libaio's asynchronous IO not collected: run with --storage (it hooks the syscalls and every page added or dirtied; docs/probes.md gives its cost)")
 	}
-	if st.AsyncIO, err = p.readAsyncIO(); err != nil {
+	if st.AsyncIO, err = p.readAsyncIO(window); err != nil {
 		errs = append(errs, err)
+	}
+	if c.RingDropped > 0 {
+		st.Notes = append(st.Notes, fmt.Sprintf("%s io_uring reads and writes were not followed in flight (the probe's rings or requests were full): their queue depth leaves them out", units.FormatCount(int64(c.RingDropped))))
 	}
 	if st.Cache != nil {
 		for _, d := range st.Devices {
@@ -484,6 +491,7 @@ func (p *Probe) counters() (storageStCounters, error) {
 		sum.TfDropped += c.TfDropped
 		sum.FileFolded += c.FileFolded
 		sum.FoldUncounted += c.FoldUncounted
+		sum.RingDropped += c.RingDropped
 	}
 	return sum, nil
 }
@@ -563,9 +571,10 @@ func (p *Probe) readDevices(window time.Duration, end map[string]blockdevice.Dis
 	return out, nil
 }
 
-// readAsyncIO sums the asynchronous-IO counters over the CPUs; nil when
-// the workload made none (or the programs are not loaded).
-func (p *Probe) readAsyncIO() ([]model.AsyncIO, error) {
+// readAsyncIO sums the asynchronous-IO counters over the CPUs, with
+// io_uring's rings (readRings); nil when the workload made none (or the
+// programs are not loaded).
+func (p *Probe) readAsyncIO(window time.Duration) ([]model.AsyncIO, error) {
 	var out []model.AsyncIO
 	for kind, name := range []string{"libaio", "io_uring"} {
 		var per []storageStAio
@@ -581,10 +590,50 @@ func (p *Probe) readAsyncIO() ([]model.AsyncIO, error) {
 			a.Errors += int64(c.Errors)
 			a.Uncounted += int64(c.Uncounted)
 		}
-		if a.Reads+a.Writes+a.Errors+a.Uncounted > 0 {
+		if name == "io_uring" {
+			rings, err := p.readRings(window)
+			if err != nil {
+				return nil, err
+			}
+			a.Rings = rings
+		}
+		if a.Reads+a.Writes+a.Errors+a.Uncounted > 0 || len(a.Rings) > 0 {
 			out = append(out, a)
 		}
 	}
+	return out, nil
+}
+
+// readRings reads the workload's io_uring rings (--storage): each ring's
+// reads and writes submitted and completed, the most in flight at once,
+// and the mean in flight over the window (Little's law: their summed
+// time in flight over the window's length); nil without --storage.
+func (p *Probe) readRings(window time.Duration) ([]model.URing, error) {
+	if !p.cfg.Files || p.objs.Rings == nil {
+		return nil, nil
+	}
+	var (
+		out  []model.URing
+		key  uint64
+		ring storageStRing
+	)
+	it := p.objs.Rings.Iterate()
+	for it.Next(&key, &ring) {
+		matched := int64(ring.Completed) - int64(ring.Unmatched)
+		r := model.URing{Pid: int(ring.Tgid), Submitted: int64(ring.Submitted), Completed: int64(ring.Completed),
+			InFlightMax: int64(ring.MaxInflight), Unmatched: int64(ring.Unmatched)}
+		if window > 0 {
+			r.InFlightMean = float64(ring.FlightNs) / float64(window.Nanoseconds())
+		}
+		if matched > 0 {
+			r.LatencyMeanSec = float64(ring.FlightNs) / 1e9 / float64(matched)
+		}
+		out = append(out, r)
+	}
+	if err := it.Err(); err != nil {
+		return nil, fmt.Errorf("map rings: %w", err)
+	}
+	slices.SortFunc(out, func(a, b model.URing) int { return cmp.Compare(b.Submitted, a.Submitted) })
 	return out, nil
 }
 

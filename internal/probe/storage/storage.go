@@ -176,7 +176,7 @@ var progIndex = map[string]int{
 	"block_bio_backmerge": 4, "block_bio_frontmerge": 4, "block_rq_merge": 4, "sys_enter": 5, "sys_exit": 6,
 	"filemap_get_pages": 7, "filemap_add": 7, "filemap_fault": 7, "sync_ra": 7, "async_ra": 7,
 	"dirty_folio": 7, "dirty_inode_enqueue": 7, "dirty_inode_start": 7, "balance_dirty_pages": 7,
-	"io_uring_complete": 8,
+	"io_uring_complete": 8, "io_uring_submit_req": 8,
 }
 
 // cachePrograms are the page-cache programs (the group ST_PROG_CACHE).

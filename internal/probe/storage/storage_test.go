@@ -1014,6 +1014,57 @@ func TestAsyncWritesInFiles(t *testing.T) {
 	}
 }
 
+// TestUringDepth: with --storage, the queue depth of the benchmark's
+// io_uring ring as the kernel saw it: every read submitted and completed,
+// at most --iodepth in flight, and a mean in flight and a latency from
+// submission to completion measured.
+func TestUringDepth(t *testing.T) {
+	for _, depth := range []int{1, 16} {
+		t.Run(fmt.Sprintf("iodepth=%d", depth), func(t *testing.T) {
+			c := fileio.Defaults()
+			c.Dir, c.Size, c.DurationSec, c.Ops = t.TempDir(), 1024*4096, 0, 2000
+			c.RW, c.IOEngine, c.IODepth, c.Direct = "randread", "io_uring", depth, true
+			if err := fileio.Validate(&c); err != nil {
+				t.Skipf("io_uring here: %v", err)
+			}
+			f, err := fileio.New(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Cleanup()
+			if err := f.Prepare(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			stop := start(t, Config{Files: true})
+			if _, err := f.Run(context.Background(), nil); err != nil {
+				t.Fatal(err)
+			}
+			st := stop()
+			var rings []model.URing
+			for _, a := range st.AsyncIO {
+				if a.Interface == "io_uring" {
+					rings = a.Rings
+				}
+			}
+			if len(rings) != 1 {
+				t.Fatalf("rings %+v: want the benchmark's one", rings)
+			}
+			r := rings[0]
+			t.Logf("%+v", r)
+			if r.Pid != os.Getpid() || r.Submitted != 2000 || r.Completed != 2000 || r.Unmatched != 0 {
+				t.Errorf("ring %+v: want this process's 2000 reads submitted and completed", r)
+			}
+			// The benchmark keeps depth requests unreaped; the kernel
+			// has fewer in flight when some completed and wait to be
+			// reaped, but all of them at its start (16 submitted well
+			// within one read's time here).
+			if r.InFlightMax < int64((depth+1)/2) || r.InFlightMax > int64(depth) || r.InFlightMean <= 0 || r.InFlightMean > float64(depth)+1e-9 || r.LatencyMeanSec <= 0 {
+				t.Errorf("ring %+v: want %d in flight at most (half of it at least), a mean in flight above 0 and at most that, and a latency", r, depth)
+			}
+		})
+	}
+}
+
 // waitOutsider waits up to 20 s for the outside process of a test to make
 // the file done, its sign that it finished what it does.
 func waitOutsider(t *testing.T, done, what string) {

@@ -115,6 +115,7 @@ type storageStCounters struct {
 	TfDropped     uint64
 	FileFolded    uint64
 	FoldUncounted uint64
+	RingDropped   uint64
 }
 
 type storageStDevKey struct {
@@ -230,6 +231,18 @@ type storageStPos struct {
 	Next  int64
 }
 
+type storageStRing struct {
+	_           structs.HostLayout
+	Tgid        uint32
+	Pad         uint32
+	Submitted   uint64
+	Completed   uint64
+	Inflight    uint64
+	MaxInflight uint64
+	FlightNs    uint64
+	Unmatched   uint64
+}
+
 type storageStRq struct {
 	_         structs.HostLayout
 	StartNs   uint64
@@ -332,6 +345,8 @@ const (
 	storageMapFolded              = "folded"
 	storageMapLastWritten         = "last_written"
 	storageMapPositions           = "positions"
+	storageMapRingReqs            = "ring_reqs"
+	storageMapRings               = "rings"
 	storageMapRqs                 = "rqs"
 	storageMapSqlThreads          = "sql_threads"
 	storageMapStmtIo              = "stmt_io"
@@ -357,6 +372,7 @@ const (
 	storageProgFilemapFault       = "filemap_fault"
 	storageProgFilemapGetPages    = "filemap_get_pages"
 	storageProgIoUringComplete    = "io_uring_complete"
+	storageProgIoUringSubmitReq   = "io_uring_submit_req"
 	storageProgSweep              = "sweep"
 	storageProgSyncRa             = "sync_ra"
 	storageProgSysEnter           = "sys_enter"
@@ -368,6 +384,7 @@ const (
 	storageVarWantFiles           = "want_files"
 	storageVarZeroDev             = "zero_dev"
 	storageVarZeroFile            = "zero_file"
+	storageVarZeroRing            = "zero_ring"
 )
 
 // loadStorage returns the embedded CollectionSpec for storage.
@@ -429,6 +446,7 @@ type storageProgramSpecs struct {
 	FilemapFault       *ebpf.ProgramSpec `ebpf:"filemap_fault"`
 	FilemapGetPages    *ebpf.ProgramSpec `ebpf:"filemap_get_pages"`
 	IoUringComplete    *ebpf.ProgramSpec `ebpf:"io_uring_complete"`
+	IoUringSubmitReq   *ebpf.ProgramSpec `ebpf:"io_uring_submit_req"`
 	Sweep              *ebpf.ProgramSpec `ebpf:"sweep"`
 	SyncRa             *ebpf.ProgramSpec `ebpf:"sync_ra"`
 	SysEnter           *ebpf.ProgramSpec `ebpf:"sys_enter"`
@@ -451,6 +469,8 @@ type storageMapSpecs struct {
 	Folded      *ebpf.MapSpec `ebpf:"folded"`
 	LastWritten *ebpf.MapSpec `ebpf:"last_written"`
 	Positions   *ebpf.MapSpec `ebpf:"positions"`
+	RingReqs    *ebpf.MapSpec `ebpf:"ring_reqs"`
+	Rings       *ebpf.MapSpec `ebpf:"rings"`
 	Rqs         *ebpf.MapSpec `ebpf:"rqs"`
 	SqlThreads  *ebpf.MapSpec `ebpf:"sql_threads"`
 	StmtIo      *ebpf.MapSpec `ebpf:"stmt_io"`
@@ -472,6 +492,7 @@ type storageVariableSpecs struct {
 	WantFiles   *ebpf.VariableSpec `ebpf:"want_files"`
 	ZeroDev     *ebpf.VariableSpec `ebpf:"zero_dev"`
 	ZeroFile    *ebpf.VariableSpec `ebpf:"zero_file"`
+	ZeroRing    *ebpf.VariableSpec `ebpf:"zero_ring"`
 }
 
 // storageObjects contains all objects after they have been loaded into the kernel.
@@ -506,6 +527,8 @@ type storageMaps struct {
 	Folded      *ebpf.Map `ebpf:"folded"`
 	LastWritten *ebpf.Map `ebpf:"last_written"`
 	Positions   *ebpf.Map `ebpf:"positions"`
+	RingReqs    *ebpf.Map `ebpf:"ring_reqs"`
+	Rings       *ebpf.Map `ebpf:"rings"`
 	Rqs         *ebpf.Map `ebpf:"rqs"`
 	SqlThreads  *ebpf.Map `ebpf:"sql_threads"`
 	StmtIo      *ebpf.Map `ebpf:"stmt_io"`
@@ -530,6 +553,8 @@ func (m *storageMaps) Close() error {
 		m.Folded,
 		m.LastWritten,
 		m.Positions,
+		m.RingReqs,
+		m.Rings,
 		m.Rqs,
 		m.SqlThreads,
 		m.StmtIo,
@@ -552,6 +577,7 @@ type storageVariables struct {
 	WantFiles   *ebpf.Variable `ebpf:"want_files"`
 	ZeroDev     *ebpf.Variable `ebpf:"zero_dev"`
 	ZeroFile    *ebpf.Variable `ebpf:"zero_file"`
+	ZeroRing    *ebpf.Variable `ebpf:"zero_ring"`
 }
 
 // storagePrograms contains all programs after they have been loaded into the kernel.
@@ -575,6 +601,7 @@ type storagePrograms struct {
 	FilemapFault       *ebpf.Program `ebpf:"filemap_fault"`
 	FilemapGetPages    *ebpf.Program `ebpf:"filemap_get_pages"`
 	IoUringComplete    *ebpf.Program `ebpf:"io_uring_complete"`
+	IoUringSubmitReq   *ebpf.Program `ebpf:"io_uring_submit_req"`
 	Sweep              *ebpf.Program `ebpf:"sweep"`
 	SyncRa             *ebpf.Program `ebpf:"sync_ra"`
 	SysEnter           *ebpf.Program `ebpf:"sys_enter"`
@@ -600,6 +627,7 @@ func (p *storagePrograms) Close() error {
 		p.FilemapFault,
 		p.FilemapGetPages,
 		p.IoUringComplete,
+		p.IoUringSubmitReq,
 		p.Sweep,
 		p.SyncRa,
 		p.SysEnter,

@@ -59,6 +59,7 @@ func asyncIO(st *model.StorageIO) string {
 		if a.Uncounted > 0 {
 			part += fmt.Sprintf(", %s completions not read", units.FormatCount(a.Uncounted))
 		}
+		part += ringDepth(a.Rings)
 		parts = append(parts, part)
 	}
 	if !st.FilesTraced {
@@ -68,6 +69,21 @@ func asyncIO(st *model.StorageIO) string {
 		return ""
 	}
 	return "; asynchronous IO, in neither: " + strings.Join(parts, "; ")
+}
+
+// ringDepth is the queue depth io_uring's rings kept (--storage): the
+// busiest ring's, and how many rings there were.
+func ringDepth(rings []model.URing) string {
+	if len(rings) == 0 {
+		return ""
+	}
+	r := rings[0]
+	s := fmt.Sprintf(" (in flight %.1f on average, at most %d, %s from submission to completion",
+		r.InFlightMean, r.InFlightMax, units.FormatNs(r.LatencyMeanSec*1e9))
+	if len(rings) > 1 {
+		s += fmt.Sprintf(", on the busiest of %d rings", len(rings))
+	}
+	return s + ")"
 }
 
 // ProcessOf describes the observation's process totals.
