@@ -974,6 +974,30 @@ func TestDefaultPageCache(t *testing.T) {
 	t.Logf("page cache %+v; written back by others for it: %d", *c, others)
 }
 
+// storageOfRun runs the fileio benchmark c in this process (laid out
+// first, unobserved) under the storage probe with --storage, and returns
+// what the probe saw; it skips the test when c's engine is not available
+// here.
+func storageOfRun(t *testing.T, c model.FileIOConfig) *model.StorageIO {
+	t.Helper()
+	if err := fileio.Validate(&c); err != nil {
+		t.Skipf("%s here: %v", c.IOEngine, err)
+	}
+	f, err := fileio.New(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Cleanup() })
+	if err := f.Prepare(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	stop := start(t, Config{Files: true})
+	if _, err := f.Run(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+	return stop()
+}
+
 // TestAsyncWritesInFiles: with --storage, writes made through io_uring
 // and libaio (the fileio benchmark's engines, 8 in flight) are in the
 // files table as write calls are: MariaDB's data files, written through
@@ -985,22 +1009,7 @@ func TestAsyncWritesInFiles(t *testing.T) {
 			c := fileio.Defaults()
 			c.Dir, c.Size, c.DurationSec, c.Ops = t.TempDir(), 256*4096, 0, 500
 			c.RW, c.IOEngine, c.IODepth, c.Direct = "randwrite", engine, 8, true
-			if err := fileio.Validate(&c); err != nil {
-				t.Skipf("%s here: %v", engine, err)
-			}
-			f, err := fileio.New(c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Cleanup()
-			if err := f.Prepare(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			stop := start(t, Config{Files: true})
-			if _, err := f.Run(context.Background(), nil); err != nil {
-				t.Fatal(err)
-			}
-			st := stop()
+			st := storageOfRun(t, c)
 			var writes, bytes int64
 			for _, fi := range st.Files {
 				if strings.HasPrefix(filepath.Base(fi.Path), "perfsleuth-fileio.") {
@@ -1024,22 +1033,7 @@ func TestUringDepth(t *testing.T) {
 			c := fileio.Defaults()
 			c.Dir, c.Size, c.DurationSec, c.Ops = t.TempDir(), 1024*4096, 0, 2000
 			c.RW, c.IOEngine, c.IODepth, c.Direct = "randread", "io_uring", depth, true
-			if err := fileio.Validate(&c); err != nil {
-				t.Skipf("io_uring here: %v", err)
-			}
-			f, err := fileio.New(c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer f.Cleanup()
-			if err := f.Prepare(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-			stop := start(t, Config{Files: true})
-			if _, err := f.Run(context.Background(), nil); err != nil {
-				t.Fatal(err)
-			}
-			st := stop()
+			st := storageOfRun(t, c)
 			var rings []model.URing
 			for _, a := range st.AsyncIO {
 				if a.Interface == "io_uring" {
