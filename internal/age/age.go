@@ -206,8 +206,10 @@ func Run(ctx context.Context, c Config, phase Phase) (res *Result, err error) {
 		}
 		return false
 	}
+	// Pseudo-random bytes, so that a device or file system that
+	// compresses or deduplicates does not write less.
 	buf := make([]byte, 1<<20)
-	fillRandom(buf)
+	rand.NewChaCha8([32]byte{}).Read(buf)
 
 	phase("fresh write")
 	if res.Fresh, err = writeFile(ctx, filepath.Join(scratch, "fresh"), c.Write, buf, st.Device); err != nil || stopped() {
@@ -233,6 +235,12 @@ func Run(ctx context.Context, c Config, phase Phase) (res *Result, err error) {
 	return res, nil
 }
 
+// onDisk is what a file of size bytes takes on a file system of block
+// bytes: its size rounded up to the block.
+func onDisk(size, block int64) int64 {
+	return (size + block - 1) / block * block
+}
+
 // filesPerDir is how many small files each directory of the area holds.
 const filesPerDir = 1000
 
@@ -245,8 +253,7 @@ func smallPath(dir string, i int64) string {
 // bytes (each size rounded up to block), and syncs them; it returns how
 // many it made.
 func fill(ctx context.Context, dir string, area, size, block int64, buf []byte) (int64, error) {
-	each := (size + block - 1) / block * block
-	n := max(area/each, 1)
+	n := max(area/onDisk(size, block), 1)
 	for i := int64(0); i < n; i++ {
 		if i%filesPerDir == 0 {
 			if ctx.Err() != nil {
@@ -371,16 +378,4 @@ func syncDir(dir string) {
 	}
 	defer f.Close()
 	unix.Syncfs(int(f.Fd()))
-}
-
-// fillRandom fills buf with pseudo-random bytes, so that a device or file
-// system that compresses or deduplicates does not write less.
-func fillRandom(buf []byte) {
-	r := rand.New(rand.NewPCG(1, 2))
-	for i := 0; i+8 <= len(buf); i += 8 {
-		v := r.Uint64()
-		for j := range 8 {
-			buf[i+j] = byte(v >> (8 * j))
-		}
-	}
 }

@@ -73,8 +73,7 @@ func TestAgeFragments(t *testing.T) {
 	if !strings.HasPrefix(res.Device, "loop") || res.FS != "ext4" {
 		t.Errorf("device %q, fs %q: want the loop device's ext4", res.Device, res.FS)
 	}
-	each := (c.Small + res.BlockSize - 1) / res.BlockSize * res.BlockSize
-	if want := c.Area / each; res.Files != want || res.Deleted != want/2 {
+	if want := c.Area / onDisk(c.Small, res.BlockSize); res.Files != want || res.Deleted != want/2 {
 		t.Errorf("%d small files, %d deleted: want %d, %d", res.Files, res.Deleted, want, want/2)
 	}
 	for name, w := range map[string]*Write{"fresh": res.Fresh, "aged": res.Aged} {

@@ -20,7 +20,7 @@ func (r *Result) Text() string {
 	if r.Interrupted {
 		b.WriteString("  interrupted: what was measured before is below; everything the test made was removed\n")
 	}
-	each := (r.Config.Small + r.BlockSize - 1) / r.BlockSize * r.BlockSize
+	each := onDisk(r.Config.Small, r.BlockSize)
 	if r.Files > 0 {
 		fmt.Fprintf(&b, "  ageing: %s small files of %s (%s each on the file system, %s in all), %s of them deleted (%.0f%%, spread evenly), in %.1f s\n",
 			units.FormatCount(r.Files), units.FormatSize(r.Config.Small), units.FormatSize(each), units.FormatSize(r.Files*each),
