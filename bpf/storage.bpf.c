@@ -1829,6 +1829,17 @@ static __always_inline __u32 uring_tgid(struct io_kiocb *r)
 	return tgid ?: bpf_get_current_pid_tgid() >> 32;
 }
 
+/* uring_ours says whether r, a request at an io_uring tracepoint, is a
+ * tracked process's while the probe counts, and gives its tgid: the
+ * filter of both io_uring programs. */
+static __always_inline bool uring_ours(struct io_kiocb *r, __u32 *tgid)
+{
+	if (stopped || !armed_ns || !r)
+		return false;
+	*tgid = uring_tgid(r);
+	return is_tracked(*tgid);
+}
+
 /* A read or write submitted on a ring of the workload's (want_files):
  * counted, in flight from now. */
 SEC("tp_btf/io_uring_submit_req")
@@ -1842,10 +1853,7 @@ int BPF_PROG(io_uring_submit_req, struct io_kiocb *req)
 	__u32 tgid;
 	__u8 op;
 
-	if (stopped || !armed_ns || !r)
-		goto out;
-	tgid = uring_tgid(r);
-	if (!is_tracked(tgid))
+	if (!uring_ours(r, &tgid))
 		goto out;
 	op = BPF_CORE_READ(r, opcode);
 	if (uring_dir(op) == 0 || op == URING_READ_MULTISHOT)
@@ -1900,10 +1908,7 @@ int BPF_PROG(io_uring_complete, struct io_ring_ctx *ring, void *req, struct io_u
 	__s64 res;
 	__u8 op;
 
-	if (stopped || !armed_ns || !r)
-		goto out;
-	tgid = uring_tgid(r);
-	if (!is_tracked(tgid))
+	if (!uring_ours(r, &tgid))
 		goto out;
 	op = BPF_CORE_READ(r, opcode);
 	dir = uring_dir(op);
