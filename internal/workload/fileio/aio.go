@@ -16,6 +16,9 @@ import (
 
 // asyncEngine is one thread's queue of asynchronous IO.
 type asyncEngine interface {
+	// start readies the engine on the thread that submits and reaps,
+	// before its first request.
+	start() error
 	// prep queues a read (write false) or write of buf at off of fd for
 	// the next submit, under slot.
 	prep(slot int, write bool, fd int, buf []byte, off int64)
@@ -150,6 +153,8 @@ func (a *libaio) reap(least int, out []completion) (int, error) {
 		return int(n), nil
 	}
 }
+
+func (a *libaio) start() error { return nil }
 
 func (a *libaio) close() {
 	if a.ctx != 0 {

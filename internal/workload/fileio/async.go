@@ -80,6 +80,10 @@ func (w *worker) newAsync(engine string, depth, batch int) error {
 // without asynchronous syncs.
 func (w *worker) asyncLoop() {
 	a := w.async
+	if err := a.eng.start(); err != nil {
+		w.fail(err)
+		return
+	}
 	for {
 		more := !w.stop.Load() && w.opsLeft != 0
 		for more && len(a.free) > 0 {
@@ -207,6 +211,7 @@ func (w *worker) reapSome(least int) bool {
 		return false
 	}
 	now := time.Since(w.base)
+	w.yield(now)
 	for _, c := range a.done[:n] {
 		s := &a.slots[c.slot]
 		a.inflight--

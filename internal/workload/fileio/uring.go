@@ -27,6 +27,9 @@ type uring struct {
 	// queued are the SQEs written since the last submit; tail is the
 	// submission tail as this thread has written it.
 	queued, tail uint32
+	// disabled: the ring was made disabled (single issuer), and start
+	// enables it on the thread that submits.
+	disabled bool
 }
 
 // uringParams is struct io_uring_params.
@@ -75,15 +78,34 @@ const (
 	uringOffCQRing     = 0x8000000
 	uringOffSQEs       = 0x10000000
 	uringEnterGetEvent = 1 // IORING_ENTER_GETEVENTS
+
+	uringSetupRDisabled    = 1 << 6  // IORING_SETUP_R_DISABLED (5.10)
+	uringSetupCoopTaskrun  = 1 << 8  // IORING_SETUP_COOP_TASKRUN (5.19)
+	uringSetupSingleIssuer = 1 << 12 // IORING_SETUP_SINGLE_ISSUER (6.0)
+	uringSetupDeferTaskrun = 1 << 13 // IORING_SETUP_DEFER_TASKRUN (6.1)
+	uringRegisterEnable    = 12      // IORING_REGISTER_ENABLE_RINGS
 )
 
+// uringFlags are the setup flags fio's io_uring engine asks for (and drops
+// on a kernel that refuses them): one thread submits and reaps (single
+// issuer), and completions run when it waits for them (deferred task
+// work) rather than interrupting it (cooperative task work). A single
+// issuer is the thread that makes the ring unless the ring starts
+// disabled; a benchmark thread's ring is made before its thread runs, so
+// it starts disabled and the thread enables it (start).
+const uringFlags = uringSetupCoopTaskrun | uringSetupSingleIssuer | uringSetupDeferTaskrun | uringSetupRDisabled
+
 func newUring(depth int) (_ *uring, err error) {
-	var p uringParams
+	p := uringParams{flags: uringFlags}
 	fd, _, e := unix.Syscall(unix.SYS_IO_URING_SETUP, uintptr(depth), uintptr(unsafe.Pointer(&p)), 0)
+	if e == unix.EINVAL { // a kernel older than 6.1
+		p = uringParams{}
+		fd, _, e = unix.Syscall(unix.SYS_IO_URING_SETUP, uintptr(depth), uintptr(unsafe.Pointer(&p)), 0)
+	}
 	if e != 0 {
 		return nil, uringUnavailable(e)
 	}
-	u := &uring{fd: int(fd)}
+	u := &uring{fd: int(fd), disabled: p.flags&uringSetupRDisabled != 0}
 	defer func() {
 		if err != nil {
 			u.close()
@@ -139,6 +161,18 @@ func (u *uring) mmap(off int64, size int) ([]byte, error) {
 	}
 	u.maps = append(u.maps, m)
 	return m, nil
+}
+
+// start enables a ring made disabled, on the thread that will submit.
+func (u *uring) start() error {
+	if !u.disabled {
+		return nil
+	}
+	if _, _, e := unix.Syscall6(unix.SYS_IO_URING_REGISTER, uintptr(u.fd), uringRegisterEnable, 0, 0, 0, 0); e != 0 {
+		return fmt.Errorf("io_uring_register (enable the ring): %s", errnoText(e))
+	}
+	u.disabled = false
+	return nil
 }
 
 func (u *uring) prep(slot int, write bool, fd int, buf []byte, off int64) {
