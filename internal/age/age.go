@@ -6,9 +6,10 @@
 // wrote to its block device (the device's own counters, /proc/diskstats:
 // data, metadata and journal, as iostat counts them) and how many extents
 // the file took (FIEMAP), so that an aged file system's write
-// amplification and fragmentation are numbers, before and after. A
-// device's own flash writes (NVMe's SMART log, an eMMC's counters) are
-// not read.
+// amplification and fragmentation are numbers, before and after. On an
+// NVMe device it also reads what the device says it wrote (nvme.go): what
+// hosts sent it and, where it keeps the OCP log, what it wrote to its
+// media; other devices' own counters are not read, and the result says so.
 //
 // Everything it makes lives in one scratch directory under the directory
 // it is given, removed on every path, Ctrl-C included.
@@ -132,8 +133,8 @@ type Result struct {
 	// Fresh is the write before the ageing, Aged the write after it.
 	Fresh *Write `json:"fresh,omitempty"`
 	Aged  *Write `json:"aged,omitempty"`
-	// DeviceWrites says why the device's own writes (inside the device:
-	// flash pages) are not given.
+	// DeviceWrites says where the device's own write counters were read
+	// (an NVMe device's SMART and OCP logs), or why they were not.
 	DeviceWrites string `json:"device_writes"`
 	// Interrupted: the test was stopped before it ended; what was
 	// measured is here, and everything it made was removed.
@@ -153,6 +154,16 @@ type Write struct {
 	DeviceRequests int64 `json:"device_requests"`
 	// Amplification is DeviceBytes over AppBytes.
 	Amplification float64 `json:"amplification"`
+	// NVMeHostBytes is what the NVMe device says hosts sent it in the
+	// same time (its SMART log's data units written, in 512,000-byte
+	// units, so a small write rounds; every namespace of the controller
+	// counts); absent when not read.
+	NVMeHostBytes int64 `json:"nvme_host_bytes,omitempty"`
+	// MediaBytes is what the device says it wrote to its media (its OCP
+	// log's physical media units written), MediaAmplification that over
+	// AppBytes; absent when the device does not say.
+	MediaBytes         int64   `json:"media_bytes,omitempty"`
+	MediaAmplification float64 `json:"media_amplification,omitempty"`
 	// Extents is how many extents the file took (FIEMAP); -1 when the
 	// file system does not tell.
 	Extents int64 `json:"extents"`
@@ -186,8 +197,17 @@ func Run(ctx context.Context, c Config, phase Phase) (res *Result, err error) {
 		return nil, err
 	}
 	res = &Result{Config: c, FS: st.FSType, Device: st.Device, SizeBytes: st.SizeBytes, FreeBytes: st.FreeBytes, BlockSize: sfs.Bsize,
-		RootReserveBytes: int64(sfs.Bfree-sfs.Bavail) * sfs.Bsize, Root: os.Geteuid() == 0,
-		DeviceWrites: "not read: the counters inside the device (NVMe's SMART log, an eMMC's) are not read by perfsleuth yet; the device bytes are what the block layer completed"}
+		RootReserveBytes: int64(sfs.Bfree-sfs.Bavail) * sfs.Bsize, Root: os.Geteuid() == 0}
+	counters := countersOf("/sys", st.Device)
+	if _, err := counters.read(); err != nil {
+		res.DeviceWrites = err.Error()
+		if counters.ctrl != "" {
+			res.DeviceWrites = "not read: " + res.DeviceWrites
+		}
+		counters = counterSource{}
+	} else {
+		res.DeviceWrites = "read from " + counters.ctrl + "'s SMART log (data units written: what hosts sent it, in 512,000-byte units) and, where it keeps one, its OCP log (physical media units written)"
+	}
 	scratch, err := os.MkdirTemp(c.Dir, "perfsleuth-age.")
 	if err != nil {
 		return nil, fmt.Errorf("make the scratch directory in %s: %w", c.Dir, err)
@@ -212,7 +232,7 @@ func Run(ctx context.Context, c Config, phase Phase) (res *Result, err error) {
 	rand.NewChaCha8([32]byte{}).Read(buf)
 
 	phase("fresh write")
-	if res.Fresh, err = writeFile(ctx, filepath.Join(scratch, "fresh"), c.Write, buf, st.Device); err != nil || stopped() {
+	if res.Fresh, err = writeFile(ctx, filepath.Join(scratch, "fresh"), c.Write, buf, st.Device, counters); err != nil || stopped() {
 		return res, err
 	}
 	phase("filling the area with small files")
@@ -228,7 +248,7 @@ func Run(ctx context.Context, c Config, phase Phase) (res *Result, err error) {
 	syncDir(scratch)
 	res.FillSec = time.Since(start).Seconds()
 	phase("aged write")
-	if res.Aged, err = writeFile(ctx, filepath.Join(scratch, "aged"), c.Write, buf, st.Device); err != nil {
+	if res.Aged, err = writeFile(ctx, filepath.Join(scratch, "aged"), c.Write, buf, st.Device, counters); err != nil {
 		return res, err
 	}
 	stopped()
@@ -311,8 +331,9 @@ func thin(ctx context.Context, dir string, n int64, share float64) (int64, error
 // writeFile writes size bytes to a new file at path and fsyncs it,
 // reading device's write counters just before the first write and just
 // after the fsync; everything pending on the file system is synced before
-// so that it does not count.
-func writeFile(ctx context.Context, path string, size int64, buf []byte, device string) (*Write, error) {
+// so that it does not count. Where counters has a controller, its own
+// counters are read at the same moments.
+func writeFile(ctx context.Context, path string, size int64, buf []byte, device string, counters counterSource) (*Write, error) {
 	syncDir(filepath.Dir(path))
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -323,6 +344,7 @@ func writeFile(ctx context.Context, path string, size int64, buf []byte, device 
 	if err != nil {
 		return nil, err
 	}
+	ownBefore, ownErr := counters.read()
 	start := time.Now()
 	var wrote int64
 	for wrote < size {
@@ -347,6 +369,17 @@ func writeFile(ctx context.Context, path string, size int64, buf []byte, device 
 		DeviceRequests: int64(after.WriteIOs - before.WriteIOs), Seconds: secs, Extents: extents(f)}
 	if wrote > 0 {
 		w.Amplification = float64(w.DeviceBytes) / float64(wrote)
+	}
+	if counters.ctrl != "" && ownErr == nil {
+		if own, err := counters.read(); err == nil {
+			w.NVMeHostBytes = own.Host - ownBefore.Host
+			if own.Media >= 0 && ownBefore.Media >= 0 {
+				w.MediaBytes = own.Media - ownBefore.Media
+				if wrote > 0 {
+					w.MediaAmplification = float64(w.MediaBytes) / float64(wrote)
+				}
+			}
+		}
 	}
 	return w, nil
 }

@@ -65,5 +65,19 @@ func (r *Result) Text() string {
 	}
 	fmt.Fprintf(&b, "  device bytes and requests: what %s completed for writes from the first write to the end of the fsync (/proc/diskstats), the file system's metadata and journal included, and other processes' writes to %s in that time\n", r.Device, r.Device)
 	fmt.Fprintf(&b, "  the device's own writes: %s\n", r.DeviceWrites)
+	own := func(name string, w *Write) {
+		if w == nil || w.NVMeHostBytes == 0 && w.MediaBytes == 0 {
+			return
+		}
+		fmt.Fprintf(&b, "    %s: the device says hosts sent it %s", name, units.FormatSize(w.NVMeHostBytes))
+		if w.MediaBytes > 0 {
+			fmt.Fprintf(&b, " and it wrote %s to its media, %.2fx what the application wrote", units.FormatSize(w.MediaBytes), w.MediaAmplification)
+		} else {
+			b.WriteString("; it does not say what it wrote to its media (no OCP log)")
+		}
+		b.WriteString("\n")
+	}
+	own("fresh", r.Fresh)
+	own("aged", r.Aged)
 	return b.String()
 }
