@@ -254,6 +254,37 @@ func TestExperimentColdRead(t *testing.T) {
 	}
 }
 
+// TestExperimentCacheLimit: the same reads under a 16 MiB page cache
+// (cache-limit): the places they read take about 80 MiB, so each run
+// reads most of them from the device, while the baseline's stay cached.
+func TestExperimentCacheLimit(t *testing.T) {
+	data := filepath.Join(expDir(t), "cachelimit-data")
+	f, err := os.Create(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(data)
+	buf := make([]byte, 1<<20)
+	for i := range buf {
+		buf[i] = byte(i * 31)
+	}
+	for i := 0; i < 256; i++ {
+		if _, err := f.Write(buf); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.Close()
+	run := experiment(t, "--conditions", "cache-limit", "--cache-limit", "16MiB", "--evict", data, "--", scenario(t, "coldread"), data, "20000")
+	class(t, run, "cache-limit", "sensitive")
+	if run.Verdict.Bottleneck != "cache" {
+		t.Errorf("bottleneck %q, want cache: %s", run.Verdict.Bottleneck, run.Verdict.Conclusion)
+	}
+	c := conditionOf(t, run, "cache-limit")
+	if all := strings.Join(c.Settings, "; "); !strings.Contains(all, "16 MiB") || !strings.Contains(all, "memory.") {
+		t.Errorf("cache-limit's settings %q do not give the budget and the mechanism", c.Settings)
+	}
+}
+
 // TestExperimentSQLite: WAL with synchronous=NORMAL commits without a sync
 // and is limited by SQLite's own CPU; DELETE with synchronous=FULL syncs the
 // journal, the database and the directory on every commit and is limited

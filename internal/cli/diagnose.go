@@ -31,6 +31,7 @@ type experimentFlags struct {
 	ioShare     float64
 	ioPeak      int64
 	evict       []string
+	cacheLimit  int64
 	scale       string
 	deviceCurve bool
 	// scaleSpec is --scale parsed (check).
@@ -59,6 +60,7 @@ func (e *experimentFlags) bind(cmd *cobra.Command) {
 	fs.Float64Var(&e.ioShare, "io-share", defaultIOShare, "io-pressure's background writer rate, in percent of the device's peak write rate")
 	fs.Var(sizeValue{&e.ioPeak}, "io-peak", "the device's peak write rate per second (e.g. 400MiB), instead of measuring it")
 	fs.StringSliceVar(&e.evict, "evict", nil, "for a command: the files or directories whose page cache cold-cache evicts (default: the whole page cache is dropped)")
+	fs.Var(sizeValue{&e.cacheLimit}, "cache-limit", "the page cache the cache-limit condition leaves the workload (e.g. 64MiB) (default: half of its files' size: fileio's --size, or the files under --evict; sqlite needs it)")
 	fs.BoolVar(&e.deviceCurve, "device-curve", false, "after the runs, measure the device under the workload's directory at queue depth 1, 2, 4, ... until its IOPS stop growing (4 KiB random O_DIRECT reads of a 256 MiB scratch file there, a second a depth, removed after) and place the workload on that curve")
 	fs.StringVar(&e.scale, "scale", "", "run the workload at several levels of its own concurrency instead of the conditions, e.g. threads=1,2,4: a command's {threads} is replaced by each level, fileio's --threads set to it; says how its throughput and its cost per unit of work scale (docs/experiments.md)")
 }
@@ -91,7 +93,7 @@ func parseScale(s string) (*experiment.Scale, error) {
 
 func (e *experimentFlags) check(cmd *cobra.Command) error {
 	if e.quick {
-		for _, name := range []string{"repeat", "max-repeat", "conditions", "budget", "metric", "metric-lower", "io-share", "io-peak", "evict", "scale"} {
+		for _, name := range []string{"repeat", "max-repeat", "conditions", "budget", "metric", "metric-lower", "io-share", "io-peak", "evict", "cache-limit", "scale"} {
 			if cmd.Flags().Changed(name) {
 				return fmt.Errorf("--%s sets up experiments, which --quick does not run: drop one of them", name)
 			}
@@ -123,6 +125,9 @@ func (e *experimentFlags) check(cmd *cobra.Command) error {
 		}
 		e.scaleSpec, e.conditions = sc, []string{"baseline"}
 	}
+	if cmd.Flags().Changed("cache-limit") && !slices.Contains(e.conditions, "cache-limit") {
+		return errors.New("--cache-limit is the page cache the cache-limit condition leaves the workload: add cache-limit to --conditions, or drop --cache-limit")
+	}
 	return experiment.CheckConditions(e.conditions)
 }
 
@@ -150,6 +155,10 @@ resource away, and say which resource its result depends on:
                   the default list: --conditions io-throttle cross-checks
                   io-pressure)
   cold-cache      the workload's page cache evicted before each run
+  cache-limit     a smaller page cache: each run starts cold and its page cache
+                  is held to --cache-limit (default: half of its files) by a
+                  memory cgroup made for the run, its other memory not
+                  limited (not in the default list: --conditions cache-limit)
 
 Each condition runs --repeat times, in rounds of one run each, the order
 drawn (each condition at each place once in n rounds), each run after the previous run's writes reached the device; while a
@@ -188,6 +197,7 @@ func (e *experimentFlags) run(cmd *cobra.Command, t *model.Target, argv []string
 		IOShare:           e.ioShare / 100,
 		IOPeak:            float64(e.ioPeak),
 		Evict:             e.evict,
+		CacheLimit:        e.cacheLimit,
 		Observe:           f.options(),
 		DeviceCurve:       e.deviceCurve,
 	}

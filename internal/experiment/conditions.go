@@ -65,16 +65,27 @@ type env struct {
 	// throttle and throttlePlace are io-throttle's.
 	throttle      cgroupLimit
 	throttlePlace cgroupPlace
+	// target is the built-in benchmark, nil for a command.
+	target *model.Target
+	// cacheBudget is the page cache cache-limit leaves the workload
+	// (--cache-limit; 0: sized from its files), cachePlace where its
+	// cgroups are made.
+	cacheBudget int64
+	cachePlace  cgroupPlace
 }
 
 // Names of the conditions, in the order they are listed and run in a round.
-var conditionNames = []string{"baseline", "unobserved", "cpu-half", "cpu-contention", "cpu-quota", "io-pressure", "io-throttle", "cold-cache"}
+var conditionNames = []string{"baseline", "unobserved", "cpu-half", "cpu-contention", "cpu-quota", "io-pressure", "io-throttle", "cold-cache", "cache-limit"}
 
 // DefaultConditions are run when --conditions is not given: all but
 // cpu-quota and io-throttle, which ask the question of cpu-half and
 // cpu-contention, and of io-pressure, by another means and are there to
-// cross-check them (they cost no CPU of their own).
-var DefaultConditions = slices.DeleteFunc(slices.Clone(conditionNames), func(n string) bool { return n == "cpu-quota" || n == "io-throttle" })
+// cross-check them (they cost no CPU of their own), and cache-limit,
+// which asks a question of its own (what a smaller page cache costs) and
+// is asked for by name.
+var DefaultConditions = slices.DeleteFunc(slices.Clone(conditionNames), func(n string) bool {
+	return n == "cpu-quota" || n == "io-throttle" || n == "cache-limit"
+})
 
 // quotaShare is the share of the workload's CPUs' time cpu-quota leaves
 // it: half, as cpu-half leaves half of the CPUs.
@@ -237,6 +248,14 @@ var conditions = map[string]*condition{
 				return evict(e.evict)
 			}, func() {}, nil
 		},
+	},
+	// cache-limit: the workload's page cache held to a budget by a memory
+	// cgroup (cachelimit.go).
+	"cache-limit": {
+		name:     "cache-limit",
+		resource: "cache",
+		prepare:  prepareCacheLimit,
+		apply:    applyCacheLimit,
 	},
 }
 

@@ -52,6 +52,10 @@ type Spec struct {
 	IOPeak  float64
 	// Evict lists what cold-cache evicts for a command; empty: everything.
 	Evict []string
+	// CacheLimit is the page cache cache-limit leaves the workload, in
+	// bytes; 0: half of its files' size (a built-in benchmark's, or
+	// --evict's).
+	CacheLimit int64
 	// Observe is what each run's probes are asked.
 	Observe probe.Options
 	// Probes, when set, gives each run its probes instead of the registry
@@ -136,7 +140,7 @@ func Run(ctx context.Context, spec Spec, hooks Hooks) (*model.Run, error) {
 		return nil, err
 	}
 	defer sd.remove()
-	e := &env{exe: exe, cpus: cpus, ioShare: spec.IOShare, ioPeak: spec.IOPeak, stateDir: peakStateDir(), workDir: sd.dir, store: sd.store}
+	e := &env{exe: exe, cpus: cpus, ioShare: spec.IOShare, ioPeak: spec.IOPeak, stateDir: peakStateDir(), workDir: sd.dir, store: sd.store, target: spec.Target, cacheBudget: spec.CacheLimit}
 	if spec.IOPeak > 0 {
 		e.peakDoc = "given with --io-peak"
 	}
