@@ -145,6 +145,10 @@ func applyCacheLimit(_ context.Context, e *env) (func([]int) error, func(), erro
 	stop := func() {
 		once.Do(func() {
 			f.stop()
+			// No limit first: a process still in the cgroup (a daemon the
+			// workload left) must not stay waiting for memory (v1's OOM
+			// killer is off there) once nothing follows it.
+			f.unlimit()
 			cg.remove()
 		})
 	}
@@ -212,6 +216,15 @@ func (f *cacheFollower) step() error {
 		return fmt.Errorf("write %d to %s: %w", limit, filepath.Join(f.dir, file), err)
 	}
 	return nil
+}
+
+// unlimit lifts the limit.
+func (f *cacheFollower) unlimit() {
+	file, none := "memory.high", "max"
+	if f.version == 1 {
+		file, none = "memory.limit_in_bytes", "-1"
+	}
+	os.WriteFile(filepath.Join(f.dir, file), []byte(none), 0)
 }
 
 func (f *cacheFollower) start() {
