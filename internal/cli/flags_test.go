@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -56,6 +57,7 @@ func TestEveryFlagRefusesABadValue(t *testing.T) {
 		"bench fileio":     {append([]string{"bench", "fileio"}, fileio...), nil},
 		"bench sqlite":     {{"bench", "sqlite", "--rows", "10"}, nil},
 		"bench age":        {{"bench", "age", "--area", "64k", "--write", "64k"}, nil},
+		"agent":            {{"agent", "-p", strconv.Itoa(os.Getpid()), "--window", "1s"}, nil},
 		"observe":          {{"observe"}, {"--", "true"}},
 		"observe fileio":   {append([]string{"observe", "fileio"}, fileio...), nil},
 		"observe sqlite":   {{"observe", "sqlite", "--rows", "10"}, nil},
@@ -111,6 +113,11 @@ func TestEveryFlagRefusesABadValue(t *testing.T) {
 			"save-a": paths, "save-b": paths,
 		},
 		"doctor": {"dir": {{missing, "no such file"}, {rec, "not a directory"}}},
+		"agent": {
+			"cgroup": {{missing, "not a cgroup directory"}}, "listen": {{"256.0.0.1:1", "--listen"}},
+			"pid":    {{"0", "not a process id"}, {"999999999", "no such process"}},
+			"window": {{"10ms", "1s or more"}}, "max-processes": {{"0", "1 or more"}},
+		},
 		"export": {
 			"folded": paths, "folded-offcpu": paths, "pprof": paths, "prometheus": paths, "trace": paths,
 		},

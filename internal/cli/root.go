@@ -49,7 +49,7 @@ an existing process), observes it, and says where its time goes.`,
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return fmt.Errorf("%s (see '%s --help')", plainFlagError(err), c.CommandPath())
 	})
-	root.AddCommand(newBenchCmd(), newObserveCmd(), newDiagnoseCmd(), newReportCmd(), newDoctorCmd(), newChildCmd(), newLoadCmd(), newExportCmd(), newCompareCmd())
+	root.AddCommand(newBenchCmd(), newObserveCmd(), newDiagnoseCmd(), newReportCmd(), newDoctorCmd(), newChildCmd(), newLoadCmd(), newExportCmd(), newCompareCmd(), newAgentCmd())
 	showDefaults(root)
 	return root
 }

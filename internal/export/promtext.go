@@ -49,8 +49,29 @@ var (
 	promLabelName  = regexp.MustCompile(`^[a-zA-Z_][a-zA-Z0-9_]*$`)
 )
 
-// writeText encodes the families, sorted by name as a registry gathers them.
+// writeText encodes the families, sorted by name as a registry gathers
+// them, in the Prometheus text format (0.0.4).
 func writeText(fams []*promFamily) ([]byte, error) {
+	return encode(fams, func(b *bytes.Buffer, mf *dto.MetricFamily) error {
+		_, err := expfmt.MetricFamilyToText(b, mf)
+		return err
+	})
+}
+
+// writeOpenMetrics encodes them in OpenMetrics 1.0.0, ended by # EOF.
+func writeOpenMetrics(fams []*promFamily) ([]byte, error) {
+	out, err := encode(fams, func(b *bytes.Buffer, mf *dto.MetricFamily) error {
+		_, err := expfmt.MetricFamilyToOpenMetrics(b, mf)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return append(out, "# EOF\n"...), nil
+}
+
+// encode turns the families into client_model's and writes each with put.
+func encode(fams []*promFamily, put func(*bytes.Buffer, *dto.MetricFamily) error) ([]byte, error) {
 	sort.Slice(fams, func(i, j int) bool { return fams[i].Name < fams[j].Name })
 	var b bytes.Buffer
 	for _, f := range fams {
@@ -91,7 +112,7 @@ func writeText(fams []*promFamily) ([]byte, error) {
 			}
 			mf.Metric = append(mf.Metric, dm)
 		}
-		if _, err := expfmt.MetricFamilyToText(&b, mf); err != nil {
+		if err := put(&b, mf); err != nil {
 			return nil, fmt.Errorf("encode %s: %w", f.Name, err)
 		}
 	}

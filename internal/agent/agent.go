@@ -1,0 +1,365 @@
+// Package agent is `perfsleuth agent`: the time accounting of selected
+// cgroups or processes, observed window after window, served on an HTTP
+// listener for Prometheus (issue 23). Each window is an observe -p of the
+// processes in the selected cgroups at its start (their children are
+// followed as observe follows them), analysed as observe's record is; its
+// seconds per category are added to counters kept across windows, by
+// cgroup, process name and category, and its verdict is a labelled gauge.
+// The agent's own cost (its CPU time, the eBPF programs' estimated CPU
+// time, its resident memory) is served beside.
+//
+// Cardinality is bounded: at most MaxProcesses process names per cgroup
+// get series of their own (the first seen keep theirs, so a counter never
+// changes its labels); the rest are summed under process="other".
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/prometheus/procfs"
+
+	"github.com/perfsleuth/perfsleuth/internal/analyze"
+	"github.com/perfsleuth/perfsleuth/internal/export"
+	"github.com/perfsleuth/perfsleuth/internal/model"
+	"github.com/perfsleuth/perfsleuth/internal/probe"
+	"github.com/perfsleuth/perfsleuth/internal/runner"
+	"github.com/perfsleuth/perfsleuth/internal/target"
+)
+
+// Config is what the agent observes and where it serves.
+type Config struct {
+	// Listen is the address /metrics is served on (host:port).
+	Listen string
+	// Window is the length of one observation.
+	Window time.Duration
+	// Cgroups are cgroup directories (in a v1 or v2 hierarchy) whose
+	// processes are observed; PIDs are processes observed by pid.
+	Cgroups []string
+	PIDs    []int
+	// MaxProcesses bounds the process names per cgroup that get series
+	// of their own.
+	MaxProcesses int
+	// Probe is what each window's probes are asked.
+	Probe probe.Options
+	// Serving, when set, is called with the address the listener took
+	// (Listen's port chosen when it was 0), before the first window.
+	Serving func(addr string)
+}
+
+// DefaultMaxProcesses is --max-processes' default.
+const DefaultMaxProcesses = 20
+
+// other is the process label of the names past MaxProcesses, and the
+// cgroup label of a process born in a window whose cgroup is none of the
+// selected ones (or that was gone at the window's end).
+const other = "other"
+
+// byPID is the cgroup label of the processes given with -p.
+const byPID = "pids"
+
+// Agent observes and serves.
+type Agent struct {
+	cfg Config
+
+	mu sync.Mutex
+	// seconds per (cgroup, process, category), added over windows.
+	seconds map[seriesKey]float64
+	names   map[string][]string // per cgroup, the process names with series
+	// verdicts is each cgroup's last window's verdict.
+	verdicts map[string]*model.Verdict
+	windows  map[string]float64 // observed windows per cgroup
+	observed map[string]float64 // observed seconds per cgroup
+	missing  map[string]float64 // windows a cgroup had no process (or was gone)
+	failed   float64            // windows whose observation failed
+	probeCPU float64            // the eBPF programs' estimated CPU seconds
+	dropped  float64            // events the probe could not record
+	lastErr  string
+}
+
+type seriesKey struct{ cgroup, process, category string }
+
+// New checks cfg and makes an agent.
+func New(cfg Config) (*Agent, error) {
+	if cfg.Window < time.Second {
+		return nil, fmt.Errorf("--window %s: give 1s or more (each window attaches the probes anew)", cfg.Window)
+	}
+	if len(cfg.Cgroups) == 0 && len(cfg.PIDs) == 0 {
+		return nil, errors.New("nothing to observe: give --cgroup DIR (a cgroup's directory, e.g. /sys/fs/cgroup/system.slice/redis.service) or -p PID")
+	}
+	for i, dir := range cfg.Cgroups {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := os.Stat(filepath.Join(abs, "cgroup.procs")); err != nil {
+			return nil, fmt.Errorf("--cgroup %s: not a cgroup directory (no cgroup.procs): give a directory under /sys/fs/cgroup", dir)
+		}
+		cfg.Cgroups[i] = abs
+	}
+	for _, pid := range cfg.PIDs {
+		if pid < 1 {
+			return nil, fmt.Errorf("--pid %d: not a process id: give a running process's pid", pid)
+		}
+		if _, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid))); err != nil {
+			return nil, fmt.Errorf("--pid %d: no such process: check the pid with ps", pid)
+		}
+	}
+	if cfg.MaxProcesses < 1 {
+		return nil, fmt.Errorf("--max-processes %d: give 1 or more", cfg.MaxProcesses)
+	}
+	return &Agent{cfg: cfg, seconds: map[seriesKey]float64{}, names: map[string][]string{}, verdicts: map[string]*model.Verdict{},
+		windows: map[string]float64{}, observed: map[string]float64{}, missing: map[string]float64{}}, nil
+}
+
+// Run serves /metrics and observes window after window until ctx ends.
+// log (may be nil) gets a line per window that failed.
+func (a *Agent) Run(ctx context.Context, log io.Writer) error {
+	if log == nil {
+		log = io.Discard
+	}
+	ln, err := net.Listen("tcp", a.cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("--listen %s: %w", a.cfg.Listen, err)
+	}
+	addr := ln.Addr().String()
+	if a.cfg.Serving != nil {
+		a.cfg.Serving(addr)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/metrics", a.serveMetrics)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	defer func() {
+		shut, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		srv.Shutdown(shut)
+	}()
+	for ctx.Err() == nil {
+		select {
+		case err := <-served:
+			return fmt.Errorf("serve %s: %w", addr, err)
+		default:
+		}
+		start := time.Now()
+		if err := a.window(ctx); err != nil && ctx.Err() == nil {
+			a.mu.Lock()
+			a.failed++
+			a.lastErr = err.Error()
+			a.mu.Unlock()
+			fmt.Fprintf(log, "perfsleuth agent: window: %v\n", err)
+		}
+		// A window that ended early (no process, its processes gone)
+		// waits out the rest of its length, so the agent does not spin.
+		if rest := a.cfg.Window - time.Since(start); rest > 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(rest):
+			}
+		}
+	}
+	return nil
+}
+
+// members are the processes of each selected cgroup now, and the pids
+// given, by the cgroup label they go under.
+func (a *Agent) members() (map[int]string, []string) {
+	by := map[int]string{}
+	var empty []string
+	for _, dir := range a.cfg.Cgroups {
+		text, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+		n := 0
+		if err == nil {
+			for _, f := range strings.Fields(string(text)) {
+				if pid, err := strconv.Atoi(f); err == nil {
+					by[pid] = dir
+					n++
+				}
+			}
+		}
+		if n == 0 {
+			empty = append(empty, dir)
+		}
+	}
+	for _, pid := range a.cfg.PIDs {
+		if _, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid))); err == nil {
+			by[pid] = byPID
+		} else {
+			empty = append(empty, "pid "+strconv.Itoa(pid))
+		}
+	}
+	return by, empty
+}
+
+// window observes the members for one window and adds what it found.
+func (a *Agent) window(ctx context.Context) error {
+	by, empty := a.members()
+	a.mu.Lock()
+	for _, e := range empty {
+		a.missing[e]++
+	}
+	a.mu.Unlock()
+	if len(by) == 0 {
+		return nil
+	}
+	pids := make([]int, 0, len(by))
+	for pid := range by {
+		pids = append(pids, pid)
+	}
+	slices.Sort(pids)
+	run, err := runner.Observe(ctx, target.NewGroup(target.NewPID(pids[0], a.cfg.Window), pids[1:]), runner.Options{Probe: a.cfg.Probe})
+	if err != nil {
+		return err
+	}
+	analyze.Run(run)
+	a.add(run, by)
+	return nil
+}
+
+// add adds a window's run: each thread's seconds under its process's
+// cgroup (a process born in the window under its cgroup now, read from
+// /proc, or its parent's when gone: other) and name.
+func (a *Agent) add(run *model.Run, by map[int]string) {
+	ta := run.TimeAccounting
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	seen := map[string]bool{}
+	for _, c := range by {
+		seen[c] = true
+	}
+	for c := range seen {
+		a.windows[c]++
+		if ta != nil {
+			a.observed[c] += ta.WindowSec
+		}
+		a.verdicts[c] = run.Verdict
+	}
+	if ta == nil {
+		return
+	}
+	a.probeCPU += ta.ProbeCPUSec
+	a.dropped += float64(ta.Dropped)
+	procName := map[int]string{}
+	for _, t := range ta.Threads {
+		if t.TID == t.PID || procName[t.PID] == "" {
+			procName[t.PID] = t.Comm
+		}
+	}
+	for _, t := range ta.Threads {
+		if t.Idle {
+			continue
+		}
+		cg, ok := by[t.PID]
+		if !ok {
+			cg = a.cgroupOf(t.PID)
+		}
+		name := a.nameFor(cg, procName[t.PID])
+		for cat, v := range t.Seconds {
+			a.seconds[seriesKey{cg, name, cat}] += v
+		}
+	}
+}
+
+// cgroupOf is the selected cgroup pid (born in the window) is in now, or
+// other.
+func (a *Agent) cgroupOf(pid int) string {
+	p, err := procfs.NewProc(pid)
+	if err != nil {
+		return other
+	}
+	groups, err := p.Cgroups()
+	if err != nil {
+		return other
+	}
+	for _, dir := range a.cfg.Cgroups {
+		for _, g := range groups {
+			if g.Path != "/" && strings.HasSuffix(dir, g.Path) {
+				return dir
+			}
+		}
+	}
+	return other
+}
+
+// nameFor is the process label of name in cgroup cg: the name, while the
+// cgroup has fewer than MaxProcesses names, else other.
+func (a *Agent) nameFor(cg, name string) string {
+	if name == "" {
+		name = other
+	}
+	have := a.names[cg]
+	if slices.Contains(have, name) {
+		return name
+	}
+	if len(have) < a.cfg.MaxProcesses {
+		a.names[cg] = append(have, name)
+		return name
+	}
+	return other
+}
+
+// serveMetrics answers a scrape: OpenMetrics when the scraper asks for it,
+// else the Prometheus text format.
+func (a *Agent) serveMetrics(w http.ResponseWriter, r *http.Request) {
+	open := strings.Contains(r.Header.Get("Accept"), "application/openmetrics-text")
+	body, err := a.metrics().Encode(open)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	if open {
+		w.Header().Set("Content-Type", "application/openmetrics-text; version=1.0.0; charset=utf-8")
+	} else {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	}
+	w.Write(body)
+}
+
+// metrics is the samples now.
+func (a *Agent) metrics() *export.Metrics {
+	m := export.NewMetrics()
+	a.mu.Lock()
+	for k, v := range a.seconds {
+		m.Counter("agent_time_seconds_total", "Seconds the observed threads spent in each category (docs/probes.md), by cgroup and process name, over the windows observed; idle threads left out.",
+			v, "cgroup", k.cgroup, "process", k.process, "category", k.category)
+	}
+	for cg, n := range a.windows {
+		m.Counter("agent_windows_total", "Windows in which the cgroup had processes and was observed.", n, "cgroup", cg)
+		m.Counter("agent_observed_seconds_total", "Seconds of the cgroup's windows (the seconds of agent_time_seconds_total add up to this, times its threads).", a.observed[cg], "cgroup", cg)
+		if v := a.verdicts[cg]; v != nil {
+			m.Gauge("agent_verdict_info", "The last window's verdict for the cgroup: its primary and close secondary category (always 1).", 1,
+				"cgroup", cg, "primary", v.Primary, "secondary", v.Secondary)
+		}
+	}
+	for cg, n := range a.missing {
+		m.Counter("agent_target_missing_total", "Windows in which a selected cgroup had no process or was gone, or a pid had exited.", n, "target", cg)
+	}
+	m.Counter("agent_window_errors_total", "Windows whose observation failed (the log says why).", a.failed)
+	m.Counter("agent_probe_cpu_seconds_total", "CPU seconds the eBPF programs took in the windows (estimated: runs × cost calibrated on the host), over all CPUs.", a.probeCPU)
+	m.Counter("agent_probe_dropped_events_total", "Events the time-accounting probe could not record (full maps).", a.dropped)
+	series := len(a.seconds)
+	a.mu.Unlock()
+	m.Gauge("agent_series", "Series of perfsleuth_agent_time_seconds_total: at most cgroups x (max-processes + 1) x categories.", float64(series))
+	if self, err := procfs.Self(); err == nil {
+		if st, err := self.Stat(); err == nil {
+			m.Counter("agent_cpu_seconds_total", "CPU seconds of the agent process itself (user and system), loading and reading the probes included; the eBPF programs' own time is agent_probe_cpu_seconds_total.", st.CPUTime())
+			m.Gauge("agent_resident_memory_bytes", "The agent's resident memory.", float64(st.ResidentMemory()))
+		}
+	}
+	m.Gauge("agent_window_seconds", "The length of one window.", a.cfg.Window.Seconds())
+	host, _ := os.Hostname()
+	m.Gauge("agent_info", "The agent (always 1).", 1, "hostname", host)
+	return m
+}

@@ -1,0 +1,294 @@
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/procfs"
+	"golang.org/x/sys/unix"
+)
+
+// testCgroup makes a cgroup for the test below the test's own (the cpu
+// hierarchy on cgroup v1, the unified one on v2), removed at the end.
+func testCgroup(t *testing.T) string {
+	t.Helper()
+	self, err := procfs.Self()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mounts, err := self.MountInfo()
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups, err := self.Cgroups()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dir string
+	for _, m := range mounts {
+		for _, g := range groups {
+			v2 := m.FSType == "cgroup2" && g.HierarchyID == 0
+			_, cpu := m.SuperOptions["cpu"]
+			v1 := m.FSType == "cgroup" && cpu && strings.Contains(","+strings.Join(g.Controllers, ",")+",", ",cpu,")
+			if dir == "" && (v1 || v2) {
+				dir = filepath.Join(m.MountPoint, strings.TrimPrefix(g.Path, m.Root))
+			}
+		}
+	}
+	if dir == "" {
+		t.Skip("no cgroup hierarchy to make the test's cgroup in")
+	}
+	dir = filepath.Join(dir, fmt.Sprintf("perfsleuth-agent-test-%d", os.Getpid()))
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Skipf("make a cgroup: %v", err)
+	}
+	t.Cleanup(func() {
+		for range 50 {
+			if err := unix.Rmdir(dir); err == nil || os.IsNotExist(err) {
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		t.Errorf("the test's cgroup %s is still there", dir)
+	})
+	return dir
+}
+
+// syncLoop is the workload: one thread that writes 4 KiB and fdatasyncs,
+// in a loop, until killed (python3: a Go program's runtime threads would
+// add their own waits).
+const syncLoop = `import os, sys
+f = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY, 0o644)
+while True:
+    os.pwrite(f, b"x" * 4096, 0)
+    os.fdatasync(f)
+`
+
+// startIn starts the sync loop in cgroup dir.
+func startIn(t *testing.T, dir string) *exec.Cmd {
+	t.Helper()
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not found: the test's workload is a python3 fdatasync loop")
+	}
+	cmd := exec.Command(py, "-c", syncLoop, filepath.Join(t.TempDir(), "synced"))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0); err != nil {
+		t.Fatal(err)
+	}
+	return cmd
+}
+
+// scrape reads the agent's /metrics: its samples by series (name and
+// labels as the text has them) and the text.
+func scrape(t *testing.T, addr string) (map[string]float64, []byte) {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	sc := bufio.NewScanner(bytes.NewReader(body))
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "#") || line == "" {
+			continue
+		}
+		i := strings.LastIndexByte(line, ' ')
+		v, err := strconv.ParseFloat(line[i+1:], 64)
+		if err != nil {
+			t.Fatalf("sample %q: %v", line, err)
+		}
+		out[line[:i]] = v
+	}
+	return out, body
+}
+
+// waitWindows waits until the cgroup has had at least n windows.
+func waitWindows(t *testing.T, addr, cg string, n float64) map[string]float64 {
+	t.Helper()
+	key := fmt.Sprintf("perfsleuth_agent_windows_total{cgroup=%q}", cg)
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		if m, _ := scrape(t, addr); m[key] >= n {
+			return m
+		}
+	}
+	t.Fatalf("the cgroup did not reach %.0f windows in 60 s", n)
+	return nil
+}
+
+// topCategory is the category with the most seconds in cgroup cg.
+func topCategory(m map[string]float64, cg string) (string, map[string]float64) {
+	per := map[string]float64{}
+	prefix := fmt.Sprintf("perfsleuth_agent_time_seconds_total{cgroup=%q,", cg)
+	for k, v := range m {
+		if rest, ok := strings.CutPrefix(k, prefix); ok {
+			_, cat, _ := strings.Cut(rest, `category="`)
+			per[strings.TrimSuffix(cat, `"}`)] += v
+		}
+	}
+	top := ""
+	for c, v := range per {
+		if top == "" || v > per[top] {
+			top = c
+		}
+	}
+	return top, per
+}
+
+// TestAgentCgroup: an fdatasync loop in a cgroup of its own reads
+// storage-sync in the agent's counters and verdict, the text passes
+// promtool check metrics, OpenMetrics is served when asked for; the
+// agent goes on when the workload is restarted (the new process is
+// counted) and when the cgroup disappears (counted as missing), and ends
+// with its context.
+func TestAgentCgroup(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("not root: the agent's eBPF probes and the test's cgroup need root")
+	}
+	dir := testCgroup(t)
+	first := startIn(t, dir)
+	addrs := make(chan string, 1)
+	a, err := New(Config{Listen: "127.0.0.1:0", Window: 2 * time.Second, Cgroups: []string{dir}, MaxProcesses: 2,
+		Serving: func(addr string) { addrs <- addr }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	var log bytes.Buffer
+	go func() { done <- a.Run(ctx, &log) }()
+	defer func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("the agent did not end with its context")
+		}
+		t.Logf("agent log: %q", log.String())
+	}()
+	addr := <-addrs
+
+	m := waitWindows(t, addr, dir, 2)
+	top, per := topCategory(m, dir)
+	t.Logf("after 2 windows: %v", per)
+	if top != "storage-sync" {
+		t.Errorf("top category %q (%v): want storage-sync for an fdatasync loop", top, per)
+	}
+	verdict := fmt.Sprintf("perfsleuth_agent_verdict_info{cgroup=%q,primary=\"storage-sync\",secondary=\"\"}", dir)
+	if m[verdict] != 1 {
+		t.Errorf("no %s in %v", verdict, m)
+	}
+	if m["perfsleuth_agent_cpu_seconds_total"] <= 0 || m["perfsleuth_agent_resident_memory_bytes"] <= 0 || m["perfsleuth_agent_probe_cpu_seconds_total"] <= 0 {
+		t.Errorf("the agent's own cost is not served: %v", m)
+	}
+	_, text := scrape(t, addr)
+	if promtool, err := exec.LookPath("promtool"); err == nil {
+		cmd := exec.Command(promtool, "check", "metrics")
+		cmd.Stdin = bytes.NewReader(text)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Errorf("promtool check metrics: %v\n%s", err, out)
+		}
+	} else {
+		t.Log("promtool not found: the text is not checked by it here (CI installs it)")
+	}
+	req, _ := http.NewRequest("GET", "http://"+addr+"/metrics", nil)
+	req.Header.Set("Accept", "application/openmetrics-text; version=1.0.0")
+	if resp, err := http.DefaultClient.Do(req); err != nil {
+		t.Error(err)
+	} else {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if ct := resp.Header.Get("Content-Type"); !strings.HasPrefix(ct, "application/openmetrics-text") || !bytes.HasSuffix(body, []byte("# EOF\n")) {
+			t.Errorf("asked for OpenMetrics, got %q ending %q", ct, body[max(0, len(body)-20):])
+		}
+	}
+
+	// The workload restarts: the new process's syncs are counted too.
+	syncs := per["storage-sync"]
+	first.Process.Kill()
+	first.Wait()
+	startIn(t, dir)
+	windows := m[fmt.Sprintf("perfsleuth_agent_windows_total{cgroup=%q}", dir)]
+	m = waitWindows(t, addr, dir, windows+2)
+	if _, per = topCategory(m, dir); per["storage-sync"] <= syncs {
+		t.Errorf("storage-sync %.3f s after the restart, %.3f s before: want the new process counted", per["storage-sync"], syncs)
+	}
+
+	// The cgroup disappears: the agent goes on and says so.
+	for _, p := range strings.Fields(string(must(os.ReadFile(filepath.Join(dir, "cgroup.procs"))))) {
+		if pid, err := strconv.Atoi(p); err == nil {
+			unix.Kill(pid, unix.SIGKILL)
+		}
+	}
+	missing := fmt.Sprintf("perfsleuth_agent_target_missing_total{target=%q}", dir)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		unix.Rmdir(dir)
+		if m, _ = scrape(t, addr); m[missing] >= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cgroup gone, %s is %v after 30 s", missing, m[missing])
+		}
+	}
+}
+
+func must(b []byte, err error) []byte {
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// TestAgentBounds: the process names per cgroup stop at MaxProcesses, the
+// rest summed under other; bad configurations are refused with what to do.
+func TestAgentBounds(t *testing.T) {
+	a, err := New(Config{Listen: "127.0.0.1:0", Window: time.Second, PIDs: []int{os.Getpid()}, MaxProcesses: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"a", "b", "c", "a", "d"} {
+		a.nameFor("cg", n)
+	}
+	if got := a.names["cg"]; len(got) != 2 || got[0] != "a" || got[1] != "b" {
+		t.Errorf("names %q: want the first two", got)
+	}
+	if a.nameFor("cg", "c") != other || a.nameFor("cg", "b") != "b" {
+		t.Error("a third name is not other, or a kept one lost its series")
+	}
+	for _, c := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Window: time.Second, MaxProcesses: 1}, "nothing to observe"},
+		{Config{Window: time.Millisecond, PIDs: []int{1}, MaxProcesses: 1}, "1s or more"},
+		{Config{Window: time.Second, Cgroups: []string{t.TempDir()}, MaxProcesses: 1}, "not a cgroup directory"},
+		{Config{Window: time.Second, PIDs: []int{1}}, "--max-processes 0"},
+	} {
+		if _, err := New(c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want %q", c.cfg, err, c.want)
+		}
+	}
+}

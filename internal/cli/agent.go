@@ -1,0 +1,54 @@
+package cli
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/perfsleuth/perfsleuth/internal/agent"
+	"github.com/perfsleuth/perfsleuth/internal/probe"
+)
+
+// defaultAgentWindow: a scrape every 15-30 s sees a new window at most
+// every other time; each window attaches the probes anew (well under a
+// second here).
+const defaultAgentWindow = 30 * time.Second
+
+// newAgentCmd is `perfsleuth agent`: the time accounting of cgroups or
+// processes, window after window, served for Prometheus (internal/agent).
+func newAgentCmd() *cobra.Command {
+	cfg := agent.Config{Listen: "127.0.0.1:9464", Window: defaultAgentWindow, MaxProcesses: agent.DefaultMaxProcesses}
+	cmd := &cobra.Command{
+		Use:   "agent [flags]",
+		Short: "Observe cgroups or processes continuously and serve their time accounting to Prometheus",
+		Long: `Observe the processes of each --cgroup (and each -p PID) window after window, as
+observe -p does, and serve on --listen, at /metrics, the seconds their threads spent in
+each category by cgroup, process name and category (counters added up over the windows),
+each cgroup's last verdict, and the agent's own CPU time, its probes' and its memory.
+Prometheus text format, or OpenMetrics when the scraper asks for it. At most
+--max-processes process names per cgroup get series of their own; the rest are summed
+under process="other". Runs until Ctrl-C or SIGTERM. See docs/agent.md.`,
+		Example: `  perfsleuth agent --cgroup /sys/fs/cgroup/system.slice/mariadb.service --listen :9464
+  perfsleuth agent -p 1234 --window 10s`,
+		Args: cobra.NoArgs,
+	}
+	fs := cmd.Flags()
+	fs.StringVar(&cfg.Listen, "listen", cfg.Listen, "address to serve /metrics on (host:port; :9464 for every interface)")
+	fs.DurationVar(&cfg.Window, "window", cfg.Window, "length of one observation window")
+	fs.StringSliceVar(&cfg.Cgroups, "cgroup", nil, "a cgroup directory whose processes are observed (repeatable), e.g. /sys/fs/cgroup/system.slice/redis.service")
+	fs.IntSliceVarP(&cfg.PIDs, "pid", "p", nil, "a process observed by pid (repeatable)")
+	fs.IntVar(&cfg.MaxProcesses, "max-processes", cfg.MaxProcesses, "process names per cgroup with series of their own; the rest are summed under process=\"other\"")
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
+		cfg.Probe = probe.Options{Interval: defaultInterval}
+		cfg.Serving = func(addr string) {
+			fmt.Fprintf(cmd.ErrOrStderr(), "perfsleuth agent: serving http://%s/metrics, a window every %s: Ctrl-C to end\n", addr, cfg.Window)
+		}
+		a, err := agent.New(cfg)
+		if err != nil {
+			return err
+		}
+		return a.Run(cmd.Context(), cmd.ErrOrStderr())
+	}
+	return cmd
+}
