@@ -48,6 +48,15 @@ type Config struct {
 	// processes are observed; PIDs are processes observed by pid.
 	Cgroups []string
 	PIDs    []int
+	// Kubepods are directories (a kubelet's kubepods cgroup) whose
+	// Kubernetes containers' cgroups are observed, each its own cgroup
+	// label, found anew at each window; HostRoot is where the host's
+	// root is mounted ("/" on the host), under which the container
+	// runtime's state names each container, its pod and namespace.
+	Kubepods []string
+	HostRoot string
+	// MaxCgroups bounds the containers' cgroups observed at once.
+	MaxCgroups int
 	// MaxProcesses bounds the process names per cgroup that get series
 	// of their own.
 	MaxProcesses int
@@ -60,6 +69,10 @@ type Config struct {
 
 // DefaultMaxProcesses is --max-processes' default.
 const DefaultMaxProcesses = 20
+
+// DefaultMaxCgroups bounds the containers found under --kubepods: a
+// kubelet runs 110 pods a node by default.
+const DefaultMaxCgroups = 256
 
 // other is the process label of the names past MaxProcesses, and the
 // cgroup label of a process born in a window whose cgroup is none of the
@@ -77,6 +90,8 @@ type Agent struct {
 	// seconds per (cgroup, process, category), added over windows.
 	seconds map[seriesKey]float64
 	names   map[string][]string // per cgroup, the process names with series
+	// kube names the Kubernetes containers' cgroups.
+	kube map[string]Container
 	// verdicts is each cgroup's last window's verdict.
 	verdicts map[string]*model.Verdict
 	windows  map[string]float64 // observed windows per cgroup
@@ -95,8 +110,21 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.Window < time.Second {
 		return nil, fmt.Errorf("--window %s: give 1s or more (each window attaches the probes anew)", cfg.Window)
 	}
-	if len(cfg.Cgroups) == 0 && len(cfg.PIDs) == 0 {
-		return nil, errors.New("nothing to observe: give --cgroup DIR (a cgroup's directory, e.g. /sys/fs/cgroup/system.slice/redis.service) or -p PID")
+	if len(cfg.Cgroups) == 0 && len(cfg.PIDs) == 0 && len(cfg.Kubepods) == 0 {
+		return nil, errors.New("nothing to observe: give --cgroup DIR (a cgroup's directory, e.g. /sys/fs/cgroup/system.slice/redis.service), --kubepods DIR or -p PID")
+	}
+	for i, dir := range cfg.Kubepods {
+		abs, err := filepath.Abs(dir)
+		if err != nil {
+			return nil, err
+		}
+		if st, err := os.Stat(abs); err != nil || !st.IsDir() {
+			return nil, fmt.Errorf("--kubepods %s: not a directory: give the kubelet's kubepods cgroup, e.g. /sys/fs/cgroup/kubepods.slice or /sys/fs/cgroup/cpu/kubepods", dir)
+		}
+		cfg.Kubepods[i] = abs
+	}
+	if cfg.HostRoot == "" {
+		cfg.HostRoot = "/"
 	}
 	for i, dir := range cfg.Cgroups {
 		abs, err := filepath.Abs(dir)
@@ -119,7 +147,13 @@ func New(cfg Config) (*Agent, error) {
 	if cfg.MaxProcesses < 1 {
 		return nil, fmt.Errorf("--max-processes %d: give 1 or more", cfg.MaxProcesses)
 	}
-	return &Agent{cfg: cfg, seconds: map[seriesKey]float64{}, names: map[string][]string{}, verdicts: map[string]*model.Verdict{},
+	if st, err := os.Stat(cfg.HostRoot); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("--host-root %s: not a directory: give where the host's root is mounted (/ on the host)", cfg.HostRoot)
+	}
+	if cfg.MaxCgroups < 1 {
+		return nil, fmt.Errorf("--max-cgroups %d: give 1 or more", cfg.MaxCgroups)
+	}
+	return &Agent{cfg: cfg, seconds: map[seriesKey]float64{}, names: map[string][]string{}, verdicts: map[string]*model.Verdict{}, kube: map[string]Container{},
 		windows: map[string]float64{}, observed: map[string]float64{}, missing: map[string]float64{}}, nil
 }
 
@@ -178,7 +212,24 @@ func (a *Agent) Run(ctx context.Context, log io.Writer) error {
 func (a *Agent) members() (map[int]string, []string) {
 	by := map[int]string{}
 	var empty []string
-	for _, dir := range a.cfg.Cgroups {
+	dirs := slices.Clone(a.cfg.Cgroups)
+	// The containers now: one gone since the last window loses its
+	// cgroup_info (its counters stay, as a counter must).
+	kube := map[string]Container{}
+	for _, kp := range a.cfg.Kubepods {
+		for _, dir := range containersUnder(kp, a.cfg.MaxCgroups) {
+			c, _ := kubeOf(dir)
+			c.names(a.cfg.HostRoot)
+			kube[dir] = c
+			dirs = append(dirs, dir)
+		}
+	}
+	if len(a.cfg.Kubepods) > 0 {
+		a.mu.Lock()
+		a.kube = kube
+		a.mu.Unlock()
+	}
+	for _, dir := range dirs {
 		text, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
 		n := 0
 		if err == nil {
@@ -273,7 +324,7 @@ func (a *Agent) add(run *model.Run, by map[int]string) {
 }
 
 // cgroupOf is the selected cgroup pid (born in the window) is in now, or
-// other.
+// other. a.mu is held.
 func (a *Agent) cgroupOf(pid int) string {
 	p, err := procfs.NewProc(pid)
 	if err != nil {
@@ -283,7 +334,11 @@ func (a *Agent) cgroupOf(pid int) string {
 	if err != nil {
 		return other
 	}
-	for _, dir := range a.cfg.Cgroups {
+	dirs := slices.Clone(a.cfg.Cgroups) // a.mu is held (add)
+	for dir := range a.kube {
+		dirs = append(dirs, dir)
+	}
+	for _, dir := range dirs {
 		for _, g := range groups {
 			if g.Path != "/" && strings.HasSuffix(dir, g.Path) {
 				return dir
@@ -342,6 +397,10 @@ func (a *Agent) metrics() *export.Metrics {
 			m.Gauge("agent_verdict_info", "The last window's verdict for the cgroup: its primary and close secondary category (always 1).", 1,
 				"cgroup", cg, "primary", v.Primary, "secondary", v.Secondary)
 		}
+	}
+	for cg, c := range a.kube {
+		m.Gauge("agent_cgroup_info", "A Kubernetes container's cgroup: its namespace, pod and container (from the container runtime's state; empty where it could not be read) (always 1).", 1,
+			"cgroup", cg, "namespace", c.Namespace, "pod", c.Pod, "pod_uid", c.PodUID, "container", c.Container, "container_id", c.ID)
 	}
 	for cg, n := range a.missing {
 		m.Counter("agent_target_missing_total", "Windows in which a selected cgroup had no process or was gone, or a pid had exited.", n, "target", cg)

@@ -2,6 +2,7 @@ package agent
 
 import (
 	"bufio"
+	"crypto/rand"
 	"bytes"
 	"context"
 	"fmt"
@@ -65,31 +66,47 @@ func testCgroup(t *testing.T) string {
 	return dir
 }
 
-// syncLoop is the workload: one thread that writes 4 KiB and fdatasyncs,
-// in a loop, until killed (python3: a Go program's runtime threads would
-// add their own waits).
-const syncLoop = `import os, sys
-f = os.open(sys.argv[1], os.O_CREAT | os.O_WRONLY, 0o644)
+// readLoop is the workload: one thread that reads a 64 MiB file 1 MiB at
+// a time with O_DIRECT, over and over, until killed (python3: a Go
+// program's runtime threads would add their own waits). 1 MiB a read: the
+// device's transfer takes most of each turn, far more than python's CPU
+// or the kernel's (a virtual disk's submission costs tens of µs here).
+const readLoop = `import mmap, os, sys
+f = os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECT)
+buf = mmap.mmap(-1, 1 << 20)
 while True:
-    os.pwrite(f, b"x" * 4096, 0)
-    os.fdatasync(f)
+    for off in range(0, 64 << 20, 1 << 20):
+        os.preadv(f, [buf], off)
 `
 
-// startIn starts the sync loop in cgroup dir.
+// startIn starts the read loop in cgroup dir.
 func startIn(t *testing.T, dir string) *exec.Cmd {
+	t.Helper()
+	cmd := startLoop(t)
+	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0); err != nil {
+		t.Fatal(err)
+	}
+	return cmd
+}
+
+// startLoop starts the read loop on a file of its own.
+func startLoop(t *testing.T) *exec.Cmd {
 	t.Helper()
 	py, err := exec.LookPath("python3")
 	if err != nil {
-		t.Skip("python3 not found: the test's workload is a python3 fdatasync loop")
+		t.Skip("python3 not found: the test's workload is a python3 read loop")
 	}
-	cmd := exec.Command(py, "-c", syncLoop, filepath.Join(t.TempDir(), "synced"))
+	data := filepath.Join(t.TempDir(), "data")
+	buf := make([]byte, 64<<20)
+	rand.Read(buf)
+	if err := os.WriteFile(data, buf, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(py, "-c", readLoop, data)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(cmd.Process.Pid)), 0); err != nil {
-		t.Fatal(err)
-	}
 	return cmd
 }
 
@@ -155,8 +172,8 @@ func topCategory(m map[string]float64, cg string) (string, map[string]float64) {
 	return top, per
 }
 
-// TestAgentCgroup: an fdatasync loop in a cgroup of its own reads
-// storage-sync in the agent's counters and verdict, the text passes
+// TestAgentCgroup: an O_DIRECT read loop in a cgroup of its own reads
+// storage-read in the agent's counters and verdict, the text passes
 // promtool check metrics, OpenMetrics is served when asked for; the
 // agent goes on when the workload is restarted (the new process is
 // counted) and when the cgroup disappears (counted as missing), and ends
@@ -168,7 +185,7 @@ func TestAgentCgroup(t *testing.T) {
 	dir := testCgroup(t)
 	first := startIn(t, dir)
 	addrs := make(chan string, 1)
-	a, err := New(Config{Listen: "127.0.0.1:0", Window: 2 * time.Second, Cgroups: []string{dir}, MaxProcesses: 2,
+	a, err := New(Config{Listen: "127.0.0.1:0", Window: 2 * time.Second, Cgroups: []string{dir}, MaxProcesses: 2, MaxCgroups: 1,
 		Serving: func(addr string) { addrs <- addr }})
 	if err != nil {
 		t.Fatal(err)
@@ -194,10 +211,10 @@ func TestAgentCgroup(t *testing.T) {
 	m := waitWindows(t, addr, dir, 2)
 	top, per := topCategory(m, dir)
 	t.Logf("after 2 windows: %v", per)
-	if top != "storage-sync" {
-		t.Errorf("top category %q (%v): want storage-sync for an fdatasync loop", top, per)
+	if top != "storage-read" {
+		t.Errorf("top category %q (%v): want storage-read for an O_DIRECT read loop", top, per)
 	}
-	verdict := fmt.Sprintf("perfsleuth_agent_verdict_info{cgroup=%q,primary=\"storage-sync\",secondary=\"\"}", dir)
+	verdict := fmt.Sprintf("perfsleuth_agent_verdict_info{cgroup=%q,primary=\"storage-read\",secondary=\"\"}", dir)
 	if m[verdict] != 1 {
 		t.Errorf("no %s in %v", verdict, m)
 	}
@@ -226,15 +243,15 @@ func TestAgentCgroup(t *testing.T) {
 		}
 	}
 
-	// The workload restarts: the new process's syncs are counted too.
-	syncs := per["storage-sync"]
+	// The workload restarts: the new process's reads are counted too.
+	reads := per["storage-read"]
 	first.Process.Kill()
 	first.Wait()
 	startIn(t, dir)
 	windows := m[fmt.Sprintf("perfsleuth_agent_windows_total{cgroup=%q}", dir)]
 	m = waitWindows(t, addr, dir, windows+2)
-	if _, per = topCategory(m, dir); per["storage-sync"] <= syncs {
-		t.Errorf("storage-sync %.3f s after the restart, %.3f s before: want the new process counted", per["storage-sync"], syncs)
+	if _, per = topCategory(m, dir); per["storage-read"] <= reads {
+		t.Errorf("storage-read %.3f s after the restart, %.3f s before: want the new process counted", per["storage-read"], reads)
 	}
 
 	// The cgroup disappears: the agent goes on and says so.
@@ -265,7 +282,7 @@ func must(b []byte, err error) []byte {
 // TestAgentBounds: the process names per cgroup stop at MaxProcesses, the
 // rest summed under other; bad configurations are refused with what to do.
 func TestAgentBounds(t *testing.T) {
-	a, err := New(Config{Listen: "127.0.0.1:0", Window: time.Second, PIDs: []int{os.Getpid()}, MaxProcesses: 2})
+	a, err := New(Config{Listen: "127.0.0.1:0", Window: time.Second, PIDs: []int{os.Getpid()}, MaxProcesses: 2, MaxCgroups: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,10 +299,12 @@ func TestAgentBounds(t *testing.T) {
 		cfg  Config
 		want string
 	}{
-		{Config{Window: time.Second, MaxProcesses: 1}, "nothing to observe"},
-		{Config{Window: time.Millisecond, PIDs: []int{1}, MaxProcesses: 1}, "1s or more"},
-		{Config{Window: time.Second, Cgroups: []string{t.TempDir()}, MaxProcesses: 1}, "not a cgroup directory"},
-		{Config{Window: time.Second, PIDs: []int{1}}, "--max-processes 0"},
+		{Config{Window: time.Second, MaxProcesses: 1, MaxCgroups: 1}, "nothing to observe"},
+		{Config{Window: time.Millisecond, PIDs: []int{1}, MaxProcesses: 1, MaxCgroups: 1}, "1s or more"},
+		{Config{Window: time.Second, Cgroups: []string{t.TempDir()}, MaxProcesses: 1, MaxCgroups: 1}, "not a cgroup directory"},
+		{Config{Window: time.Second, PIDs: []int{1}, MaxCgroups: 1}, "--max-processes 0"},
+		{Config{Window: time.Second, PIDs: []int{1}, MaxProcesses: 1}, "--max-cgroups 0"},
+		{Config{Window: time.Second, Kubepods: []string{"/nonexistent"}, MaxProcesses: 1, MaxCgroups: 1}, "--kubepods /nonexistent: not a directory"},
 	} {
 		if _, err := New(c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %q", c.cfg, err, c.want)
