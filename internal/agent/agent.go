@@ -90,6 +90,10 @@ type Agent struct {
 	// seconds per (cgroup, process, category), added over windows.
 	seconds map[seriesKey]float64
 	names   map[string][]string // per cgroup, the process names with series
+	// syncs are the sync calls' latency by kind, block the block devices'
+	// service time by device and op, over the windows.
+	syncs map[string]*hist
+	block map[[2]string]*hist
 	// kube names the Kubernetes containers' cgroups.
 	kube map[string]Container
 	// verdicts is each cgroup's last window's verdict.
@@ -154,6 +158,7 @@ func New(cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("--max-cgroups %d: give 1 or more", cfg.MaxCgroups)
 	}
 	return &Agent{cfg: cfg, seconds: map[seriesKey]float64{}, names: map[string][]string{}, verdicts: map[string]*model.Verdict{}, kube: map[string]Container{},
+		syncs: map[string]*hist{}, block: map[[2]string]*hist{},
 		windows: map[string]float64{}, observed: map[string]float64{}, missing: map[string]float64{}}, nil
 }
 
@@ -297,8 +302,34 @@ func (a *Agent) add(run *model.Run, by map[int]string) {
 		}
 		a.verdicts[c] = run.Verdict
 	}
+	if st := run.Storage; st != nil {
+		for _, d := range st.Devices {
+			for _, op := range d.Ops {
+				h := a.block[[2]string{d.Name, op.Op}]
+				if h == nil {
+					h = &hist{}
+					a.block[[2]string{d.Name, op.Op}] = h
+				}
+				for _, r := range op.Service {
+					h.add(r.High, r.Count)
+				}
+				h.sum += op.ServiceMeanSec * float64(op.Requests)
+			}
+		}
+	}
 	if ta == nil {
 		return
+	}
+	for _, sc := range ta.Syncs {
+		h := a.syncs[sc.Kind]
+		if h == nil {
+			h = &hist{}
+			a.syncs[sc.Kind] = h
+		}
+		for _, b := range sc.Buckets {
+			h.add(b.HighNs, b.Count)
+		}
+		h.sum += sc.TotalSec
 	}
 	a.probeCPU += ta.ProbeCPUSec
 	a.dropped += float64(ta.Dropped)
@@ -397,6 +428,14 @@ func (a *Agent) metrics() *export.Metrics {
 			m.Gauge("agent_verdict_info", "The last window's verdict for the cgroup: its primary and close secondary category (always 1).", 1,
 				"cgroup", cg, "primary", v.Primary, "secondary", v.Secondary)
 		}
+	}
+	for kind, h := range a.syncs {
+		m.Histogram("agent_sync_duration_seconds", "Latency of the observed processes' sync calls (fsync, fdatasync, O_SYNC/O_DSYNC writes, ...), by kind, over the windows; all the observed processes together (docs/agent.md).",
+			histLe, h.counts[:], h.count, h.sum, "kind", kind)
+	}
+	for k, h := range a.block {
+		m.Histogram("agent_block_service_seconds", "Time block requests spent in the device's driver, by device and op, over the windows: every request the device served, not only the observed processes' (docs/agent.md).",
+			histLe, h.counts[:], h.count, h.sum, "device", k[0], "op", k[1])
 	}
 	for cg, c := range a.kube {
 		m.Gauge("agent_cgroup_info", "A Kubernetes container's cgroup: its namespace, pod and container (from the container runtime's state; empty where it could not be read) (always 1).", 1,

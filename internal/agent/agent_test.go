@@ -2,9 +2,9 @@ package agent
 
 import (
 	"bufio"
-	"crypto/rand"
 	"bytes"
 	"context"
+	"crypto/rand"
 	"fmt"
 	"io"
 	"net/http"
@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/prometheus/procfs"
+
+	"github.com/perfsleuth/perfsleuth/internal/export"
 	"golang.org/x/sys/unix"
 )
 
@@ -221,6 +223,15 @@ func TestAgentCgroup(t *testing.T) {
 	if m["perfsleuth_agent_cpu_seconds_total"] <= 0 || m["perfsleuth_agent_resident_memory_bytes"] <= 0 || m["perfsleuth_agent_probe_cpu_seconds_total"] <= 0 {
 		t.Errorf("the agent's own cost is not served: %v", m)
 	}
+	var blockReads float64
+	for k, v := range m {
+		if strings.HasPrefix(k, "perfsleuth_agent_block_service_seconds_count{") && strings.Contains(k, `op="read"`) {
+			blockReads += v
+		}
+	}
+	if blockReads == 0 {
+		t.Errorf("no block reads in perfsleuth_agent_block_service_seconds: %v", m)
+	}
 	_, text := scrape(t, addr)
 	if promtool, err := exec.LookPath("promtool"); err == nil {
 		cmd := exec.Command(promtool, "check", "metrics")
@@ -268,6 +279,31 @@ func TestAgentCgroup(t *testing.T) {
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("the cgroup gone, %s is %v after 30 s", missing, m[missing])
+		}
+	}
+}
+
+// TestHistogram: values land in the first bound at or above them, past the
+// last only in the count; the encoded histogram is cumulative.
+func TestHistogram(t *testing.T) {
+	var h hist
+	h.add(1000, 2)  // 1 µs: the first bound (1.024 µs)
+	h.add(1<<20, 3) // 1.05 ms: 2^20 ns
+	h.add(1<<40, 1) // past 34 s
+	h.add(5000, 0)  // nothing
+	if h.count != 6 || h.counts[0] != 2 || h.counts[20-histFirstLog2] != 3 {
+		t.Errorf("%+v", h)
+	}
+	m := export.NewMetrics()
+	m.Histogram("agent_x_seconds", "x", histLe, h.counts[:], h.count, 1.5, "kind", "fsync")
+	text, err := m.Encode(false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`perfsleuth_agent_x_seconds_bucket{kind="fsync",le="1.024e-06"} 2`, `perfsleuth_agent_x_seconds_bucket{kind="fsync",le="0.001048576"} 5`,
+		`perfsleuth_agent_x_seconds_bucket{kind="fsync",le="+Inf"} 6`, `perfsleuth_agent_x_seconds_sum{kind="fsync"} 1.5`} {
+		if !strings.Contains(string(text), want) {
+			t.Errorf("no %q in\n%s", want, text)
 		}
 	}
 }

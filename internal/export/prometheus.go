@@ -55,10 +55,7 @@ func (s *promSet) gauge(name, help string) *promFamily   { return s.family(name,
 // sums the values given for the same labels (a path that several files
 // had); a gauge keeps the first.
 func (f *promFamily) add(v float64, labels ...string) {
-	ls := make([]promLabel, 0, len(labels)/2)
-	for i := 0; i+1 < len(labels); i += 2 {
-		ls = append(ls, promLabel{labels[i], labels[i+1]})
-	}
+	ls := pairs(labels)
 	for _, m := range f.Metrics {
 		if slices.Equal(m.Labels, ls) {
 			if f.Type == promCounter {

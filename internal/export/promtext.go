@@ -22,7 +22,8 @@ type promType string
 const (
 	promCounter promType = "counter"
 	promGauge   promType = "gauge"
-	promSummary promType = "summary"
+	promSummary   promType = "summary"
+	promHistogram promType = "histogram"
 )
 
 type promLabel struct{ Name, Value string }
@@ -34,8 +35,16 @@ type promMetric struct {
 	Value  float64
 	// Summaries only.
 	Quantiles []promQuantile
-	Sum       float64
-	Count     uint64
+	// Summaries and histograms.
+	Sum   float64
+	Count uint64
+	// Histograms only: the cumulative count at each upper bound.
+	Buckets []promBucket
+}
+
+type promBucket struct {
+	Le    float64
+	Count uint64
 }
 
 type promFamily struct {
@@ -89,6 +98,8 @@ func encode(fams []*promFamily, put func(*bytes.Buffer, *dto.MetricFamily) error
 			mf.Type = dto.MetricType_GAUGE.Enum()
 		case promSummary:
 			mf.Type = dto.MetricType_SUMMARY.Enum()
+		case promHistogram:
+			mf.Type = dto.MetricType_HISTOGRAM.Enum()
 		}
 		for _, m := range f.Metrics {
 			dm := &dto.Metric{}
@@ -109,6 +120,12 @@ func encode(fams []*promFamily, put func(*bytes.Buffer, *dto.MetricFamily) error
 					sum.Quantile = append(sum.Quantile, &dto.Quantile{Quantile: &q.Q, Value: &q.V})
 				}
 				dm.Summary = sum
+			case promHistogram:
+				h := &dto.Histogram{SampleSum: &m.Sum, SampleCount: &m.Count}
+				for _, b := range m.Buckets {
+					h.Bucket = append(h.Bucket, &dto.Bucket{UpperBound: &b.Le, CumulativeCount: &b.Count})
+				}
+				dm.Histogram = h
 			}
 			mf.Metric = append(mf.Metric, dm)
 		}
