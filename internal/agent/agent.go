@@ -20,6 +20,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -62,6 +63,9 @@ type Config struct {
 	MaxProcesses int
 	// Probe is what each window's probes are asked.
 	Probe probe.Options
+	// OTLP, when set, is an OpenTelemetry Collector's OTLP/HTTP address
+	// (http://host:4318) the same figures are pushed to once a window.
+	OTLP string
 	// Serving, when set, is called with the address the listener took
 	// (Listen's port chosen when it was 0), before the first window.
 	Serving func(addr string)
@@ -148,6 +152,11 @@ func New(cfg Config) (*Agent, error) {
 			return nil, fmt.Errorf("--pid %d: no such process: check the pid with ps", pid)
 		}
 	}
+	if cfg.OTLP != "" {
+		if u, err := url.Parse(cfg.OTLP); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, fmt.Errorf("--otlp %s: give the collector's OTLP/HTTP address, e.g. http://otel-collector:4318", cfg.OTLP)
+		}
+	}
 	if cfg.MaxProcesses < 1 {
 		return nil, fmt.Errorf("--max-processes %d: give 1 or more", cfg.MaxProcesses)
 	}
@@ -175,6 +184,14 @@ func (a *Agent) Run(ctx context.Context, log io.Writer) error {
 	addr := ln.Addr().String()
 	if a.cfg.Serving != nil {
 		a.cfg.Serving(addr)
+	}
+	if a.cfg.OTLP != "" {
+		stop, err := a.startOTLP(ctx, a.cfg.OTLP, a.cfg.Window)
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		defer stop()
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/metrics", a.serveMetrics)

@@ -118,6 +118,7 @@ func TestEveryFlagRefusesABadValue(t *testing.T) {
 			"pid":    {{"0", "not a process id"}, {"999999999", "no such process"}},
 			"window": {{"10ms", "1s or more"}}, "max-processes": {{"0", "1 or more"}},
 			"kubepods": {{missing, "not a directory"}}, "host-root": {{missing, "not a directory"}}, "max-cgroups": {{"0", "1 or more"}},
+			"otlp": {{"ftp://collector", "OTLP/HTTP address"}},
 		},
 		"export": {
 			"folded": paths, "folded-offcpu": paths, "pprof": paths, "prometheus": paths, "trace": paths,
