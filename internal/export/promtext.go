@@ -20,8 +20,8 @@ import (
 type promType string
 
 const (
-	promCounter promType = "counter"
-	promGauge   promType = "gauge"
+	promCounter   promType = "counter"
+	promGauge     promType = "gauge"
 	promSummary   promType = "summary"
 	promHistogram promType = "histogram"
 )
