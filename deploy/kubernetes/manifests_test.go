@@ -90,6 +90,32 @@ func TestManifests(t *testing.T) {
 	checkPod(t, "diagnose-job.yaml", job.Spec.Template.Spec)
 }
 
+// TestKustomize: kubectl's own kustomize renders the base (the namespace
+// and the DaemonSet), each document decoding strictly. Where kubectl is
+// not installed the test says so and ends.
+func TestKustomize(t *testing.T) {
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Skip("kubectl not found: the kustomize base is rendered where it is")
+	}
+	out, err := exec.Command(kubectl, "kustomize", ".").Output()
+	if err != nil {
+		t.Fatalf("kubectl kustomize: %v", err)
+	}
+	docs := strings.Split(string(out), "\n---\n")
+	if len(docs) != 2 {
+		t.Fatalf("%d documents, want the namespace and the DaemonSet:\n%s", len(docs), out)
+	}
+	var ns corev1.Namespace
+	if err := yaml.UnmarshalStrict([]byte(docs[0]), &ns); err != nil || ns.Name != "perfsleuth" {
+		t.Errorf("the namespace: %v %+v", err, ns.ObjectMeta)
+	}
+	var ds appsv1.DaemonSet
+	if err := yaml.UnmarshalStrict([]byte(docs[1]), &ds); err != nil || ds.Namespace != "perfsleuth" {
+		t.Errorf("the DaemonSet: %v, namespace %q", err, ds.Namespace)
+	}
+}
+
 // TestCapabilities runs perfsleuth as the manifests do, root with only
 // wantCaps (setpriv bounds the capabilities, as the container runtime
 // does), observing a process: it has its eBPF time accounting and reads
