@@ -16,6 +16,8 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -41,6 +43,8 @@ func main() {
 	every := flag.Duration("every", time.Minute, "how often to sample perfsleuth's memory")
 	boundFlag := flag.String("bound", "256MiB", "the most resident memory (VmHWM) perfsleuth may reach")
 	bin := flag.String("perfsleuth", "", "perfsleuth binary (default: build ./cmd/perfsleuth)")
+	agentMode := flag.Bool("agent", false, "run perfsleuth agent -p on the workload instead of observe -p (issue 23: the agent's memory over a long run)")
+	window := flag.Duration("window", 30*time.Second, "the agent's window (--agent)")
 	flag.Parse()
 	bound, err := units.ParseSize(*boundFlag)
 	check(err)
@@ -68,14 +72,37 @@ func main() {
 
 	rec := filepath.Join(tmp, "run.json")
 	obs := exec.Command(*bin, "observe", "-p", strconv.Itoa(work.Process.Pid), "--duration", duration.String(), "--json", rec)
+	var metricsURL string
+	if *agentMode {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		check(err)
+		addr := ln.Addr().String()
+		ln.Close()
+		metricsURL = "http://" + addr + "/metrics"
+		obs = exec.Command(*bin, "agent", "-p", strconv.Itoa(work.Process.Pid), "--window", window.String(), "--listen", addr)
+	}
 	var stderr strings.Builder
 	obs.Stdout, obs.Stderr = &stderr, &stderr
 	check(obs.Start())
 	atexit.Add(func() { obs.Process.Kill() }) // a no-op once it has ended
+	if *agentMode {
+		// The agent runs until told: ended after the duration.
+		go func() {
+			select {
+			case <-time.After(*duration):
+			case <-ctx.Done():
+			}
+			obs.Process.Signal(os.Interrupt)
+		}()
+	}
 	done := make(chan error, 1)
 	go func() { done <- obs.Wait() }()
 
-	fmt.Printf("observe -p %d (threads, processes and files starting and ending) for %s, sampled every %s\n\n", work.Process.Pid, duration, every)
+	what := "observe -p"
+	if *agentMode {
+		what = "agent --window " + window.String() + " -p"
+	}
+	fmt.Printf("%s %d (threads, processes and files starting and ending) for %s, sampled every %s\n\n", what, work.Process.Pid, duration, every)
 	fmt.Printf("%10s %12s %12s %14s\n", "elapsed", "rss MiB", "peak MiB", "bpf maps MiB")
 	start := time.Now()
 	var peak int64
@@ -83,6 +110,9 @@ func main() {
 		rss, hwm := status(obs.Process.Pid)
 		peak = max(peak, hwm)
 		fmt.Printf("%10s %12.1f %12.1f %14.1f\n", time.Since(start).Round(time.Second), mib(rss), mib(hwm), mib(mapMemory(obs.Process.Pid)))
+		if metricsURL != "" {
+			lastScrape = agentFigures(metricsURL)
+		}
 	}
 	tick := time.NewTicker(*every)
 	defer tick.Stop()
@@ -101,6 +131,23 @@ loop:
 		}
 	}
 	fmt.Println()
+	if *agentMode {
+		// Read before the agent ends, by sample (): here it has ended; its
+		// last scrape is the one the sampler kept.
+		fmt.Print(lastScrape)
+		if !strings.Contains(lastScrape, "windows") {
+			fail("the agent served no windows: %v\n%s", runErr, stderr.String())
+		}
+		verdict := "PASS"
+		if peak > bound {
+			verdict = "FAIL"
+		}
+		fmt.Printf("peak resident memory %.1f MiB, bound %s: %s\n", mib(peak), *boundFlag, verdict)
+		if verdict != "PASS" {
+			atexit.Exit(1)
+		}
+		return
+	}
 	if runErr != nil {
 		fail("perfsleuth: %v\n%s", runErr, stderr.String())
 	}
@@ -120,6 +167,31 @@ loop:
 	if verdict != "PASS" {
 		atexit.Exit(1)
 	}
+}
+
+// lastScrape is the agent's own figures at the last sample (--agent).
+var lastScrape string
+
+// agentFigures reads the agent's own figures from its /metrics.
+func agentFigures(url string) string {
+	resp, err := http.Get(url)
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	var b strings.Builder
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for sc.Scan() {
+		l := sc.Text()
+		for _, name := range []string{"perfsleuth_agent_cpu_seconds_total", "perfsleuth_agent_probe_cpu_seconds_total", "perfsleuth_agent_resident_memory_bytes",
+			"perfsleuth_agent_series", "perfsleuth_agent_windows_total", "perfsleuth_agent_observed_seconds_total", "perfsleuth_agent_window_errors_total", "perfsleuth_agent_probe_dropped_events_total"} {
+			if strings.HasPrefix(l, name+" ") || strings.HasPrefix(l, name+"{") {
+				b.WriteString("  " + l + "\n")
+			}
+		}
+	}
+	return b.String()
 }
 
 // churn is the workload: threads that start and end (each goroutine

@@ -3,6 +3,8 @@ package symbolize
 import (
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 )
 
 // Namer names the frames of captured stacks: kernel frames from
@@ -18,8 +20,33 @@ type Namer struct {
 // NewNamer loads the kernel's symbols; maps may be nil (user frames are
 // then left as addresses).
 func NewNamer(maps *Keeper) *Namer {
-	kern, kerr := LoadKernel("/proc/kallsyms")
+	kern, kerr := kernelNow()
 	return &Namer{kern: kern, kerr: kerr, user: NewUser(), maps: maps}
+}
+
+// kernelReuse is how long a process reuses the kernel's symbols it read:
+// reading /proc/kallsyms takes the kernel ~100 ms of formatting and us as
+// much of parsing, which an agent observing window after window paid each
+// window (16% of its CPU time). The kernel's own functions never move;
+// a module loaded since is named on the next read.
+const kernelReuse = 5 * time.Minute
+
+var kernelCache struct {
+	sync.Mutex
+	k   *Kernel
+	err error
+	at  time.Time
+}
+
+// kernelNow is the kernel's symbols, read at most every kernelReuse.
+func kernelNow() (*Kernel, error) {
+	kernelCache.Lock()
+	defer kernelCache.Unlock()
+	if kernelCache.at.IsZero() || time.Since(kernelCache.at) > kernelReuse {
+		kernelCache.k, kernelCache.err = LoadKernel("/proc/kallsyms")
+		kernelCache.at = time.Now()
+	}
+	return kernelCache.k, kernelCache.err
 }
 
 // Name returns the named kernel and user frames of one pair of stacks and a
