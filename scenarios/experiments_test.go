@@ -228,15 +228,16 @@ func syncsFor(t *testing.T, prog string, d time.Duration) int {
 	return n
 }
 
-func TestExperimentColdRead(t *testing.T) {
-	// 256 MiB read at 20,000 random 4 KiB places: warm, copies from the
-	// page cache; evicted, each read waits for the disk.
-	data := filepath.Join(expDir(t), "coldread-data")
+// readData writes the 256 MiB file the coldread scenario reads, removed
+// at the test's end.
+func readData(t *testing.T, name string) string {
+	t.Helper()
+	data := filepath.Join(expDir(t), name)
 	f, err := os.Create(data)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer os.Remove(data)
+	t.Cleanup(func() { os.Remove(data) })
 	buf := make([]byte, 1<<20)
 	for i := range buf {
 		buf[i] = byte(i * 31)
@@ -247,6 +248,13 @@ func TestExperimentColdRead(t *testing.T) {
 		}
 	}
 	f.Close()
+	return data
+}
+
+func TestExperimentColdRead(t *testing.T) {
+	// 256 MiB read at 20,000 random 4 KiB places: warm, copies from the
+	// page cache; evicted, each read waits for the disk.
+	data := readData(t, "coldread-data")
 	run := experiment(t, "--conditions", "cold-cache", "--evict", data, "--", scenario(t, "coldread"), data, "20000")
 	class(t, run, "cold-cache", "sensitive")
 	if run.Verdict.Bottleneck != "cache" {
@@ -258,22 +266,7 @@ func TestExperimentColdRead(t *testing.T) {
 // (cache-limit): the places they read take about 80 MiB, so each run
 // reads most of them from the device, while the baseline's stay cached.
 func TestExperimentCacheLimit(t *testing.T) {
-	data := filepath.Join(expDir(t), "cachelimit-data")
-	f, err := os.Create(data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer os.Remove(data)
-	buf := make([]byte, 1<<20)
-	for i := range buf {
-		buf[i] = byte(i * 31)
-	}
-	for i := 0; i < 256; i++ {
-		if _, err := f.Write(buf); err != nil {
-			t.Fatal(err)
-		}
-	}
-	f.Close()
+	data := readData(t, "cachelimit-data")
 	run := experiment(t, "--conditions", "cache-limit", "--cache-limit", "16MiB", "--evict", data, "--", scenario(t, "coldread"), data, "20000")
 	class(t, run, "cache-limit", "sensitive")
 	if run.Verdict.Bottleneck != "cache" {

@@ -142,6 +142,41 @@ func scrape(t *testing.T, addr string) (map[string]float64, []byte) {
 	return out, body
 }
 
+// runAgent runs an agent of cfg on 127.0.0.1 until the test ends, then
+// checks that it ended with its context, and returns where it serves.
+func runAgent(t *testing.T, cfg Config) string {
+	t.Helper()
+	addrs := make(chan string, 1)
+	cfg.Listen, cfg.Serving = "127.0.0.1:0", func(addr string) { addrs <- addr }
+	a, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	var log bytes.Buffer
+	go func() { done <- a.Run(ctx, &log) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("Run: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("the agent did not end with its context")
+		}
+		t.Logf("agent log: %q", log.String())
+	})
+	select {
+	case addr := <-addrs:
+		return addr
+	case err := <-done:
+		t.Fatalf("the agent ended before it served: %v", err)
+	}
+	return ""
+}
+
 // waitWindows waits until the cgroup has had at least n windows.
 func waitWindows(t *testing.T, addr, cg string, n float64) map[string]float64 {
 	t.Helper()
@@ -186,29 +221,7 @@ func TestAgentCgroup(t *testing.T) {
 	}
 	dir := testCgroup(t)
 	first := startIn(t, dir)
-	addrs := make(chan string, 1)
-	a, err := New(Config{Listen: "127.0.0.1:0", Window: 2 * time.Second, Cgroups: []string{dir}, MaxProcesses: 2, MaxCgroups: 1,
-		Serving: func(addr string) { addrs <- addr }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	var log bytes.Buffer
-	go func() { done <- a.Run(ctx, &log) }()
-	defer func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Run: %v", err)
-			}
-		case <-time.After(30 * time.Second):
-			t.Error("the agent did not end with its context")
-		}
-		t.Logf("agent log: %q", log.String())
-	}()
-	addr := <-addrs
+	addr := runAgent(t, Config{Window: 2 * time.Second, Cgroups: []string{dir}, MaxProcesses: 2, MaxCgroups: 1})
 
 	m := waitWindows(t, addr, dir, 2)
 	top, per := topCategory(m, dir)

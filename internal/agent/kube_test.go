@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -102,16 +101,7 @@ func TestAgentKubepods(t *testing.T) {
 		"io.kubernetes.cri.sandbox-namespace": "shop", "io.kubernetes.cri.sandbox-name": "db-0", "io.kubernetes.cri.container-name": "syncer"})
 	loop := startIn(t, container)
 
-	addrs := make(chan string, 1)
-	a, err := New(Config{Listen: "127.0.0.1:0", Window: 2 * time.Second, Kubepods: []string{kubepods}, HostRoot: root, MaxProcesses: 4, MaxCgroups: 8,
-		Serving: func(addr string) { addrs <- addr }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go a.Run(ctx, nil)
-	addr := <-addrs
+	addr := runAgent(t, Config{Window: 2 * time.Second, Kubepods: []string{kubepods}, HostRoot: root, MaxProcesses: 4, MaxCgroups: 8})
 	m := waitWindows(t, addr, container, 2)
 	info := fmt.Sprintf("perfsleuth_agent_cgroup_info{cgroup=%q,namespace=\"shop\",pod=\"db-0\",pod_uid=%q,container=\"syncer\",container_id=%q}", container, testUID, testCID)
 	if m[info] != 1 {

@@ -39,16 +39,9 @@ func TestAgentPrometheus(t *testing.T) {
 		t.Skip("prometheus not found: .ci/run installs it (apt-get install prometheus)")
 	}
 	loop := startLoop(t)
-	addrs := make(chan string, 1)
-	a, err := New(Config{Listen: "127.0.0.1:0", Window: 2 * time.Second, PIDs: []int{loop.Process.Pid}, MaxProcesses: 4, MaxCgroups: 1,
-		Serving: func(addr string) { addrs <- addr }})
-	if err != nil {
-		t.Fatal(err)
-	}
+	agentAddr := runAgent(t, Config{Window: 2 * time.Second, PIDs: []int{loop.Process.Pid}, MaxProcesses: 4, MaxCgroups: 1})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	go a.Run(ctx, nil)
-	agentAddr := <-addrs
 
 	dir := t.TempDir()
 	config := filepath.Join(dir, "prometheus.yml")
