@@ -30,6 +30,7 @@ type experimentFlags struct {
 	metricLower bool
 	ioShare     float64
 	ioPeak      int64
+	ioPeakIOPS  float64
 	evict       []string
 	cacheLimit  int64
 	scale       string
@@ -59,6 +60,7 @@ func (e *experimentFlags) bind(cmd *cobra.Command) {
 	fs.BoolVar(&e.metricLower, "metric-lower", false, "the --metric number is a time or a cost: lower is better")
 	fs.Float64Var(&e.ioShare, "io-share", defaultIOShare, "io-pressure's background writer rate, in percent of the device's peak write rate")
 	fs.Var(sizeValue{&e.ioPeak}, "io-peak", "the device's peak write rate per second (e.g. 400MiB), instead of measuring it")
+	fs.Float64Var(&e.ioPeakIOPS, "io-peak-iops", 0, "the device's most IOs per second, which io-throttle halves, instead of measuring it (its curve of 4 KiB random O_DIRECT reads) (default: measured)")
 	fs.StringSliceVar(&e.evict, "evict", nil, "for a command: the files or directories whose page cache cold-cache evicts (default: the whole page cache is dropped)")
 	fs.Var(sizeValue{&e.cacheLimit}, "cache-limit", "the page cache the cache-limit condition leaves the workload (e.g. 64MiB) (default: half of its files' size: fileio's --size, or the files under --evict; sqlite needs it)")
 	fs.BoolVar(&e.deviceCurve, "device-curve", false, "after the runs, measure the device under the workload's directory at queue depth 1, 2, 4, ... until its IOPS stop growing (4 KiB random O_DIRECT reads of a 256 MiB scratch file there, a second a depth, removed after) and place the workload on that curve")
@@ -93,7 +95,7 @@ func parseScale(s string) (*experiment.Scale, error) {
 
 func (e *experimentFlags) check(cmd *cobra.Command) error {
 	if e.quick {
-		for _, name := range []string{"repeat", "max-repeat", "conditions", "budget", "metric", "metric-lower", "io-share", "io-peak", "evict", "cache-limit", "scale"} {
+		for _, name := range []string{"repeat", "max-repeat", "conditions", "budget", "metric", "metric-lower", "io-share", "io-peak", "io-peak-iops", "evict", "cache-limit", "scale"} {
 			if cmd.Flags().Changed(name) {
 				return fmt.Errorf("--%s sets up experiments, which --quick does not run: drop one of them", name)
 			}
@@ -111,6 +113,9 @@ func (e *experimentFlags) check(cmd *cobra.Command) error {
 	}
 	if e.ioShare <= 0 || e.ioShare > 100 {
 		return fmt.Errorf("--io-share %g: give a percentage above 0 and at most 100", e.ioShare)
+	}
+	if e.ioPeakIOPS < 0 {
+		return fmt.Errorf("--io-peak-iops %g: give the device's IOs per second, above 0", e.ioPeakIOPS)
 	}
 	if e.budget < 0 {
 		return fmt.Errorf("--budget %s is negative", e.budget)
@@ -150,7 +155,8 @@ resource away, and say which resource its result depends on:
                   --conditions cpu-quota to cross-check the other two)
   io-pressure     a background O_DIRECT writer at --io-share of the device's
                   peak write rate (measured once per device and remembered)
-  io-throttle     its reads and writes held to half that peak rate, a throttle
+  io-throttle     its reads and writes held to half that peak rate and half the
+                  device's most IOPS (its curve, measured once), a throttle
                   on a cgroup made for the run, nothing run beside it (not in
                   the default list: --conditions io-throttle cross-checks
                   io-pressure)
@@ -196,6 +202,7 @@ func (e *experimentFlags) run(cmd *cobra.Command, t *model.Target, argv []string
 		MetricLowerBetter: e.metricLower,
 		IOShare:           e.ioShare / 100,
 		IOPeak:            float64(e.ioPeak),
+		IOPeakIOPS:        e.ioPeakIOPS,
 		Evict:             e.evict,
 		CacheLimit:        e.cacheLimit,
 		Observe:           f.options(),

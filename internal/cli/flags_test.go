@@ -105,7 +105,7 @@ func TestEveryFlagRefusesABadValue(t *testing.T) {
 			"scale":  {{"garbage", "threads=N1,N2"}, {"threads=4,2", "increasing"}},
 			"repeat": {{"1", "2 or more"}}, "max-repeat": {{"1", "below --repeat"}},
 			"budget": {{"-1s", "negative"}}, "io-share": {{"0", "--io-share"}, {"101", "--io-share"}},
-			"cache-limit": {{"64MiB", "add cache-limit to --conditions"}},
+			"cache-limit": {{"64MiB", "add cache-limit to --conditions"}}, "io-peak-iops": {{"-1", "above 0"}},
 		},
 		"compare": {
 			"json": paths, "html": paths, "metric": {{"(", "regular expression"}},

@@ -241,13 +241,22 @@ func cpuQuota(cpus int, share float64) cgroupLimit {
 }
 
 // ioThrottle is io-throttle's limit: the workload's reads and its writes
-// of each device (nums, "MAJ:MIN") held to rate bytes/s each.
-func ioThrottle(nums []string, rate int64) cgroupLimit {
+// of each device (nums, "MAJ:MIN") held to rate bytes/s each and, when
+// iops > 0, to iops requests a second each.
+func ioThrottle(nums []string, rate, iops int64) cgroupLimit {
 	l := cgroupLimit{v2Controller: "io", v1Controller: "blkio"}
 	for _, n := range nums {
-		l.v2 = append(l.v2, [2]string{"io.max", fmt.Sprintf("%s rbps=%d wbps=%d", n, rate, rate)})
+		v2 := fmt.Sprintf("%s rbps=%d wbps=%d", n, rate, rate)
+		if iops > 0 {
+			v2 += fmt.Sprintf(" riops=%d wiops=%d", iops, iops)
+		}
+		l.v2 = append(l.v2, [2]string{"io.max", v2})
 		l.v1 = append(l.v1, [2]string{"blkio.throttle.read_bps_device", fmt.Sprintf("%s %d", n, rate)},
 			[2]string{"blkio.throttle.write_bps_device", fmt.Sprintf("%s %d", n, rate)})
+		if iops > 0 {
+			l.v1 = append(l.v1, [2]string{"blkio.throttle.read_iops_device", fmt.Sprintf("%s %d", n, iops)},
+				[2]string{"blkio.throttle.write_iops_device", fmt.Sprintf("%s %d", n, iops)})
+		}
 	}
 	return l
 }

@@ -126,7 +126,8 @@ func TestIOThrottleCgroup(t *testing.T) {
 		t.Skipf("no block device under %s (%v)", dir, err)
 	}
 	// The peak as --io-peak gives it: 16 MiB/s, so the limit is 8 MiB/s.
-	e := &env{cpus: []int{0, 1}, workDir: dir, store: st, ioPeak: 16 << 20, peakDoc: "given"}
+	// The peak IOPS as --io-peak-iops gives it: 1,000, so 500 a second.
+	e := &env{cpus: []int{0, 1}, workDir: dir, store: st, ioPeak: 16 << 20, peakDoc: "given", peakIOPS: 1000, iopsDoc: "given"}
 	c := conditions["io-throttle"]
 	settings, err := c.prepare(context.Background(), e)
 	if err != nil {
@@ -168,6 +169,16 @@ func TestIOThrottleCgroup(t *testing.T) {
 	if got := sysinfo.ReadString(filepath.Join(cg, file)); !strings.Contains(got, "8388608") {
 		t.Errorf("%s = %q, want the limit of 8 MiB/s (8388608)", file, got)
 	}
+	iopsFile := "blkio.throttle.write_iops_device"
+	if e.throttlePlace.version == 2 {
+		iopsFile = "io.max"
+	}
+	if got := sysinfo.ReadString(filepath.Join(cg, iopsFile)); !strings.Contains(got, "500") {
+		t.Errorf("%s = %q, want the limit of 500 IOs a second", iopsFile, got)
+	}
+	if all := strings.Join(settings, " "); !strings.Contains(all, "500 requests a second") {
+		t.Errorf("settings %q do not give the IOPS limit", settings)
+	}
 	start := time.Now()
 	in.Write([]byte("go\n"))
 	err = cmd.Wait()
@@ -182,6 +193,68 @@ func TestIOThrottleCgroup(t *testing.T) {
 	}
 	if _, err := os.Stat(cg); !os.IsNotExist(err) {
 		t.Errorf("the cgroup %s is still there (%v)", cg, err)
+	}
+}
+
+// TestIOThrottleIOPS: the device's most IOPS are measured (its curve) and
+// given in the settings; and with a peak of 400, 200 O_DIRECT writes of
+// 4 KiB in the cgroup take about a second (dd makes thousands a second
+// here unthrottled).
+func TestIOThrottleIOPS(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("making cgroups needs root")
+	}
+	dir := t.TempDir()
+	st, err := sysinfo.StorageOf(dir)
+	if err != nil || st.Device == "" {
+		t.Skipf("no block device under %s (%v)", dir, err)
+	}
+	e := &env{cpus: []int{0, 1}, workDir: dir, store: st, ioPeak: 1 << 40, peakDoc: "given"}
+	c := conditions["io-throttle"]
+	settings, err := c.prepare(context.Background(), e)
+	if err != nil {
+		t.Fatalf("io-throttle cannot be prepared here: %v", err)
+	}
+	t.Logf("settings: %q", settings)
+	if e.peakIOPS <= 0 || !strings.Contains(strings.Join(settings, " "), "requests a second each") {
+		t.Fatalf("the device's IOPS were not measured: %q", settings)
+	}
+	// Then a peak far below what dd does here (thousands of writes a
+	// second at depth 1), so that the limit binds: 400, held to 200.
+	e.peakIOPS, e.iopsDoc = 400, "given"
+	if _, err := c.prepare(context.Background(), e); err != nil {
+		t.Fatal(err)
+	}
+	limit := int(throttleShare * e.peakIOPS)
+	n := limit // a second's worth at the limit
+	cmd := exec.Command("sh", "-c", `read go; exec dd if=/dev/zero of="$0" bs=4k count=$1 oflag=direct status=none`, filepath.Join(dir, "w"), strconv.Itoa(n))
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	before, stop, err := c.apply(context.Background(), e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := before([]int{cmd.Process.Pid}); err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	start := time.Now()
+	in.Write([]byte("go\n"))
+	err = cmd.Wait()
+	took := time.Since(start)
+	stop()
+	if err != nil {
+		t.Fatalf("dd: %v", err)
+	}
+	t.Logf("%d O_DIRECT writes of 4 KiB at a limit of %d a second (the device's most: %.0f) took %v", n, limit, e.peakIOPS, took)
+	if want := time.Duration(float64(n) / float64(limit) * 0.7 * float64(time.Second)); took < want {
+		t.Errorf("%d writes took %v at %d a second: want %v or more", n, took, limit, want)
 	}
 }
 
@@ -212,8 +285,12 @@ func TestThrottleDevices(t *testing.T) {
 	if _, _, err := throttleDevices(&model.Storage{}, sys); err == nil || !strings.Contains(err.Error(), "tmpfs") {
 		t.Errorf("no device: %v", err)
 	}
-	l := ioThrottle([]string{"254:0"}, 1<<20)
-	if l.v1[1] != [2]string{"blkio.throttle.write_bps_device", "254:0 1048576"} || l.v2[0] != [2]string{"io.max", "254:0 rbps=1048576 wbps=1048576"} {
+	l := ioThrottle([]string{"254:0"}, 1<<20, 0)
+	if len(l.v1) != 2 || l.v1[1] != [2]string{"blkio.throttle.write_bps_device", "254:0 1048576"} || l.v2[0] != [2]string{"io.max", "254:0 rbps=1048576 wbps=1048576"} {
 		t.Errorf("limit files %v %v", l.v1, l.v2)
+	}
+	l = ioThrottle([]string{"254:0"}, 1<<20, 500)
+	if len(l.v1) != 4 || l.v1[3] != [2]string{"blkio.throttle.write_iops_device", "254:0 500"} || l.v2[0] != [2]string{"io.max", "254:0 rbps=1048576 wbps=1048576 riops=500 wiops=500"} {
+		t.Errorf("limit files with IOPS %v %v", l.v1, l.v2)
 	}
 }

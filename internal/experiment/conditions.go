@@ -62,9 +62,13 @@ type env struct {
 	// are made.
 	quota      cgroupLimit
 	quotaPlace cgroupPlace
-	// throttle and throttlePlace are io-throttle's.
+	// throttle and throttlePlace are io-throttle's; peakIOPS the device's
+	// most IOPS (measured with the device curve, or --io-peak-iops),
+	// iopsDoc where it came from.
 	throttle      cgroupLimit
 	throttlePlace cgroupPlace
+	peakIOPS      float64
+	iopsDoc       string
 	// target is the built-in benchmark, nil for a command.
 	target *model.Target
 	// cacheBudget is the page cache cache-limit leaves the workload
@@ -209,7 +213,19 @@ var conditions = map[string]*condition{
 				return nil, err
 			}
 			rate := int64(throttleShare * e.ioPeak)
-			l := ioThrottle(nums, rate)
+			iopsNote := ""
+			if e.peakIOPS == 0 {
+				if peak, doc, err := measurePeakIOPS(ctx, e.workDir, e.store); err != nil {
+					if ctx.Err() != nil {
+						return nil, ctx.Err()
+					}
+					iopsNote = "its IOs per second are not limited: the device's most IOPS could not be measured here (" + err.Error() + "); give --io-peak-iops"
+				} else {
+					e.peakIOPS, e.iopsDoc = peak, doc
+				}
+			}
+			iops := int64(throttleShare * e.peakIOPS)
+			l := ioThrottle(nums, rate, iops)
 			p, err := findCgroupPlace(l)
 			if err != nil {
 				return nil, err
@@ -218,9 +234,15 @@ var conditions = map[string]*condition{
 			s := []string{
 				fmt.Sprintf("the workload's reads and its writes of %s held to %s/s each, %.0f%% of the device's peak write rate %s/s (%s), and nothing run beside it",
 					strings.Join(names, ", "), units.FormatSize(rate), throttleShare*100, units.FormatSize(int64(e.ioPeak)), e.peakDoc),
-				"a device with half the bandwidth, not one with twice the latency: a workload far below that rate (single syncs, small reads one at a time) is not slowed by it, whatever its IO waits",
-				limitWords(p, l),
 			}
+			if iops > 0 {
+				s = append(s, fmt.Sprintf("and to %s requests a second each, %.0f%% of the most the device gave, %s IOPS (%s)",
+					units.FormatCount(iops), throttleShare*100, units.FormatCount(int64(e.peakIOPS)), e.iopsDoc))
+			} else {
+				s = append(s, iopsNote)
+			}
+			s = append(s, "a device with half the bandwidth and half the IOPS, not one with twice the latency: a workload far below those rates (single syncs, small reads one at a time) is not slowed by it, whatever its IO waits",
+				limitWords(p, l))
 			if p.version == 1 {
 				s = append(s, "cgroup v1 throttles the IO the workload's own threads issue (reads, direct writes, the writeback its syncs do), not the kernel's background writeback of the pages it dirtied")
 			}

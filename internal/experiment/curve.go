@@ -106,3 +106,22 @@ func curvePointAt(ctx context.Context, cfg model.FileIOConfig) (model.CurvePoint
 	}
 	return p, nil
 }
+
+// measurePeakIOPS is the most IOPS the device under dir gives: its curve's
+// highest point, and how it was measured.
+func measurePeakIOPS(ctx context.Context, dir string, st *model.Storage) (float64, string, error) {
+	c, err := measureCurve(ctx, dir, st)
+	if err != nil {
+		return 0, "", err
+	}
+	var best model.CurvePoint
+	for _, p := range c.Points {
+		if p.IOPS > best.IOPS {
+			best = p
+		}
+	}
+	if best.IOPS <= 0 {
+		return 0, "", fmt.Errorf("the device curve measured no IOPS")
+	}
+	return best.IOPS, fmt.Sprintf("4 KiB random O_DIRECT reads at depth %d, measured now (%s)", best.Depth, c.Engine), nil
+}

@@ -50,6 +50,9 @@ type Spec struct {
 	// IOPeak (bytes/s) skips measuring it.
 	IOShare float64
 	IOPeak  float64
+	// IOPeakIOPS is the device's most IOPS io-throttle halves; 0: measured
+	// (the device curve's highest point).
+	IOPeakIOPS float64
 	// Evict lists what cold-cache evicts for a command; empty: everything.
 	Evict []string
 	// CacheLimit is the page cache cache-limit leaves the workload, in
@@ -140,7 +143,10 @@ func Run(ctx context.Context, spec Spec, hooks Hooks) (*model.Run, error) {
 		return nil, err
 	}
 	defer sd.remove()
-	e := &env{exe: exe, cpus: cpus, ioShare: spec.IOShare, ioPeak: spec.IOPeak, stateDir: peakStateDir(), workDir: sd.dir, store: sd.store, target: spec.Target, cacheBudget: spec.CacheLimit}
+	e := &env{exe: exe, cpus: cpus, ioShare: spec.IOShare, ioPeak: spec.IOPeak, stateDir: peakStateDir(), workDir: sd.dir, store: sd.store, target: spec.Target, cacheBudget: spec.CacheLimit, peakIOPS: spec.IOPeakIOPS}
+	if spec.IOPeakIOPS > 0 {
+		e.iopsDoc = "given with --io-peak-iops"
+	}
 	if spec.IOPeak > 0 {
 		e.peakDoc = "given with --io-peak"
 	}
