@@ -109,6 +109,8 @@ type Agent struct {
 	probeCPU float64            // the eBPF programs' estimated CPU seconds
 	dropped  float64            // events the probe could not record
 	lastErr  string
+	// profiling is held while a profile is taken (one at a time).
+	profiling sync.Mutex
 }
 
 type seriesKey struct{ cgroup, process, category string }
@@ -195,6 +197,7 @@ func (a *Agent) Run(ctx context.Context, log io.Writer) error {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/metrics", a.serveMetrics)
+	mux.HandleFunc("/profile", a.serveProfile)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
@@ -411,6 +414,56 @@ func (a *Agent) nameFor(cg, name string) string {
 		return name
 	}
 	return other
+}
+
+// maxProfile bounds /profile's seconds.
+const maxProfile = 5 * time.Minute
+
+// serveProfile answers /profile?seconds=N (default 10): the on-CPU and
+// off-CPU stacks of the selected processes over N seconds, as a gzipped
+// pprof profile (the same as observe --stacks and export --pprof), taken
+// by an observation of their own beside the windows.
+func (a *Agent) serveProfile(w http.ResponseWriter, r *http.Request) {
+	secs := 10 * time.Second
+	if v := r.URL.Query().Get("seconds"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || time.Duration(n)*time.Second > maxProfile {
+			http.Error(w, fmt.Sprintf("seconds=%s: give whole seconds from 1 to %d", v, int(maxProfile.Seconds())), http.StatusBadRequest)
+			return
+		}
+		secs = time.Duration(n) * time.Second
+	}
+	if !a.profiling.TryLock() {
+		http.Error(w, "a profile is being taken: ask again when it is done", http.StatusTooManyRequests)
+		return
+	}
+	defer a.profiling.Unlock()
+	by, _ := a.members()
+	if len(by) == 0 {
+		http.Error(w, "no process to profile: the selected cgroups are empty or gone", http.StatusNotFound)
+		return
+	}
+	pids := make([]int, 0, len(by))
+	for pid := range by {
+		pids = append(pids, pid)
+	}
+	slices.Sort(pids)
+	opts := a.cfg.Probe
+	opts.Stacks = true
+	run, err := runner.Observe(r.Context(), target.NewGroup(target.NewPID(pids[0], secs), pids[1:]), runner.Options{Probe: opts})
+	if err != nil {
+		http.Error(w, "profile: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	analyze.Run(run)
+	b, err := export.Pprof(run)
+	if err != nil {
+		http.Error(w, "profile: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	w.Header().Set("Content-Disposition", `attachment; filename="perfsleuth.pb.gz"`)
+	w.Write(b)
 }
 
 // serveMetrics answers a scrape: OpenMetrics when the scraper asks for it,

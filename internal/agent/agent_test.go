@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/pprof/profile"
 	"github.com/prometheus/procfs"
 
 	"github.com/perfsleuth/perfsleuth/internal/export"
@@ -357,6 +358,61 @@ func TestAgentBounds(t *testing.T) {
 	} {
 		if _, err := New(c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %q", c.cfg, err, c.want)
+		}
+	}
+}
+
+// TestAgentProfile: /profile?seconds=2 returns a pprof profile of the
+// observed loop's on- and off-CPU stacks, its off-CPU time mostly
+// storage-read; bad seconds are refused.
+func TestAgentProfile(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("not root: the agent's eBPF probes need root")
+	}
+	loop := startLoop(t)
+	addr := runAgent(t, Config{Window: 2 * time.Second, PIDs: []int{loop.Process.Pid}, MaxProcesses: 4, MaxCgroups: 1})
+	resp, err := http.Get("http://" + addr + "/profile?seconds=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("/profile: %s: %s", resp.Status, body)
+	}
+	p, err := profile.ParseData(body)
+	if err != nil {
+		t.Fatalf("not a pprof profile: %v", err)
+	}
+	off := -1
+	for i, st := range p.SampleType {
+		if st.Type == "offcpu" {
+			off = i
+		}
+	}
+	if off < 0 || len(p.Sample) == 0 {
+		t.Fatalf("sample types %v, %d samples: want off-CPU stacks", p.SampleType, len(p.Sample))
+	}
+	per := map[string]int64{}
+	for _, s := range p.Sample {
+		if c := s.Label["category"]; len(c) > 0 {
+			per[c[0]] += s.Value[off]
+		}
+	}
+	t.Logf("off-CPU ns by category: %v", per)
+	for c, v := range per {
+		if c != "storage-read" && v > per["storage-read"] {
+			t.Errorf("off-CPU time mostly %s (%v): want storage-read for an O_DIRECT read loop", c, per)
+		}
+	}
+	for _, bad := range []string{"0", "x", "100000"} {
+		resp, err := http.Get("http://" + addr + "/profile?seconds=" + bad)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusBadRequest {
+			t.Errorf("seconds=%s: %s, want 400", bad, resp.Status)
 		}
 	}
 }
