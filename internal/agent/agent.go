@@ -94,6 +94,12 @@ type Agent struct {
 	// seconds per (cgroup, process, category), added over windows.
 	seconds map[seriesKey]float64
 	names   map[string][]string // per cgroup, the process names with series
+	// cache are the page-cache figures and sqlite the SQLite page
+	// operations (by kind, page type and op) over the windows; cached
+	// says the per-page counts were taken (--storage).
+	cache  map[string]float64
+	sqlite map[[3]string]float64
+	cached bool
 	// syncs are the sync calls' latency by kind, block the block devices'
 	// service time by device and op, over the windows.
 	syncs map[string]*hist
@@ -169,7 +175,7 @@ func New(cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("--max-cgroups %d: give 1 or more", cfg.MaxCgroups)
 	}
 	return &Agent{cfg: cfg, seconds: map[seriesKey]float64{}, names: map[string][]string{}, verdicts: map[string]*model.Verdict{}, kube: map[string]Container{},
-		syncs: map[string]*hist{}, block: map[[2]string]*hist{},
+		syncs: map[string]*hist{}, block: map[[2]string]*hist{}, cache: map[string]float64{}, sqlite: map[[3]string]float64{},
 		windows: map[string]float64{}, observed: map[string]float64{}, missing: map[string]float64{}}, nil
 }
 
@@ -323,6 +329,24 @@ func (a *Agent) add(run *model.Run, by map[int]string) {
 		a.verdicts[c] = run.Verdict
 	}
 	if st := run.Storage; st != nil {
+		if c := st.Cache; c != nil {
+			if !c.PagesNotCounted {
+				a.cached = true
+				a.cache["lookups"] += float64(c.Lookups)
+				a.cache["read_added"] += float64(c.ReadAdded)
+				a.cache["other_added"] += float64(c.OtherAdded)
+				a.cache["dirtied"] += float64(c.Dirtied)
+			}
+			a.cache["written_back_bytes"] += float64(c.WrittenBackBytes)
+			a.cache["throttled"] += float64(c.Throttled)
+			a.cache["throttled_sec"] += c.ThrottledSec
+		}
+		if sq := st.SQLite; sq != nil {
+			for _, p := range sq.ByType {
+				a.sqlite[[3]string{p.Kind, p.Type, "read"}] += float64(p.Reads)
+				a.sqlite[[3]string{p.Kind, p.Type, "write"}] += float64(p.Writes)
+			}
+		}
 		for _, d := range st.Devices {
 			for _, op := range d.Ops {
 				h := a.block[[2]string{d.Name, op.Op}]
@@ -498,6 +522,21 @@ func (a *Agent) metrics() *export.Metrics {
 			m.Gauge("agent_verdict_info", "The last window's verdict for the cgroup: its primary and close secondary category (always 1).", 1,
 				"cgroup", cg, "primary", v.Primary, "secondary", v.Secondary)
 		}
+	}
+	if len(a.cache) > 0 {
+		if a.cached {
+			m.Counter("agent_page_cache_lookups_total", "Pages the observed processes' buffered reads looked up in the page cache (with --storage).", a.cache["lookups"])
+			m.Counter("agent_page_cache_read_added_total", "Pages added to the page cache during their reads: misses and their readahead (with --storage).", a.cache["read_added"])
+			m.Counter("agent_page_cache_other_added_total", "Pages added outside read calls: writes to new pages, mmap faults (with --storage).", a.cache["other_added"])
+			m.Counter("agent_page_cache_dirtied_total", "Pages the observed processes dirtied (with --storage).", a.cache["dirtied"])
+		}
+		m.Counter("agent_page_cache_written_back_bytes_total", "Bytes of block write requests for the observed processes' files, whoever issued them.", a.cache["written_back_bytes"])
+		m.Counter("agent_page_cache_throttled_total", "Dirty-page balancing pauses of the observed processes.", a.cache["throttled"])
+		m.Counter("agent_page_cache_throttled_seconds_total", "Their summed length, as the kernel planned it.", a.cache["throttled_sec"])
+	}
+	for k, v := range a.sqlite {
+		m.Counter("agent_sqlite_page_ops_total", "Reads and writes of SQLite pages by file kind and page type (with --storage): b-tree leaf and interior pages, overflow, freelist, WAL frames, journal records.", v,
+			"kind", k[0], "type", k[1], "op", k[2])
 	}
 	for kind, h := range a.syncs {
 		m.Histogram("agent_sync_duration_seconds", "Latency of the observed processes' sync calls (fsync, fdatasync, O_SYNC/O_DSYNC writes, ...), by kind, over the windows; all the observed processes together (docs/agent.md).",

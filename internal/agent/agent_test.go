@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/procfs"
 
 	"github.com/perfsleuth/perfsleuth/internal/export"
+	"github.com/perfsleuth/perfsleuth/internal/probe"
 	"golang.org/x/sys/unix"
 )
 
@@ -414,5 +415,52 @@ func TestAgentProfile(t *testing.T) {
 		if resp.StatusCode != http.StatusBadRequest {
 			t.Errorf("seconds=%s: %s, want 400", bad, resp.Status)
 		}
+	}
+}
+
+// sqliteLoop is a python3 sqlite3 workload: a small insert committed at a
+// time (rollback journal), and now and then a scan.
+const sqliteLoop = `import sqlite3, sys
+db = sqlite3.connect(sys.argv[1])
+db.execute("create table if not exists t(k integer primary key, v blob)")
+i = 0
+while True:
+    db.execute("insert into t(v) values (randomblob(300))")
+    db.commit()
+    i += 1
+    if i % 100 == 0:
+        db.execute("select count(*), sum(length(v)) from t").fetchone()
+`
+
+// TestAgentStorage: with --storage the agent counts the page cache's
+// lookups and a SQLite workload's pages by type.
+func TestAgentStorage(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("not root: the agent's eBPF probes need root")
+	}
+	py, err := exec.LookPath("python3")
+	if err != nil {
+		t.Skip("python3 not found")
+	}
+	cmd := exec.Command(py, "-c", sqliteLoop, filepath.Join(t.TempDir(), "t.db"))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	addr := runAgent(t, Config{Window: 2 * time.Second, PIDs: []int{cmd.Process.Pid}, MaxProcesses: 4, MaxCgroups: 1,
+		Probe: probe.Options{Interval: time.Second, Storage: true}})
+	m := waitWindows(t, addr, byPID, 2)
+	var dbWrites float64
+	for k, v := range m {
+		if strings.HasPrefix(k, `perfsleuth_agent_sqlite_page_ops_total{kind="db"`) && strings.HasSuffix(k, `op="write"}`) {
+			dbWrites += v
+		}
+	}
+	t.Logf("database page writes %.0f, page-cache lookups %.0f", dbWrites, m["perfsleuth_agent_page_cache_lookups_total"])
+	if dbWrites == 0 {
+		t.Errorf("no SQLite database page writes counted: %v", m)
+	}
+	if m["perfsleuth_agent_page_cache_lookups_total"] == 0 {
+		t.Errorf("no page-cache lookups counted: %v", m)
 	}
 }

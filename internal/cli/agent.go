@@ -41,10 +41,12 @@ under process="other". Runs until Ctrl-C or SIGTERM. See docs/agent.md.`,
 	fs.IntVar(&cfg.MaxProcesses, "max-processes", cfg.MaxProcesses, "process names per cgroup with series of their own; the rest are summed under process=\"other\"")
 	fs.StringSliceVar(&cfg.Kubepods, "kubepods", nil, "the kubelet's kubepods cgroup (e.g. /sys/fs/cgroup/kubepods.slice): each Kubernetes container below it observed as a cgroup of its own, named by perfsleuth_agent_cgroup_info (repeatable)")
 	fs.StringVar(&cfg.HostRoot, "host-root", "/", "where the host's root is mounted (in a container: /host), under which the container runtime's state names each container, its pod and namespace")
+	var storage bool
+	fs.BoolVar(&storage, "storage", false, "also count page-cache lookups and additions and SQLite pages by type: per-page programs that fire for every buffered read and page added, machine-wide (docs/probes.md: their cost)")
 	fs.StringVar(&cfg.OTLP, "otlp", "", "also push the figures to an OpenTelemetry Collector's OTLP/HTTP address once a window, e.g. http://otel-collector:4318 (default: none)")
 	fs.IntVar(&cfg.MaxCgroups, "max-cgroups", agent.DefaultMaxCgroups, "containers observed at most under --kubepods")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		cfg.Probe = probe.Options{Interval: defaultInterval}
+		cfg.Probe = probe.Options{Interval: defaultInterval, Storage: storage}
 		cfg.Serving = func(addr string) {
 			fmt.Fprintf(cmd.ErrOrStderr(), "perfsleuth agent: serving http://%s/metrics, a window every %s: Ctrl-C to end\n", addr, cfg.Window)
 		}
