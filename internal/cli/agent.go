@@ -15,6 +15,12 @@ import (
 // second here).
 const defaultAgentWindow = 30 * time.Second
 
+// agentInterval is the agent's /proc sampling interval: its figures come
+// from the eBPF accounting, and /proc's per-second timeline, which observe
+// prints, is not served; sampling every thread of the selected processes
+// each second cost the agent CPU for nothing.
+const agentInterval = 10 * time.Second
+
 // newAgentCmd is `perfsleuth agent`: the time accounting of cgroups or
 // processes, window after window, served for Prometheus (internal/agent).
 func newAgentCmd() *cobra.Command {
@@ -46,7 +52,7 @@ under process="other". Runs until Ctrl-C or SIGTERM. See docs/agent.md.`,
 	fs.StringVar(&cfg.OTLP, "otlp", "", "also push the figures to an OpenTelemetry Collector's OTLP/HTTP address once a window, e.g. http://otel-collector:4318 (default: none)")
 	fs.IntVar(&cfg.MaxCgroups, "max-cgroups", agent.DefaultMaxCgroups, "containers observed at most under --kubepods")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
-		cfg.Probe = probe.Options{Interval: defaultInterval, Storage: storage}
+		cfg.Probe = probe.Options{Interval: agentInterval, Storage: storage}
 		cfg.Serving = func(addr string) {
 			fmt.Fprintf(cmd.ErrOrStderr(), "perfsleuth agent: serving http://%s/metrics, a window every %s: Ctrl-C to end\n", addr, cfg.Window)
 		}
