@@ -273,9 +273,9 @@ func contextSwitches(t *testing.T) uint64 {
 // The switches the program ran for and those it found unseen (a run
 // queue's count of its switches moved by more than one between two runs)
 // are the kernel's own count, between the probe's attach and detach: not
-// more, and on a ping-pong (tens of thousands of switches) not fewer than
-// 95% (the rest fall between reading /proc/stat and attaching, and between
-// stopping and reading it again). Regression: a switch away from a thread
+// more, and not fewer than 95% of those made while it was attached (the
+// switches while it attached and detached, counted apart, may fall
+// either side). Regression: a switch away from a thread
 // of this guest's init process fires no sched_switch (ftrace sees none
 // either); a thread of the workload switched in by one read as waiting
 // for a CPU the whole run that followed (0.35 s of cpu-wait in 0.47 s, the
@@ -288,18 +288,27 @@ func TestUnseenSwitchesCounted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	attached := contextSwitches(t)
 	c.run(t)
+	stopping := contextSwitches(t)
 	res, err := p.Stop()
 	if err != nil {
 		t.Fatal(err)
 	}
-	kernel := contextSwitches(t) - before
+	after := contextSwitches(t)
+	kernel := after - before
+	// The switches while the probe attached and detached, which it may
+	// or may not have seen: on a busy machine (another workload making
+	// tens of thousands a second) they are not few. Regression: 7.4% of
+	// the count fell there beside a churning workload, and the test read
+	// it as switches the program missed.
+	edges := (attached - before) + (after - stopping)
 	seen := res.Runs[ProgSwitch] + res.Unseen.Switches
 	t.Logf("recursion misses: %v", res.MissedRuns)
-	t.Logf("kernel %d switches; the program ran for %d and found %d unseen (of the workload's: %d switch-ins, %d timed; %d switch-outs, %d timed)",
-		kernel, res.Runs[ProgSwitch], res.Unseen.Switches, res.Unseen.Ins, res.Unseen.InsTimed, res.Unseen.Outs, res.Unseen.OutsTimed)
-	if seen > kernel || float64(seen) < 0.95*float64(kernel) {
-		t.Errorf("runs + unseen = %d switches, the kernel made %d: want at most that and at least 95%% of it", seen, kernel)
+	t.Logf("kernel %d switches (%d of them while the probe attached or detached); the program ran for %d and found %d unseen (of the workload's: %d switch-ins, %d timed; %d switch-outs, %d timed)",
+		kernel, edges, res.Runs[ProgSwitch], res.Unseen.Switches, res.Unseen.Ins, res.Unseen.InsTimed, res.Unseen.Outs, res.Unseen.OutsTimed)
+	if seen > kernel || float64(seen) < 0.95*float64(kernel-min(edges, kernel)) {
+		t.Errorf("runs + unseen = %d switches, the kernel made %d, %d of them while the probe attached or detached: want at most all and at least 95%% of the rest", seen, kernel, edges)
 	}
 	if res.Unseen.InsTimed > res.Unseen.Ins || res.Unseen.OutsTimed > res.Unseen.Outs {
 		t.Errorf("more unseen switches timed than found: %+v", res.Unseen)
