@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -54,28 +53,13 @@ func TestCacheLimitCgroup(t *testing.T) {
 	// cgroup held at a sample.
 	run := func(limited bool) (read, most int64) {
 		t.Helper()
-		cmd := exec.Command("sh", "-c", fmt.Sprintf(`read go; for i in 1 2 3; do cat %s >/dev/null; done; grep read_bytes /proc/$$/io`, file))
-		in, err := cmd.StdinPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
+		script := fmt.Sprintf(`read go; for i in 1 2 3; do cat %s >/dev/null; done; grep read_bytes /proc/$$/io`, file)
 		var out strings.Builder
-		cmd.Stdout = &out
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer cmd.Process.Kill()
 		var wg sync.WaitGroup
 		done := make(chan struct{})
+		var h *held
 		if limited {
-			before, stop, err := c.apply(context.Background(), e)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := before([]int{cmd.Process.Pid}); err != nil {
-				stop()
-				t.Fatal(err)
-			}
+			h = holdShell(t, c, e, &out, script)
 			cg := findRunCgroup(t, e.cachePlace.parent)
 			f := &cacheFollower{dir: cg, version: e.cachePlace.version}
 			wg.Add(1)
@@ -93,17 +77,17 @@ func TestCacheLimitCgroup(t *testing.T) {
 				}
 			}()
 			defer func() {
-				stop()
 				if _, err := os.Stat(cg); !os.IsNotExist(err) {
 					t.Errorf("the run's cgroup %s is still there (%v)", cg, err)
 				}
 			}()
-		} else if err := evict(e.evict); err != nil {
-			t.Fatal(err)
+		} else {
+			h = holdShell(t, nil, e, &out, script)
+			if err := evict(e.evict); err != nil {
+				t.Fatal(err)
+			}
 		}
-		in.Write([]byte("go\n"))
-		in.Close()
-		err = cmd.Wait()
+		_, err := h.release()
 		close(done)
 		wg.Wait()
 		if err != nil {

@@ -2,6 +2,7 @@ package experiment
 
 import (
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -30,6 +31,57 @@ func cgroupOf(t *testing.T, pid int, controller string) string {
 		}
 	}
 	return ""
+}
+
+// held is a shell held before its work: started, moved under a condition
+// (when one is given), and waiting for a line to go on.
+type held struct {
+	cmd  *exec.Cmd
+	in   io.WriteCloser
+	stop func()
+}
+
+// holdShell starts sh -c script (whose first command reads a line) with
+// args, and applies condition c of e to it when c is not nil; out, when
+// not nil, gets its output.
+func holdShell(t *testing.T, c *condition, e *env, out io.Writer, script string, args ...string) *held {
+	t.Helper()
+	cmd := exec.Command("sh", append([]string{"-c", script}, args...)...)
+	cmd.Stdout = out
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	h := &held{cmd: cmd, in: in, stop: func() {}}
+	if c == nil {
+		return h
+	}
+	before, stop, err := c.apply(context.Background(), e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.stop = stop
+	if err := before([]int{cmd.Process.Pid}); err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	return h
+}
+
+// release lets the shell go on, waits for it and undoes the condition:
+// how long it ran, and its error.
+func (h *held) release() (time.Duration, error) {
+	start := time.Now()
+	h.in.Write([]byte("go\n"))
+	h.in.Close()
+	err := h.cmd.Wait()
+	took := time.Since(start)
+	h.stop()
+	return took, err
 }
 
 // TestCPUQuotaCgroup: cpu-quota makes a cgroup with the limit, moves the
@@ -143,24 +195,8 @@ func TestIOThrottleCgroup(t *testing.T) {
 	}
 	// A shell that waits for a line, moved into the cgroup meanwhile, then
 	// becomes dd.
-	cmd := exec.Command("sh", "-c", `read go; exec dd if=/dev/zero of="$0" bs=1M count=16 oflag=direct status=none`, filepath.Join(dir, "w"))
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	before, stop, err := c.apply(context.Background(), e)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := before([]int{cmd.Process.Pid}); err != nil {
-		stop()
-		t.Fatal(err)
-	}
-	cg := filepath.Join(e.throttlePlace.parent, filepath.Base(cgroupOf(t, cmd.Process.Pid, controller)))
+	h := holdShell(t, c, e, nil, `read go; exec dd if=/dev/zero of="$0" bs=1M count=16 oflag=direct status=none`, filepath.Join(dir, "w"))
+	cg := filepath.Join(e.throttlePlace.parent, filepath.Base(cgroupOf(t, h.cmd.Process.Pid, controller)))
 	file := "blkio.throttle.write_bps_device"
 	if e.throttlePlace.version == 2 {
 		file = "io.max"
@@ -179,11 +215,7 @@ func TestIOThrottleCgroup(t *testing.T) {
 	if all := strings.Join(settings, " "); !strings.Contains(all, "500 requests a second") {
 		t.Errorf("settings %q do not give the IOPS limit", settings)
 	}
-	start := time.Now()
-	in.Write([]byte("go\n"))
-	err = cmd.Wait()
-	took := time.Since(start)
-	stop()
+	took, err := h.release()
 	if err != nil {
 		t.Fatalf("dd: %v", err)
 	}
@@ -227,28 +259,8 @@ func TestIOThrottleIOPS(t *testing.T) {
 	}
 	limit := int(throttleShare * e.peakIOPS)
 	n := limit // a second's worth at the limit
-	cmd := exec.Command("sh", "-c", `read go; exec dd if=/dev/zero of="$0" bs=4k count=$1 oflag=direct status=none`, filepath.Join(dir, "w"), strconv.Itoa(n))
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	before, stop, err := c.apply(context.Background(), e)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := before([]int{cmd.Process.Pid}); err != nil {
-		stop()
-		t.Fatal(err)
-	}
-	start := time.Now()
-	in.Write([]byte("go\n"))
-	err = cmd.Wait()
-	took := time.Since(start)
-	stop()
+	h := holdShell(t, c, e, nil, `read go; exec dd if=/dev/zero of="$0" bs=4k count=$1 oflag=direct status=none`, filepath.Join(dir, "w"), strconv.Itoa(n))
+	took, err := h.release()
 	if err != nil {
 		t.Fatalf("dd: %v", err)
 	}
