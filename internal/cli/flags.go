@@ -97,6 +97,7 @@ func bindFileIO(fs *pflag.FlagSet) *model.FileIOConfig {
 	fs.IntVar(&c.Fsync, "fsync", c.Fsync, "sync a file after every N writes to it by a thread (0: never)")
 	fs.BoolVar(&c.Fdatasync, "fdatasync", c.Fdatasync, "use fdatasync instead of fsync for --fsync and --end-fsync")
 	fs.BoolVar(&c.EndFsync, "end-fsync", c.EndFsync, "sync every written file once at the end (timed as part of the run)")
+	fs.BoolVar(&c.Verify, "verify", c.Verify, "after the run, read back every block it wrote and check its offset and CRC-32C, sealed into each block as it was written (fio's verify; not timed); a block not as written fails the run")
 	fs.BoolVar(&c.Sync, "sync", c.Sync, "open files with O_SYNC (every write waits for the device)")
 	fs.BoolVar(&c.Dsync, "dsync", c.Dsync, "open files with O_DSYNC")
 	fs.Var(secondsValue{&c.DurationSec}, "duration", "how long the measured phase runs (0: until --ops)")

@@ -96,6 +96,9 @@ func fileioResult(s *section, r rows.Result) {
 	if r.Depths != "" {
 		s.p("in flight after each submit: " + r.Depths)
 	}
+	if r.Verify != "" {
+		s.p("verify: " + r.Verify)
+	}
 	if r.Fairness != "" {
 		s.p("per thread: " + r.Fairness)
 	}

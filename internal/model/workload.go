@@ -20,8 +20,12 @@ type FileIOConfig struct {
 	Fdatasync bool `json:"fdatasync"`
 	// EndFsync syncs every written file once when the run ends (timed as part of the run).
 	EndFsync bool `json:"end_fsync"`
-	Sync     bool `json:"sync"`  // O_SYNC
-	Dsync    bool `json:"dsync"` // O_DSYNC
+	// Verify: every block the run writes carries its offset and a CRC-32C
+	// of its content, and after the run each block written is read back
+	// and checked (fio's verify); not timed.
+	Verify bool `json:"verify,omitempty"`
+	Sync   bool `json:"sync"`  // O_SYNC
+	Dsync  bool `json:"dsync"` // O_DSYNC
 	// DurationSec bounds the run by time; Ops by operation count (reads+writes).
 	// When both are set the run stops at whichever comes first.
 	DurationSec float64 `json:"duration_sec"`
@@ -73,6 +77,17 @@ type FileIOResult struct {
 	// requests the thread had in flight right after each (fio's "IO
 	// depths"): Depths[n] submits left n in flight.
 	Depths []int64 `json:"depths,omitempty"`
+	// Verify, with --verify: the blocks read back and checked after the run.
+	Verify *VerifyStats `json:"verify,omitempty"`
+}
+
+// VerifyStats is what --verify found: Blocks read back, Bad of them not as
+// written (another offset, or a checksum that does not match), First the
+// first bad one in words.
+type VerifyStats struct {
+	Blocks int64  `json:"blocks"`
+	Bad    int64  `json:"bad"`
+	First  string `json:"first,omitempty"`
 }
 
 // PrepareStats describes the unmeasured layout step.

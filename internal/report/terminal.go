@@ -112,6 +112,9 @@ func (d *doc) result(run *model.Run) {
 		if r.Depths != "" {
 			d.line("  in flight after each submit: %s", r.Depths)
 		}
+		if r.Verify != "" {
+			d.line("  verify: %s", r.Verify)
+		}
 		for _, op := range r.Ops {
 			total := units.FormatCount(op.Count) + " " + op.Op + "s"
 			if op.Bytes > 0 {

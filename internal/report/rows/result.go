@@ -25,7 +25,9 @@ type Result struct {
 	// Engine says how fileio's threads issued their IO, "" for psync;
 	// Depths how many requests they had in flight (DepthsOf).
 	Engine, Depths string
-	Phases         []PhaseRow
+	// Verify is what --verify found, in words ("" without it).
+	Verify string
+	Phases []PhaseRow
 	// Command says how a command or process ended, or that it still runs.
 	Command string
 	// Reported is the result the command printed itself, when perfsleuth
@@ -191,6 +193,12 @@ func ResultOf(run *model.Run) Result {
 			out.Ops = append(out.Ops, row)
 		}
 		out.Engine, out.Depths = EngineOf(run.Target.FileIO), DepthsOf(r.FileIO.Depths)
+		if v := r.FileIO.Verify; v != nil {
+			out.Verify = fmt.Sprintf("%s blocks read back after the run, all as written (offset and CRC-32C)", units.FormatCount(v.Blocks))
+			if v.Bad > 0 {
+				out.Verify = fmt.Sprintf("%s of the %s blocks read back after the run were not as written; the first: %s", units.FormatCount(v.Bad), units.FormatCount(v.Blocks), v.First)
+			}
+		}
 		if len(r.FileIO.ThreadOps) > 1 {
 			out.Fairness = Fairness(r.FileIO.ThreadOps)
 		}

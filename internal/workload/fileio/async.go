@@ -138,6 +138,9 @@ func (w *worker) prepNext() bool {
 			binary.LittleEndian.PutUint64(s.buf, uint64(off))
 			binary.LittleEndian.PutUint64(s.buf[8:], w.id<<48|uint64(w.writesIssued))
 		}
+		if w.verify {
+			w.seal(s.buf, fi, off)
+		}
 		w.writesIssued++
 		w.written[fi] = true
 	}

@@ -123,6 +123,14 @@ func Validate(cfg *model.FileIOConfig) error {
 	if cfg.BS < 1 {
 		return fmt.Errorf("--bs %d: the block size must be at least 1 byte", cfg.BS)
 	}
+	if cfg.Verify {
+		if cfg.RW == "read" || cfg.RW == "randread" {
+			return fmt.Errorf("--verify checks the blocks a run writes: --rw %s writes none; use a --rw that writes", cfg.RW)
+		}
+		if cfg.BS < 32 {
+			return fmt.Errorf("--verify needs blocks of 32 bytes or more (each holds its offset, a write stamp and a CRC-32C): --bs %d", cfg.BS)
+		}
+	}
 	if cfg.Size < 1 {
 		return fmt.Errorf("--size %d: the total file size must be at least 1 byte", cfg.Size)
 	}

@@ -3,6 +3,7 @@ package fileio
 import (
 	"context"
 	"errors"
+	"fmt"
 	"golang.org/x/sys/unix"
 	"runtime"
 	"sync"
@@ -131,8 +132,42 @@ func (f *FileIO) Run(ctx context.Context, progress workload.Progress) (*model.Re
 	if progress != nil && runErr == nil && ctx.Err() == nil {
 		progress(1)
 	}
-	return f.result(workers, elapsed), runErr
+	res := f.result(workers, elapsed)
+	if f.cfg.Verify && runErr == nil && ctx.Err() == nil {
+		// After every thread is done, each block once: a block another
+		// thread wrote last holds that thread's seal, which checks as well.
+		if beforeVerify != nil {
+			beforeVerify()
+		}
+		marks := make([][]uint64, f.cfg.Files)
+		for _, w := range workers {
+			for fi, m := range w.wroteBlocks {
+				if m == nil {
+					continue
+				}
+				if marks[fi] == nil {
+					marks[fi] = make([]uint64, len(m))
+				}
+				for i, word := range m {
+					marks[fi][i] |= word
+				}
+			}
+		}
+		v := &model.VerifyStats{}
+		if err := workers[0].verifyBlocks(marks, v); err != nil {
+			runErr = err
+		}
+		res.FileIO.Verify = v
+		if runErr == nil && v.Bad > 0 {
+			runErr = fmt.Errorf("verify: %d of the %d blocks read back were not as written; the first: %s", v.Bad, v.Blocks, v.First)
+		}
+	}
+	return res, runErr
 }
+
+// beforeVerify, when set (tests), runs between the run and --verify's
+// read-back.
+var beforeVerify func()
 
 // result merges the workers' counters and histograms.
 func (f *FileIO) result(workers []*worker, elapsed time.Duration) *model.Result {

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"math/bits"
 	"math/rand/v2"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/workload"
 )
 
@@ -71,7 +73,11 @@ type worker struct {
 	fsyncEvery int
 	sinceSync  []int
 	written    []bool
-	fdatasync  bool
+	// verify (--verify): each block written is sealed (sealed) and its
+	// place marked in wroteBlocks, a bitmap per file, for the read-back.
+	verify      bool
+	wroteBlocks [][]uint64
+	fdatasync   bool
 
 	reads, writes, syncs int64
 	rrec, wrec, srec     *workload.Recorder
@@ -99,26 +105,28 @@ func (f *FileIO) newWorker(t int, stop, failed *atomic.Bool) (_ *worker, err err
 	// w is not the named result: the deferred close below must see the
 	// worker, not the nil that an error return sets the result to.
 	w := &worker{
-		stop:       stop,
-		failed:     failed,
-		base:       time.Now(),
-		bs:         cfg.BS,
-		id:         uint64(t),
-		fds:        make([]int, cfg.Files),
-		random:     isRandom(cfg.RW),
-		nfiles:     uint64(cfg.Files),
-		blocks:     uint64(blocks),
-		total:      uint64(blocks) * uint64(cfg.Files),
-		opsLeft:    -1,
-		fsyncEvery: cfg.Fsync,
-		sinceSync:  make([]int, cfg.Files),
-		written:    make([]bool, cfg.Files),
-		fdatasync:  cfg.Fdatasync,
-		rrec:       workload.NewRecorder(),
-		wrec:       workload.NewRecorder(),
-		srec:       workload.NewRecorder(),
-		paths:      make([]string, cfg.Files),
-		engine:     cfg.Engine(),
+		stop:        stop,
+		failed:      failed,
+		base:        time.Now(),
+		bs:          cfg.BS,
+		id:          uint64(t),
+		fds:         make([]int, cfg.Files),
+		random:      isRandom(cfg.RW),
+		nfiles:      uint64(cfg.Files),
+		blocks:      uint64(blocks),
+		total:       uint64(blocks) * uint64(cfg.Files),
+		opsLeft:     -1,
+		fsyncEvery:  cfg.Fsync,
+		sinceSync:   make([]int, cfg.Files),
+		written:     make([]bool, cfg.Files),
+		verify:      cfg.Verify,
+		wroteBlocks: make([][]uint64, cfg.Files),
+		fdatasync:   cfg.Fdatasync,
+		rrec:        workload.NewRecorder(),
+		wrec:        workload.NewRecorder(),
+		srec:        workload.NewRecorder(),
+		paths:       make([]string, cfg.Files),
+		engine:      cfg.Engine(),
 	}
 	defer func() {
 		if err != nil {
@@ -275,6 +283,9 @@ func (w *worker) loop() {
 				binary.LittleEndian.PutUint64(w.wbuf, uint64(off))
 				binary.LittleEndian.PutUint64(w.wbuf[8:], w.id<<48|uint64(w.writes))
 			}
+			if w.verify {
+				w.seal(w.wbuf, fi, off)
+			}
 			t0 := time.Since(w.base)
 			n, err := unix.Pwrite(fd, w.wbuf, off)
 			for err == unix.EINTR {
@@ -386,6 +397,55 @@ func (w *worker) endSync() {
 			return
 		}
 	}
+}
+
+// castagnoli is CRC-32C's table, as fio's verify=crc32c uses.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// seal ends buf, a block about to be written at off of file fi, with the
+// CRC-32C of the rest of it, and marks the block written.
+func (w *worker) seal(buf []byte, fi int, off int64) {
+	n := len(buf) - 4
+	binary.LittleEndian.PutUint32(buf[n:], crc32.Checksum(buf[:n], castagnoli))
+	b := uint64(off / w.bs)
+	if w.wroteBlocks[fi] == nil {
+		w.wroteBlocks[fi] = make([]uint64, (w.blocks+63)/64)
+	}
+	w.wroteBlocks[fi][b/64] |= 1 << (b % 64)
+}
+
+// verifyBlocks reads back, through the thread's files and buffer, every
+// block marked in marks (a bitmap per file) and checks that it holds its
+// own offset and a matching CRC-32C (seal), into v.
+func (w *worker) verifyBlocks(marks [][]uint64, v *model.VerifyStats) error {
+	for fi, marks := range marks {
+		for i, word := range marks {
+			for word != 0 {
+				bit := uint64(bits.TrailingZeros64(word))
+				word &^= 1 << bit
+				off := int64(uint64(i)*64+bit) * w.bs
+				n, err := unix.Pread(w.fds[fi], w.rbuf, off)
+				if err != nil || n != len(w.rbuf) {
+					return errors.New(ioErrorText("verify pread", w.paths[fi], off, err))
+				}
+				v.Blocks++
+				k := len(w.rbuf) - 4
+				why := ""
+				if got := int64(binary.LittleEndian.Uint64(w.rbuf)); got != off {
+					why = fmt.Sprintf("holds the block written at offset %d", got)
+				} else if crc32.Checksum(w.rbuf[:k], castagnoli) != binary.LittleEndian.Uint32(w.rbuf[k:]) {
+					why = "its content does not match its CRC-32C"
+				}
+				if why != "" {
+					v.Bad++
+					if v.First == "" {
+						v.First = fmt.Sprintf("%s at offset %d %s", w.paths[fi], off, why)
+					}
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // ioFailed records a failed or short read or write and stops the run.
