@@ -1,7 +1,6 @@
 package fileio
 
 import (
-	"encoding/binary"
 	"fmt"
 	"time"
 
@@ -134,13 +133,7 @@ func (w *worker) prepNext() bool {
 		s.buf = a.rbufs[slot]
 	} else {
 		s.buf = a.wbufs[slot]
-		if len(s.buf) >= 16 {
-			binary.LittleEndian.PutUint64(s.buf, uint64(off))
-			binary.LittleEndian.PutUint64(s.buf[8:], w.id<<48|uint64(w.writesIssued))
-		}
-		if w.verify {
-			w.seal(s.buf, fi, off)
-		}
+		w.stamp(s.buf, fi, off, w.writesIssued)
 		w.writesIssued++
 		w.written[fi] = true
 	}

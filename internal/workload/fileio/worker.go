@@ -250,7 +250,6 @@ func (w *worker) close() {
 // loop is the measured hot loop: one op per iteration, no allocation, no
 // locks, one atomic load of the stop flag and one atomic store for progress.
 func (w *worker) loop() {
-	stamp := len(w.wbuf) >= 16
 	if w.async != nil {
 		w.asyncLoop()
 		return
@@ -279,13 +278,7 @@ func (w *worker) loop() {
 			w.rrec.Record(int64(d))
 			w.reads++
 		} else {
-			if stamp {
-				binary.LittleEndian.PutUint64(w.wbuf, uint64(off))
-				binary.LittleEndian.PutUint64(w.wbuf[8:], w.id<<48|uint64(w.writes))
-			}
-			if w.verify {
-				w.seal(w.wbuf, fi, off)
-			}
+			w.stamp(w.wbuf, fi, off, w.writes)
 			t0 := time.Since(w.base)
 			n, err := unix.Pwrite(fd, w.wbuf, off)
 			for err == unix.EINTR {
@@ -396,6 +389,19 @@ func (w *worker) endSync() {
 		if wrote && !w.sync(fi) {
 			return
 		}
+	}
+}
+
+// stamp marks buf, the seq-th write of the thread, going to off of file
+// fi: its offset and the thread and sequence in its first 16 bytes (when
+// it has them), and with --verify its seal.
+func (w *worker) stamp(buf []byte, fi int, off, seq int64) {
+	if len(buf) >= 16 {
+		binary.LittleEndian.PutUint64(buf, uint64(off))
+		binary.LittleEndian.PutUint64(buf[8:], w.id<<48|uint64(seq))
+	}
+	if w.verify {
+		w.seal(buf, fi, off)
 	}
 }
 
