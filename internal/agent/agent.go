@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -35,6 +36,7 @@ import (
 	"github.com/perfsleuth/perfsleuth/internal/export"
 	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/probe"
+	"github.com/perfsleuth/perfsleuth/internal/proctree"
 	"github.com/perfsleuth/perfsleuth/internal/runner"
 	"github.com/perfsleuth/perfsleuth/internal/target"
 )
@@ -114,7 +116,6 @@ type Agent struct {
 	failed   float64            // windows whose observation failed
 	probeCPU float64            // the eBPF programs' estimated CPU seconds
 	dropped  float64            // events the probe could not record
-	lastErr  string
 	// profiling is held while a profile is taken (one at a time).
 	profiling sync.Mutex
 }
@@ -222,7 +223,6 @@ func (a *Agent) Run(ctx context.Context, log io.Writer) error {
 		if err := a.window(ctx); err != nil && ctx.Err() == nil {
 			a.mu.Lock()
 			a.failed++
-			a.lastErr = err.Error()
 			a.mu.Unlock()
 			fmt.Fprintf(log, "perfsleuth agent: window: %v\n", err)
 		}
@@ -261,17 +261,11 @@ func (a *Agent) members() (map[int]string, []string) {
 		a.mu.Unlock()
 	}
 	for _, dir := range dirs {
-		text, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
-		n := 0
-		if err == nil {
-			for _, f := range strings.Fields(string(text)) {
-				if pid, err := strconv.Atoi(f); err == nil {
-					by[pid] = dir
-					n++
-				}
-			}
+		pids := proctree.InCgroup(dir)
+		for _, pid := range pids {
+			by[pid] = dir
 		}
-		if n == 0 {
+		if len(pids) == 0 {
 			empty = append(empty, dir)
 		}
 	}
@@ -296,18 +290,24 @@ func (a *Agent) window(ctx context.Context) error {
 	if len(by) == 0 {
 		return nil
 	}
-	pids := make([]int, 0, len(by))
-	for pid := range by {
-		pids = append(pids, pid)
-	}
-	slices.Sort(pids)
-	run, err := runner.Observe(ctx, target.NewGroup(target.NewPID(pids[0], a.cfg.Window), pids[1:]), runner.Options{Probe: a.cfg.Probe})
+	run, err := observe(ctx, by, a.cfg.Window, a.cfg.Probe)
 	if err != nil {
 		return err
 	}
-	analyze.Run(run)
 	a.add(run, by)
 	return nil
+}
+
+// observe observes the processes of by (at least one) for d, as observe -p
+// does, and analyses the record.
+func observe(ctx context.Context, by map[int]string, d time.Duration, opts probe.Options) (*model.Run, error) {
+	pids := slices.Sorted(maps.Keys(by))
+	run, err := runner.Observe(ctx, target.NewGroup(target.NewPID(pids[0], d), pids[1:]), runner.Options{Probe: opts})
+	if err != nil {
+		return nil, err
+	}
+	analyze.Run(run)
+	return run, nil
 }
 
 // add adds a window's run: each thread's seconds under its process's
@@ -467,19 +467,13 @@ func (a *Agent) serveProfile(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "no process to profile: the selected cgroups are empty or gone", http.StatusNotFound)
 		return
 	}
-	pids := make([]int, 0, len(by))
-	for pid := range by {
-		pids = append(pids, pid)
-	}
-	slices.Sort(pids)
 	opts := a.cfg.Probe
 	opts.Stacks = true
-	run, err := runner.Observe(r.Context(), target.NewGroup(target.NewPID(pids[0], secs), pids[1:]), runner.Options{Probe: opts})
+	run, err := observe(r.Context(), by, secs, opts)
 	if err != nil {
 		http.Error(w, "profile: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
-	analyze.Run(run)
 	b, err := export.Pprof(run)
 	if err != nil {
 		http.Error(w, "profile: "+err.Error(), http.StatusInternalServerError)

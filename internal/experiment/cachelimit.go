@@ -208,22 +208,24 @@ func (f *cacheFollower) step() error {
 		return err
 	}
 	limit := max(usage-cache, 0) + f.budget
-	file := "memory.high"
-	if f.version == 1 {
-		file = "memory.limit_in_bytes"
-	}
+	file, _ := f.limitFile()
 	if err := os.WriteFile(filepath.Join(f.dir, file), []byte(strconv.FormatInt(limit, 10)), 0); err != nil {
 		return fmt.Errorf("write %d to %s: %w", limit, filepath.Join(f.dir, file), err)
 	}
 	return nil
 }
 
+// limitFile is the file of the cgroup's limit, and its value for none.
+func (f *cacheFollower) limitFile() (file, none string) {
+	if f.version == 1 {
+		return "memory.limit_in_bytes", "-1"
+	}
+	return "memory.high", "max"
+}
+
 // unlimit lifts the limit.
 func (f *cacheFollower) unlimit() {
-	file, none := "memory.high", "max"
-	if f.version == 1 {
-		file, none = "memory.limit_in_bytes", "-1"
-	}
+	file, none := f.limitFile()
 	os.WriteFile(filepath.Join(f.dir, file), []byte(none), 0)
 }
 

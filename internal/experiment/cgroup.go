@@ -184,7 +184,7 @@ func (c *cgroupRun) remove() error {
 		if err = unix.Rmdir(c.dir); err == nil || errors.Is(err, unix.ENOENT) {
 			return nil
 		}
-		for _, p := range procsIn(c.dir) {
+		for _, p := range proctree.InCgroup(c.dir) {
 			writeProc(c.place.origin, p)
 		}
 		time.Sleep(50 * time.Millisecond)
@@ -215,17 +215,6 @@ func removeStaleCgroups(parent string) {
 
 func writeProc(dir string, pid int) error {
 	return os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0)
-}
-
-// procsIn lists the processes in the cgroup dir.
-func procsIn(dir string) []int {
-	var pids []int
-	for _, f := range strings.Fields(sysinfo.ReadString(filepath.Join(dir, "cgroup.procs"))) {
-		if p, err := strconv.Atoi(f); err == nil {
-			pids = append(pids, p)
-		}
-	}
-	return pids
 }
 
 // cpuQuota is cpu-quota's limit: share of the workload's CPUs' time per

@@ -1,16 +1,5 @@
 package export
 
-import "slices"
-
-// pairs makes labels (name, value, ...) into label pairs.
-func pairs(labels []string) []promLabel {
-	ls := make([]promLabel, 0, len(labels)/2)
-	for i := 0; i+1 < len(labels); i += 2 {
-		ls = append(ls, promLabel{labels[i], labels[i+1]})
-	}
-	return ls
-}
-
 // Metrics is a set of samples built sample by sample, for what serves
 // them continuously (perfsleuth agent), named and encoded as the run's
 // Prometheus export is: the perfsleuth_ prefix, base units, _total on
@@ -36,14 +25,7 @@ func (m *Metrics) Gauge(name, help string, v float64, labels ...string) {
 // values at or below bounds[i] (not cumulative; bounds ascending), count
 // values in all, summing to sum.
 func (m *Metrics) Histogram(name, help string, bounds []float64, counts []uint64, count uint64, sum float64, labels ...string) {
-	f := m.s.family(name, promHistogram, help)
-	f.add(0, labels...)
-	var h *promMetric
-	for _, mm := range f.Metrics {
-		if len(mm.Labels) == len(labels)/2 && slices.EqualFunc(mm.Labels, pairs(labels), func(a, b promLabel) bool { return a == b }) {
-			h = mm
-		}
-	}
+	h := m.s.family(name, promHistogram, help).add(0, labels...)
 	h.Sum, h.Count, h.Buckets = sum, count, nil
 	var cum uint64
 	for i, le := range bounds {

@@ -53,18 +53,23 @@ func (s *promSet) gauge(name, help string) *promFamily   { return s.family(name,
 
 // add sets the sample with these labels (name, value pairs). A counter
 // sums the values given for the same labels (a path that several files
-// had); a gauge keeps the first.
-func (f *promFamily) add(v float64, labels ...string) {
-	ls := pairs(labels)
+// had); a gauge keeps the first. It returns the sample.
+func (f *promFamily) add(v float64, labels ...string) *promMetric {
+	ls := make([]promLabel, 0, len(labels)/2)
+	for i := 0; i+1 < len(labels); i += 2 {
+		ls = append(ls, promLabel{labels[i], labels[i+1]})
+	}
 	for _, m := range f.Metrics {
 		if slices.Equal(m.Labels, ls) {
 			if f.Type == promCounter {
 				m.Value += v
 			}
-			return
+			return m
 		}
 	}
-	f.Metrics = append(f.Metrics, &promMetric{Labels: ls, Value: v})
+	m := &promMetric{Labels: ls, Value: v}
+	f.Metrics = append(f.Metrics, m)
+	return m
 }
 
 func boolValue(b bool) float64 {

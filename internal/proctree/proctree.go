@@ -93,3 +93,16 @@ func StatPPID(stat string) (int, bool) {
 	ppid, err := strconv.Atoi(f[1])
 	return ppid, err == nil
 }
+
+// InCgroup lists the processes in the cgroup directory dir (its
+// cgroup.procs, v1 or v2); none when it cannot be read (gone).
+func InCgroup(dir string) []int {
+	b, _ := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	var pids []int
+	for _, f := range strings.Fields(string(b)) {
+		if p, err := strconv.Atoi(f); err == nil {
+			pids = append(pids, p)
+		}
+	}
+	return pids
+}
