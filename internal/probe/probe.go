@@ -150,9 +150,28 @@ func (s *Session) Mappings() *symbolize.Keeper {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.keeper == nil {
-		s.keeper = symbolize.KeepMaps(s.Roots)
+		var list func() []int
+		if m := s.maps["tracked"]; m != nil {
+			list = func() []int { return mapKeys(m) }
+		}
+		s.keeper = symbolize.KeepMaps(s.Roots, list)
 	}
 	return s.keeper
+}
+
+// mapKeys lists the pids that key m, the eBPF probe's set of the
+// workload's processes (timeacct's "tracked"): reading it costs a system
+// call per process, where walking /proc for the trees reads every
+// process's stat on the machine.
+func mapKeys(m *ebpf.Map) []int {
+	var out []int
+	var pid uint32
+	var v uint8
+	it := m.Iterate()
+	for it.Next(&pid, &v) {
+		out = append(out, int(pid))
+	}
+	return out
 }
 
 // Namer names the frames of the stacks probes took, user frames through

@@ -1,32 +1,56 @@
 package symbolize
 
 import (
+	"os"
+	"strconv"
 	"sync"
 	"time"
 
 	"github.com/perfsleuth/perfsleuth/internal/proctree"
 )
 
-// MapsEvery is how often a Keeper reads the mappings of the observed
-// processes: a process that exits keeps its last snapshot, so user stacks
-// of a short-lived process resolve if it lived this long.
+// MapsEvery is how often a Keeper looks for new processes in the observed
+// trees, and how soon after its first read a process's mappings are read
+// again: a process that exits keeps its last snapshot, so user stacks of a
+// short-lived process resolve if it lived this long.
 const MapsEvery = 200 * time.Millisecond
+
+// MapsAtMost is the longest a Keeper waits between two reads of a
+// process's mappings. Each read of one process waits twice as long as the
+// last, from MapsEvery: a process maps its code (its libraries, those it
+// loads) mostly as it starts, and a long-lived server's maps file is long
+// (a mapping per thread stack), so reading it five times a second cost a
+// busy 2-CPU machine's server 1-2% of its throughput. An exec starts over
+// (the executable changed), and Stop reads every process still there.
+const MapsAtMost = 6400 * time.Millisecond
 
 // Keeper reads /proc/PID/maps of every process of some trees periodically,
 // keeping the last snapshot of each, so that the user stacks of a process
 // can be named after it exited.
 type Keeper struct {
 	roots []int
+	list  func() []int // the trees' processes, nil: walk /proc
 	mu    sync.Mutex
 	maps  map[int]*Maps
+	next  map[int]kept // when to read each process again (under mu)
 	done  chan struct{}
 	wg    sync.WaitGroup
 }
 
+// kept is when a process's mappings are to be read again, and what its
+// executable was when they were read.
+type kept struct {
+	at    time.Time
+	every time.Duration
+	exe   string
+}
+
 // KeepMaps starts keeping the mappings of the trees below roots until Stop.
-func KeepMaps(roots []int) *Keeper {
-	k := &Keeper{roots: roots, maps: map[int]*Maps{}, done: make(chan struct{})}
-	k.read()
+// list, when not nil, gives the trees' processes (the eBPF probe's own set
+// of them); without it the keeper walks /proc for them.
+func KeepMaps(roots []int, list func() []int) *Keeper {
+	k := &Keeper{roots: roots, list: list, maps: map[int]*Maps{}, next: map[int]kept{}, done: make(chan struct{})}
+	k.read(time.Now())
 	k.wg.Go(func() {
 		t := time.NewTicker(MapsEvery)
 		defer t.Stop()
@@ -34,21 +58,66 @@ func KeepMaps(roots []int) *Keeper {
 			select {
 			case <-k.done:
 				return
-			case <-t.C:
-				k.read()
+			case now := <-t.C:
+				k.read(now)
 			}
 		}
 	})
 	return k
 }
 
-func (k *Keeper) read() {
-	for _, root := range k.roots {
-		pids, _ := proctree.Descendants("/proc", root)
-		for _, pid := range append(pids, root) {
+// pids is the trees' processes now, roots included.
+func (k *Keeper) pids() []int {
+	var out []int
+	if k.list != nil {
+		out = k.list()
+	} else {
+		for _, root := range k.roots {
+			pids, _ := proctree.Descendants("/proc", root)
+			out = append(out, pids...)
+		}
+	}
+	return append(out, k.roots...)
+}
+
+// read reads the mappings of the processes that are new or due.
+func (k *Keeper) read(now time.Time) {
+	seen := map[int]bool{}
+	for _, pid := range k.pids() {
+		if seen[pid] {
+			continue
+		}
+		seen[pid] = true
+		if k.due(pid, now) {
 			k.keep(pid)
 		}
 	}
+	// Processes gone are read no more; their snapshots stay.
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for pid := range k.next {
+		if !seen[pid] {
+			delete(k.next, pid)
+		}
+	}
+}
+
+// due says whether pid's mappings are to be read now: it is new, its
+// interval has passed (the next one is twice as long), or it has exec'd.
+func (k *Keeper) due(pid int, now time.Time) bool {
+	exe, _ := os.Readlink("/proc/" + strconv.Itoa(pid) + "/exe")
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	n, ok := k.next[pid]
+	if ok && exe == n.exe && now.Before(n.at) {
+		return false
+	}
+	every := MapsEvery
+	if ok && exe == n.exe {
+		every = min(2*n.every, MapsAtMost)
+	}
+	k.next[pid] = kept{at: now.Add(every), every: every, exe: exe}
+	return true
 }
 
 // keep takes a snapshot of pid's mappings unless it has none left: an

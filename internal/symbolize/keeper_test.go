@@ -1,0 +1,65 @@
+package symbolize
+
+import (
+	"os/exec"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// hasPath says whether m maps a file whose path ends with suffix.
+func hasPath(m *Maps, suffix string) bool {
+	if m == nil {
+		return false
+	}
+	for _, mp := range m.Mappings {
+		if strings.HasSuffix(mp.Path, suffix) {
+			return true
+		}
+	}
+	return false
+}
+
+// TestKeeperBacksOffAndFollowsExec checks the keeper's schedule: a process
+// is found through list (not /proc), read at once, then less and less
+// often; one that execs is read again at the next look, so its snapshot is
+// the new program's; and Stop takes a last snapshot of the processes left.
+func TestKeeperBacksOffAndFollowsExec(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "read x; exec sleep 30")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	pid := cmd.Process.Pid
+	var listed atomic.Int64
+	k := KeepMaps(nil, func() []int { listed.Add(1); return []int{pid} })
+	defer k.Stop()
+	if m := k.Snapshot(pid); m == nil || hasPath(m, "/sleep") {
+		t.Fatalf("first snapshot (the shell): %+v", m)
+	}
+	// Backing off: after 2 s the next read is at least 800 ms away.
+	time.Sleep(2 * time.Second)
+	k.mu.Lock()
+	every := k.next[pid].every
+	k.mu.Unlock()
+	if every < 800*time.Millisecond || every > MapsAtMost {
+		t.Errorf("after 2 s the interval is %v, want 800ms..%v", every, MapsAtMost)
+	}
+	if listed.Load() < 5 {
+		t.Errorf("list called %d times in 2 s, want one per look (%v)", listed.Load(), MapsEvery)
+	}
+	// The exec: read within two looks, however long the interval had grown.
+	in.Write([]byte("\n"))
+	deadline := time.Now().Add(3 * MapsEvery)
+	for !hasPath(k.Snapshot(pid), "/sleep") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the exec'd sleep's mappings not read within %v", 3*MapsEvery)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
