@@ -308,42 +308,9 @@ static __always_inline __u64 time_start(struct st_counters *c, __u32 prog)
 }
 
 
-/* The last process found in tracked, per CPU: its tgid and its leader's
- * start time, as a tgid leaves tracked when its process is gone and the
- * kernel may hand the pid out again later. A hit answers exactly as the
- * lookup would: the page-cache programs run about three times per SQLite
- * insert with --storage, and the hash lookup was a fifth of their cost.
- * Only found processes are kept: an untracked task still looks up, and a
- * process tracked later is found at its first lookup. */
-struct st_hint {
-	__u32 tgid;
-	__u32 _pad;
-	__u64 start; /* the leader's start_time */
-};
-
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct st_hint);
-} tracked_hint SEC(".maps");
-
 static __always_inline bool current_tracked(void)
 {
-	struct task_struct *task = bpf_get_current_task_btf();
-	__u32 tgid = task->tgid, zero = 0;
-	__u64 start = task->group_leader->start_time;
-	struct st_hint *hint = bpf_map_lookup_elem(&tracked_hint, &zero);
-
-	if (hint && tgid != 0 && hint->tgid == tgid && hint->start == start)
-		return true;
-	if (!is_tracked(tgid))
-		return false;
-	if (hint) {
-		hint->tgid = tgid;
-		hint->start = start;
-	}
-	return true;
+	return is_tracked(bpf_get_current_task_btf()->tgid);
 }
 
 /* ---- block layer ----

@@ -1810,7 +1810,6 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 	__u32 ptgid = parent->tgid;
 	__u32 ctgid = child->tgid;
 	struct ta_counters *c;
-	__u8 one = 1;
 
 	if (stopped)
 		return 0;
@@ -1823,8 +1822,8 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 			c->thread_creates++;
 		return 0;
 	}
-	if (bpf_map_update_elem(&tracked, &ctgid, &one, BPF_ANY) != 0 && c)
-		c->dropped++; /* tracked is full: the new process is not followed */
+	if (!track(ctgid) && c)
+		c->dropped++; /* a pid past the map's range: the new process is not followed */
 	if (c)
 		c->process_forks++;
 	return 0;
@@ -1851,7 +1850,7 @@ int BPF_PROG(handle_free, struct task_struct *p)
 	 * (live counts the threads that have not exited). */
 	if (p->pid != tgid || p->signal->live.counter != 0 || !is_tracked(tgid))
 		return 0;
-	bpf_map_delete_elem(&tracked, &tgid);
+	untrack(tgid);
 	return 0;
 }
 

@@ -117,6 +117,9 @@ type Session struct {
 	maps   map[string]*ebpf.Map
 	keeper *symbolize.Keeper
 	namer  *symbolize.Namer
+	// tracked is the eBPF probes' set of the workload's processes, which
+	// the keeper lists them from, when a probe shared it.
+	tracked *TrackedSet
 }
 
 // MaxStacks bounds the off-CPU and the on-CPU stacks each kept in the
@@ -152,26 +155,14 @@ func (s *Session) Mappings() *symbolize.Keeper {
 	if s.keeper == nil {
 		var list func() []int
 		if m := s.maps["tracked"]; m != nil {
-			list = func() []int { return mapKeys(m) }
+			if set, err := OpenTracked(m); err == nil {
+				s.tracked = set
+				list = set.Pids
+			}
 		}
 		s.keeper = symbolize.KeepMaps(s.Roots, list)
 	}
 	return s.keeper
-}
-
-// mapKeys lists the pids that key m, the eBPF probe's set of the
-// workload's processes (timeacct's "tracked"): reading it costs a system
-// call per process, where walking /proc for the trees reads every
-// process's stat on the machine.
-func mapKeys(m *ebpf.Map) []int {
-	var out []int
-	var pid uint32
-	var v uint8
-	it := m.Iterate()
-	for it.Next(&pid, &v) {
-		out = append(out, int(pid))
-	}
-	return out
 }
 
 // Namer names the frames of the stacks probes took, user frames through
@@ -194,6 +185,10 @@ func (s *Session) Close() {
 	k := s.keeper
 	s.mu.Unlock()
 	k.Stop()
+	s.mu.Lock()
+	s.tracked.Close()
+	s.tracked = nil
+	s.mu.Unlock()
 }
 
 // AddCost adds a probe's CPU time, runs and programs to the accounting's

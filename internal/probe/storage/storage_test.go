@@ -888,9 +888,9 @@ func TestFilePatternLogRewrite(t *testing.T) {
 }
 
 // TestPageCacheOnlyWorkload: pages an outside process dirties at the same
-// time are not the workload's. The page-cache programs keep the last tgid
-// they found tracked per CPU (tracked_hint); an outsider's runs must still
-// be filtered out, on either CPU.
+// time are not the workload's: an outsider's runs of the page-cache
+// programs are filtered out, on either CPU. (They once kept the last tgid
+// found tracked per CPU, a cache this test guarded.)
 func TestPageCacheOnlyWorkload(t *testing.T) {
 	dir := t.TempDir()
 	other, goFile, done := filepath.Join(dir, "other"), filepath.Join(dir, "go"), filepath.Join(dir, "done")

@@ -218,13 +218,6 @@ type storageStFileKey struct {
 	Pad uint32
 }
 
-type storageStHint struct {
-	_     structs.HostLayout
-	Tgid  uint32
-	Pad   uint32
-	Start uint64
-}
-
 type storageStPos struct {
 	_     structs.HostLayout
 	Start int64
@@ -353,7 +346,6 @@ const (
 	storageMapThreadFiles         = "thread_files"
 	storageMapThreads             = "threads"
 	storageMapTracked             = "tracked"
-	storageMapTrackedHint         = "tracked_hint"
 	storageMapWritten             = "written"
 	storageProgAsyncRa            = "async_ra"
 	storageProgBalanceDirtyPages  = "balance_dirty_pages"
@@ -477,7 +469,6 @@ type storageMapSpecs struct {
 	ThreadFiles *ebpf.MapSpec `ebpf:"thread_files"`
 	Threads     *ebpf.MapSpec `ebpf:"threads"`
 	Tracked     *ebpf.MapSpec `ebpf:"tracked"`
-	TrackedHint *ebpf.MapSpec `ebpf:"tracked_hint"`
 	Written     *ebpf.MapSpec `ebpf:"written"`
 }
 
@@ -535,7 +526,6 @@ type storageMaps struct {
 	ThreadFiles *ebpf.Map `ebpf:"thread_files"`
 	Threads     *ebpf.Map `ebpf:"threads"`
 	Tracked     *ebpf.Map `ebpf:"tracked"`
-	TrackedHint *ebpf.Map `ebpf:"tracked_hint"`
 	Written     *ebpf.Map `ebpf:"written"`
 }
 
@@ -561,7 +551,6 @@ func (m *storageMaps) Close() error {
 		m.ThreadFiles,
 		m.Threads,
 		m.Tracked,
-		m.TrackedHint,
 		m.Written,
 	)
 }

@@ -33,12 +33,7 @@ func TestChurnKeepsWaits(t *testing.T) {
 	// The child is reaped: its tgid leaves tracked once its task is freed,
 	// after an RCU grace period.
 	for deadline := time.Now().Add(2 * time.Second); ; {
-		n := 0
-		var k uint32
-		var v uint8
-		for it := p.objs.Tracked.Iterate(); it.Next(&k, &v); {
-			n++
-		}
+		n := len(p.tracked.Pids())
 		if n == 0 {
 			break
 		}

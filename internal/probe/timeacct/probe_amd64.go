@@ -75,6 +75,8 @@ type Probe struct {
 	// ranges are the kernel functions that classify a D-state wait,
 	// read from /proc/kallsyms before load (with the tick's function).
 	ranges []symRange
+	// tracked is the map tracked, mapped here to add the roots.
+	tracked *probe.TrackedSet
 }
 
 // syncHooks are the ext4 fsync tracepoints the sync detail needs.
@@ -287,10 +289,14 @@ func (p *Probe) Open() error {
 }
 
 func (p *Probe) track(pid int) error {
-	if err := p.objs.Tracked.Put(uint32(pid), uint8(1)); err != nil {
-		return fmt.Errorf("map tracked: insert pid %d: %w", pid, err)
+	if p.tracked == nil {
+		set, err := probe.OpenTracked(p.objs.Tracked)
+		if err != nil {
+			return err
+		}
+		p.tracked = set
 	}
-	return nil
+	return p.tracked.Add(pid)
 }
 
 // readKallsyms reads, before load, the kernel functions whose presence on
@@ -686,6 +692,8 @@ func (p *Probe) close() {
 	probe.CloseLinks(p.links)
 	p.links = nil
 	p.stopCompactor()
+	p.tracked.Close()
+	p.tracked = nil
 	if p.loaded {
 		p.objs.timeacctMaps.Close()
 		for _, prog := range p.objs.programs() {

@@ -1,0 +1,71 @@
+package probe
+
+import (
+	"fmt"
+	"math/bits"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
+)
+
+// TrackedSet is the eBPF probes' set of the workload's processes
+// (bpf/tracked.bpf.h: a bitmap of tgids, bit tgid&63 of word tgid>>6),
+// mapped into this process. Its bits are set and read with atomic
+// operations, as the programs set and clear them (a fork, a process gone).
+type TrackedSet struct {
+	words []uint64
+	mem   []byte
+}
+
+// OpenTracked maps m, a tracked map, into this process.
+func OpenTracked(m *ebpf.Map) (*TrackedSet, error) {
+	if m.Type() != ebpf.Array || m.ValueSize() != 8 || m.Flags()&unix.BPF_F_MMAPABLE == 0 {
+		return nil, fmt.Errorf("map tracked: %v of %d-byte values, flags %#x: not the bitmap bpf/tracked.bpf.h defines", m.Type(), m.ValueSize(), m.Flags())
+	}
+	n := int(m.MaxEntries())
+	mem, err := unix.Mmap(m.FD(), 0, n*8, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("map tracked: mmap: %w", err)
+	}
+	return &TrackedSet{words: unsafe.Slice((*uint64)(unsafe.Pointer(&mem[0])), n), mem: mem}, nil
+}
+
+// Add adds pid's process; an error when pid is past the map's range.
+func (t *TrackedSet) Add(pid int) error {
+	if pid <= 0 || pid/64 >= len(t.words) {
+		return fmt.Errorf("map tracked: pid %d out of its range (0, %d)", pid, len(t.words)*64)
+	}
+	atomic.OrUint64(&t.words[pid/64], 1<<(pid%64))
+	return nil
+}
+
+// Has says whether pid's process is the workload's.
+func (t *TrackedSet) Has(pid int) bool {
+	return pid > 0 && pid/64 < len(t.words) && atomic.LoadUint64(&t.words[pid/64])>>(pid%64)&1 == 1
+}
+
+// Pids lists the workload's processes, in ascending order.
+func (t *TrackedSet) Pids() []int {
+	var out []int
+	for i := range t.words {
+		w := atomic.LoadUint64(&t.words[i])
+		for w != 0 {
+			b := bits.TrailingZeros64(w)
+			out = append(out, i*64+b)
+			w &= w - 1
+		}
+	}
+	return out
+}
+
+// Close unmaps the set. Safe on nil and more than once.
+func (t *TrackedSet) Close() error {
+	if t == nil || t.mem == nil {
+		return nil
+	}
+	err := unix.Munmap(t.mem)
+	t.mem, t.words = nil, nil
+	return err
+}
