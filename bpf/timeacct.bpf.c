@@ -459,10 +459,76 @@ static __always_inline bool in_syscall(struct pt_regs *regs)
 	return (long)regs->ax == -ENOSYS && (long)regs->orig_ax >= 0;
 }
 
+/* TA_NR_TABLE: the syscall numbers the tables below cover (x86-64's are
+ * below 512). */
+#define TA_NR_TABLE 512
+
+/* act_by_nr is each syscall's TA_ACT_* plus 1 (0: TA_ACT_OTHER). A table
+ * read, not a switch: the switch was a tree of compares on every
+ * switch-out of a tracked thread, and act_of with classify's switch cost
+ * about 60 ns a run (BPF statistics, a pipe ping-pong). */
+#define A(act) ((act) + 1)
+static const __u8 act_by_nr[TA_NR_TABLE] = {
+	[NR_read] = A(TA_ACT_READ), [NR_pread64] = A(TA_ACT_READ), [NR_readv] = A(TA_ACT_READ),
+	[NR_preadv] = A(TA_ACT_READ), [NR_preadv2] = A(TA_ACT_READ),
+	[NR_write] = A(TA_ACT_WRITE), [NR_pwrite64] = A(TA_ACT_WRITE), [NR_writev] = A(TA_ACT_WRITE),
+	[NR_pwritev] = A(TA_ACT_WRITE), [NR_pwritev2] = A(TA_ACT_WRITE),
+	[NR_fsync] = A(TA_ACT_SYNC), [NR_fdatasync] = A(TA_ACT_SYNC), [NR_sync_file_range] = A(TA_ACT_SYNC),
+	[NR_msync] = A(TA_ACT_SYNC), [NR_syncfs] = A(TA_ACT_SYNC), [NR_sync] = A(TA_ACT_SYNC),
+	[NR_open] = A(TA_ACT_OPEN), [NR_openat] = A(TA_ACT_OPEN), [NR_openat2] = A(TA_ACT_OPEN),
+	[NR_creat] = A(TA_ACT_OPEN), [NR_close] = A(TA_ACT_OPEN), [NR_stat] = A(TA_ACT_OPEN),
+	[NR_fstat] = A(TA_ACT_OPEN), [NR_lstat] = A(TA_ACT_OPEN), [NR_newfstatat] = A(TA_ACT_OPEN),
+	[NR_statx] = A(TA_ACT_OPEN), [NR_access] = A(TA_ACT_OPEN), [NR_faccessat] = A(TA_ACT_OPEN),
+	[NR_rename] = A(TA_ACT_OPEN), [NR_renameat] = A(TA_ACT_OPEN), [NR_renameat2] = A(TA_ACT_OPEN),
+	[NR_mkdir] = A(TA_ACT_OPEN), [NR_mkdirat] = A(TA_ACT_OPEN), [NR_rmdir] = A(TA_ACT_OPEN),
+	[NR_link] = A(TA_ACT_OPEN), [NR_unlink] = A(TA_ACT_OPEN), [NR_unlinkat] = A(TA_ACT_OPEN),
+	[NR_symlink] = A(TA_ACT_OPEN), [NR_readlink] = A(TA_ACT_OPEN), [NR_chmod] = A(TA_ACT_OPEN),
+	[NR_fchmod] = A(TA_ACT_OPEN), [NR_chown] = A(TA_ACT_OPEN), [NR_getdents64] = A(TA_ACT_OPEN),
+	[NR_truncate] = A(TA_ACT_OPEN), [NR_ftruncate] = A(TA_ACT_OPEN), [NR_fallocate] = A(TA_ACT_OPEN),
+	[NR_futex] = A(TA_ACT_FUTEX), [NR_futex_waitv] = A(TA_ACT_FUTEX),
+	[NR_poll] = A(TA_ACT_POLL), [NR_ppoll] = A(TA_ACT_POLL), [NR_select] = A(TA_ACT_POLL),
+	[NR_pselect6] = A(TA_ACT_POLL), [NR_epoll_wait] = A(TA_ACT_POLL), [NR_epoll_pwait] = A(TA_ACT_POLL),
+	[NR_epoll_pwait2] = A(TA_ACT_POLL),
+	[NR_nanosleep] = A(TA_ACT_SLEEP), [NR_clock_nanosleep] = A(TA_ACT_SLEEP), [NR_pause] = A(TA_ACT_SLEEP),
+	[NR_rt_sigsuspend] = A(TA_ACT_SLEEP), [NR_rt_sigtimedwait] = A(TA_ACT_SLEEP),
+	[NR_wait4] = A(TA_ACT_CHILD), [NR_waitid] = A(TA_ACT_CHILD),
+	[NR_socket] = A(TA_ACT_NET), [NR_connect] = A(TA_ACT_NET), [NR_accept] = A(TA_ACT_NET),
+	[NR_accept4] = A(TA_ACT_NET), [NR_sendto] = A(TA_ACT_NET), [NR_recvfrom] = A(TA_ACT_NET),
+	[NR_sendmsg] = A(TA_ACT_NET), [NR_recvmsg] = A(TA_ACT_NET), [NR_sendmmsg] = A(TA_ACT_NET),
+	[NR_recvmmsg] = A(TA_ACT_NET),
+	[NR_io_submit] = A(TA_ACT_AIO), [NR_io_getevents] = A(TA_ACT_AIO), [NR_io_pgetevents] = A(TA_ACT_AIO),
+	[NR_io_uring_enter] = A(TA_ACT_AIO),
+};
+#undef A
+
+/* How classify reads a syscall a task sleeps in (wait_by_nr): */
+#define TA_W_NONE 0  /* by its state and kernel stack */
+#define TA_W_SYNC 1  /* storage-sync */
+#define TA_W_FUTEX 2 /* lock, or sleep for FUTEX_WAIT_BITSET */
+#define TA_W_SLEEP 3 /* sleep: waiting for an event, a peer, a child, time */
+#define TA_W_READ 4  /* a read: storage-read in D state, else a pipe, socket or terminal */
+#define TA_W_WRITE 5 /* a write: likewise */
+static const __u8 wait_by_nr[TA_NR_TABLE] = {
+	[NR_fsync] = TA_W_SYNC, [NR_fdatasync] = TA_W_SYNC, [NR_sync_file_range] = TA_W_SYNC,
+	[NR_msync] = TA_W_SYNC, [NR_syncfs] = TA_W_SYNC, [NR_sync] = TA_W_SYNC,
+	[NR_futex] = TA_W_FUTEX,
+	[NR_poll] = TA_W_SLEEP, [NR_ppoll] = TA_W_SLEEP, [NR_select] = TA_W_SLEEP, [NR_pselect6] = TA_W_SLEEP,
+	[NR_epoll_wait] = TA_W_SLEEP, [NR_epoll_pwait] = TA_W_SLEEP, [NR_epoll_pwait2] = TA_W_SLEEP,
+	[NR_nanosleep] = TA_W_SLEEP, [NR_clock_nanosleep] = TA_W_SLEEP, [NR_wait4] = TA_W_SLEEP,
+	[NR_waitid] = TA_W_SLEEP, [NR_pause] = TA_W_SLEEP, [NR_rt_sigsuspend] = TA_W_SLEEP,
+	[NR_rt_sigtimedwait] = TA_W_SLEEP, [NR_accept] = TA_W_SLEEP, [NR_accept4] = TA_W_SLEEP,
+	[NR_recvfrom] = TA_W_SLEEP, [NR_recvmsg] = TA_W_SLEEP, [NR_connect] = TA_W_SLEEP,
+	[NR_read] = TA_W_READ, [NR_pread64] = TA_W_READ, [NR_readv] = TA_W_READ, [NR_preadv] = TA_W_READ,
+	[NR_preadv2] = TA_W_READ,
+	[NR_write] = TA_W_WRITE, [NR_pwrite64] = TA_W_WRITE, [NR_writev] = TA_W_WRITE, [NR_pwritev] = TA_W_WRITE,
+	[NR_pwritev2] = TA_W_WRITE,
+};
+
 /* act_of is what the task was doing, from its user-mode entry frame. */
 static __always_inline __u32 act_of(struct pt_regs *regs)
 {
 	long nr = (long)regs->orig_ax;
+	__u32 a;
 
 	/* Not in a syscall: a user page fault's error code has the user bit
 	 * (4) and at most the write (2), present (1) and instruction-fetch
@@ -470,36 +536,13 @@ static __always_inline __u32 act_of(struct pt_regs *regs)
 	 * system interrupt's (timer, IPI) -1: user code interrupted. */
 	if (!in_syscall(regs))
 		return nr >= 0 && (nr & ~0x13L) == 4 ? TA_ACT_FAULT : TA_ACT_USER;
-	switch (nr) {
-	case NR_read: case NR_pread64: case NR_readv: case NR_preadv: case NR_preadv2:
-		return TA_ACT_READ;
-	case NR_write: case NR_pwrite64: case NR_writev: case NR_pwritev: case NR_pwritev2:
-		return TA_ACT_WRITE;
-	case NR_fsync: case NR_fdatasync: case NR_sync_file_range: case NR_msync: case NR_syncfs: case NR_sync:
-		return TA_ACT_SYNC;
-	case NR_open: case NR_openat: case NR_openat2: case NR_creat: case NR_close:
-	case NR_stat: case NR_fstat: case NR_lstat: case NR_newfstatat: case NR_statx:
-	case NR_access: case NR_faccessat: case NR_rename: case NR_renameat: case NR_renameat2:
-	case NR_mkdir: case NR_mkdirat: case NR_rmdir: case NR_link: case NR_unlink: case NR_unlinkat:
-	case NR_symlink: case NR_readlink: case NR_chmod: case NR_fchmod: case NR_chown:
-	case NR_getdents64: case NR_truncate: case NR_ftruncate: case NR_fallocate:
-		return TA_ACT_OPEN;
-	case NR_futex: case NR_futex_waitv:
-		return TA_ACT_FUTEX;
-	case NR_poll: case NR_ppoll: case NR_select: case NR_pselect6:
-	case NR_epoll_wait: case NR_epoll_pwait: case NR_epoll_pwait2:
-		return TA_ACT_POLL;
-	case NR_nanosleep: case NR_clock_nanosleep: case NR_pause: case NR_rt_sigsuspend: case NR_rt_sigtimedwait:
-		return TA_ACT_SLEEP;
-	case NR_wait4: case NR_waitid:
-		return TA_ACT_CHILD;
-	case NR_socket: case NR_connect: case NR_accept: case NR_accept4: case NR_sendto: case NR_recvfrom:
-	case NR_sendmsg: case NR_recvmsg: case NR_sendmmsg: case NR_recvmmsg:
-		return TA_ACT_NET;
-	case NR_io_submit: case NR_io_getevents: case NR_io_pgetevents: case NR_io_uring_enter:
-		return TA_ACT_AIO;
-	}
-	return TA_ACT_OTHER;
+	if (nr >= TA_NR_TABLE)
+		return TA_ACT_OTHER;
+	a = act_by_nr[nr & (TA_NR_TABLE - 1)];
+	/* Bounded for the verifier, which indexes by it (samples). */
+	if (a == 0 || a > TA_ACT_OTHER + 1)
+		return TA_ACT_OTHER;
+	return a - 1;
 }
 
 /* Edges inserted into the edges map: user space, which takes out those of
@@ -727,36 +770,29 @@ static __always_inline __u32 stack_class(void *ctx)
 }
 
 /* classify decides what a task going to sleep in state (not TASK_RUNNING)
- * waits for. ctx may be NULL, then no stack is taken (the stack would not be
- * the task's own). */
-static __always_inline __u32 classify(void *ctx, struct task_struct *task, __u32 state, struct ta_thread *t)
+ * waits for; regs is its user-mode entry frame (bpf_task_pt_regs) and act
+ * act_of(regs). ctx may be NULL, then no stack is taken (the stack would
+ * not be the task's own). */
+static __always_inline __u32 classify(void *ctx, struct pt_regs *regs, __u32 act, __u32 state, struct ta_thread *t)
 {
-	/* Direct loads through the BTF pointer bpf_task_pt_regs returns (CO-RE
-	 * relocated like BPF_CORE_READ, but no helper call per field). */
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
 	/* -1: a user page fault; -2: neither a syscall nor a fault, as for
 	 * an io_uring worker (io-wq), which has no user-mode entry frame of
 	 * its own: its wait is told by its kernel stack alone. Regression: an
 	 * io-wq worker's every wait in D state read as storage-read, its
 	 * writes and fsyncs included. */
-	long nr = in_syscall(regs) ? (long)regs->orig_ax : act_of(regs) == TA_ACT_FAULT ? -1 : -2;
+	long nr = in_syscall(regs) ? (long)regs->orig_ax : act == TA_ACT_FAULT ? -1 : -2;
+	__u32 w = nr >= 0 && nr < TA_NR_TABLE ? wait_by_nr[nr & (TA_NR_TABLE - 1)] : TA_W_NONE;
 	bool dstate = state & TASK_UNINTERRUPTIBLE;
 	__u32 cls = TA_CLASS_NONE;
 
 	if (state & (__TASK_STOPPED | __TASK_TRACED))
 		return TA_CAT_OTHER;
 
-	switch (nr) {
-	case NR_fsync:
-	case NR_fdatasync:
-	case NR_sync_file_range:
-	case NR_msync:
-	case NR_syncfs:
-	case NR_sync:
+	switch (w) {
+	case TA_W_SYNC:
 		return TA_CAT_STORAGE_SYNC;
-	case NR_futex: {
-		long op = (long)regs->si;
-		if ((op & FUTEX_CMD_MASK) == FUTEX_WAIT_BITSET) {
+	case TA_W_FUTEX:
+		if (((long)regs->si & FUTEX_CMD_MASK) == FUTEX_WAIT_BITSET) {
 			if (t)
 				t->futex_sleep_blocks++;
 			return TA_CAT_SLEEP;
@@ -764,63 +800,19 @@ static __always_inline __u32 classify(void *ctx, struct task_struct *task, __u32
 		if (t)
 			t->futex_lock_blocks++;
 		return TA_CAT_LOCK;
-	}
-	case NR_poll:
-	case NR_ppoll:
-	case NR_select:
-	case NR_pselect6:
-	case NR_epoll_wait:
-	case NR_epoll_pwait:
-	case NR_epoll_pwait2:
-	case NR_nanosleep:
-	case NR_clock_nanosleep:
-	case NR_wait4:
-	case NR_waitid:
-	case NR_pause:
-	case NR_rt_sigsuspend:
-	case NR_rt_sigtimedwait:
-	case NR_accept:
-	case NR_accept4:
-	case NR_recvfrom:
-	case NR_recvmsg:
-	case NR_connect:
+	case TA_W_SLEEP:
 		return TA_CAT_SLEEP;
 	}
 
-	if (!dstate) {
-		switch (nr) {
-		case NR_read:
-		case NR_pread64:
-		case NR_readv:
-		case NR_preadv:
-		case NR_preadv2:
-		case NR_write:
-		case NR_pwrite64:
-		case NR_writev:
-		case NR_pwritev:
-		case NR_pwritev2:
-			/* pipes, sockets, terminals */
-			return TA_CAT_SLEEP;
-		}
-		return TA_CAT_OTHER;
-	}
+	if (!dstate) /* pipes, sockets, terminals */
+		return w == TA_W_READ || w == TA_W_WRITE ? TA_CAT_SLEEP : TA_CAT_OTHER;
 
 	if (ctx && use_stacks)
 		cls = stack_class(ctx);
 
-	switch (nr) {
-	case -1: /* not in a syscall: a page fault */
-	case NR_read:
-	case NR_pread64:
-	case NR_readv:
-	case NR_preadv:
-	case NR_preadv2:
+	if (nr == -1 || w == TA_W_READ) /* -1: not in a syscall: a page fault */
 		return cls == TA_CLASS_LOCK ? TA_CAT_LOCK : TA_CAT_STORAGE_READ;
-	case NR_write:
-	case NR_pwrite64:
-	case NR_writev:
-	case NR_pwritev:
-	case NR_pwritev2:
+	if (w == TA_W_WRITE) {
 		if (cls == TA_CLASS_LOCK)
 			return TA_CAT_LOCK;
 		if (cls == TA_CLASS_SYNC)
@@ -998,10 +990,8 @@ static __always_inline void seen_running(struct ta_thread *t, struct rq *rq, str
  * file of the fd its read, write or sync call is on (on a file system's
  * write path, its inode lock), or the futex's address; and, at most once
  * every TA_LOCK_WALK_NS, its kernel and user stacks. */
-static __always_inline void lock_begin(void *ctx, struct task_struct *task, struct ta_thread *t, __u64 now, struct ta_counters *c)
+static __always_inline void lock_begin(void *ctx, struct task_struct *task, struct pt_regs *regs, struct ta_thread *t, __u64 now, struct ta_counters *c)
 {
-	struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
-
 	t->lock_set = 1;
 	t->lock_obj = 0;
 	t->lock_dev = 0;
@@ -1118,6 +1108,7 @@ int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_
 	     unsigned int prev_state)
 {
 	bool prev_tracked, next_tracked;
+	struct pt_regs *regs;
 	struct ta_thread *t;
 	__u64 now;
 
@@ -1149,7 +1140,8 @@ int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_
 			t->stime_ns = prev->stime;
 			/* comm is read at creation and exit only, not per switch:
 			 * user space reads live threads' comm from /proc. */
-			t->act = act_of((struct pt_regs *)bpf_task_pt_regs(prev));
+			regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+			t->act = act_of(regs);
 			t->wkind = TA_WAKER_NONE;
 			t->wid = 0;
 			t->rd_block = 0;
@@ -1169,9 +1161,9 @@ int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_
 				}
 				if (bpf_core_field_exists(prev->sched_info.run_delay))
 					t->rd_block = prev->sched_info.run_delay + 1;
-				t->cat = classify(ctx, prev, prev_state, t);
+				t->cat = classify(ctx, regs, t->act, prev_state, t);
 				if (t->cat == TA_CAT_LOCK)
-					lock_begin(ctx, prev, t, now, c);
+					lock_begin(ctx, prev, regs, t, now, c);
 				if (want_stacks) {
 					t->kstack = bpf_get_stackid(ctx, &stacks, 0);
 					t->ustack = bpf_get_stackid(ctx, &stacks, BPF_F_USER_STACK);
@@ -1747,7 +1739,8 @@ static __always_inline void sample_tick(void *ctx)
 		return;
 	task = bpf_get_current_task_btf();
 	act = act_of((struct pt_regs *)bpf_task_pt_regs(task));
-	__sync_fetch_and_add(&t->samples[act % TA_SAMPLE_SLOTS], 1);
+	if (act < TA_SAMPLE_SLOTS)
+		__sync_fetch_and_add(&t->samples[act], 1);
 	tick_stack(ctx, id, act, c);
 }
 
@@ -1930,10 +1923,13 @@ int seed(struct bpf_iter__task *ctx)
 	t = get_or_create(task, state, now);
 	if (!t)
 		return 0;
-	if (state == TA_STATE_BLOCKED)
-		t->cat = classify(NULL, task, tstate, t);
-	if (state != TA_STATE_RUNNING)
-		t->act = act_of((struct pt_regs *)bpf_task_pt_regs(task));
+	if (state != TA_STATE_RUNNING) {
+		struct pt_regs *regs = (struct pt_regs *)bpf_task_pt_regs(task);
+
+		t->act = act_of(regs);
+		if (state == TA_STATE_BLOCKED)
+			t->cat = classify(NULL, regs, t->act, tstate, t);
+	}
 	t->utime_ns = task->utime;
 	t->stime_ns = task->stime;
 	return 0;
