@@ -24,21 +24,12 @@
 #include "timeacct.h"
 #include "bits.bpf.h"
 #include "tracked.bpf.h"
+#include "threads.bpf.h"
 #include "sqlthread.bpf.h"
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
 _Static_assert(SQ_CATS == TA_NUM_CATS, "sqlstmt.h's SQ_CATS is timeacct.h's TA_NUM_CATS");
-
-/* Shared with timeacct (user space passes its map in, as it does
- * tracked's): each thread's time per category, read at an execution's
- * start and end. */
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u32);
-	__type(value, struct ta_thread);
-} threads SEC(".maps");
 
 const volatile __s64 sql_off = -1;        /* struct Vdbe's zSql */
 const volatile __s64 autocommit_off = -1; /* struct sqlite3's autoCommit */
@@ -255,7 +246,7 @@ static __always_inline __u32 new_exec(void)
 static __always_inline __u32 cats_now(__u64 *v, __u64 now)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct ta_thread *t = bpf_map_lookup_elem(&threads, &tid);
+	struct ta_thread *t = thread_of(tid);
 
 	if (!t || t->exited)
 		return SQ_CATS_NONE;

@@ -36,6 +36,7 @@
 #include "bits.bpf.h"
 #include "path.bpf.h"
 #include "tracked.bpf.h"
+#include "threads.bpf.h"
 #include "sqlthread.bpf.h"
 
 #define NR_read 0
@@ -76,16 +77,6 @@ __u32 stopped = 0;
 /* armed_ns is set by user space once every program is attached: requests
  * that started before it are not measured, only counted as unseen. */
 __u64 armed_ns = 0;
-
-/* Shared with timeacct (user space passes its map in, as it does
- * tracked's): each thread's time per category. */
-
-struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u32);
-	__type(value, struct ta_thread);
-} threads SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -1330,7 +1321,7 @@ static __always_inline void enter_call(struct task_struct *task, struct pt_regs 
 	}
 	st->off = off;
 	tid = task->pid;
-	t = bpf_map_lookup_elem(&threads, &tid);
+	t = thread_of(tid);
 	st->has_thread = t != NULL;
 	if (t) {
 		st->blocked0 = blocked_ns(t);
@@ -1608,7 +1599,7 @@ static __always_inline void exit_call(struct task_struct *task, struct st_call *
 			__sync_fetch_and_add(&f->busy_ns[j], now - f->busy_start[j]);
 	}
 	tid = task->pid;
-	t = bpf_map_lookup_elem(&threads, &tid);
+	t = thread_of(tid);
 	if (t && st->has_thread) {
 		__sync_fetch_and_add(&f->blocked_ns, blocked_ns(t) - st->blocked0);
 		__sync_fetch_and_add(&f->lock_ns, t->ns[TA_CAT_LOCK] - st->lock0);

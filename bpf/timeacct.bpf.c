@@ -44,6 +44,7 @@
 #include "bits.bpf.h"
 #include "path.bpf.h"
 #include "tracked.bpf.h"
+#include "threads.bpf.h"
 
 #define PF_EXITING 0x00000004
 #define TASK_RUNNING 0x0
@@ -167,12 +168,15 @@ __u64 window_ns = ~0ULL;
 const struct ta_thread zero_thread = {};
 
 
+/* Slots of threads never used yet are handed out from next_slot; a slot
+ * freed goes to free_slots, which hands it out again. */
+__u64 next_slot = 1;
+
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 16384);
-	__type(key, __u32); /* tid */
-	__type(value, struct ta_thread);
-} threads SEC(".maps");
+	__uint(type, BPF_MAP_TYPE_QUEUE);
+	__uint(max_entries, TA_THREAD_SLOTS);
+	__type(value, __u32);
+} free_slots SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
@@ -405,37 +409,55 @@ static __always_inline void count_tracked(struct ta_counters *c, __u32 prog)
 }
 
 
+/* slot_free zeroes slot and hands it out again. */
+static __always_inline void slot_free(__u32 slot)
+{
+	bpf_map_update_elem(&threads, &slot, &zero_thread, BPF_ANY);
+	bpf_map_push_elem(&free_slots, &slot, BPF_ANY);
+}
+
+/* slot_new is a slot for a new entry, 0 when every one is taken. */
+static __always_inline __u32 slot_new(void)
+{
+	__u32 slot;
+	__u64 next;
+
+	if (bpf_map_pop_elem(&free_slots, &slot) == 0)
+		return slot;
+	if (next_slot >= TA_THREAD_SLOTS)
+		return 0;
+	next = __sync_fetch_and_add(&next_slot, 1);
+	return next < TA_THREAD_SLOTS ? (__u32)next : 0;
+}
+
 /* get_or_create returns tid's entry, creating it (state, last = now) if
  * missing. A full map is counted as dropped. */
 static __always_inline struct ta_thread *get_or_create(struct task_struct *task, __u32 state, __u64 now)
 {
-	__u32 tid = task->pid;
-	struct ta_thread *t = bpf_map_lookup_elem(&threads, &tid);
+	__u32 tid = task->pid, slot, shift = (tid & 3) * 16;
+	struct ta_thread *t = thread_of(tid);
+	__u64 *w, old;
+
 	if (t)
 		return t;
 	/* An exiting thread's entry was folded away at its exit; its last
 	 * wake-ups and switches must not create it again. */
 	if (task->flags & PF_EXITING)
 		return NULL;
-	if (bpf_map_update_elem(&threads, &tid, &zero_thread, BPF_NOEXIST) != 0) {
-		/* EEXIST: created concurrently; anything else: the map is full. */
-		t = bpf_map_lookup_elem(&threads, &tid);
-		if (!t) {
-			struct ta_counters *c = get_counters();
-			if (c)
-				c->dropped++;
-		}
-		return t;
-	}
-	t = bpf_map_lookup_elem(&threads, &tid);
-	if (!t)
+	w = thread_idx_word(tid);
+	slot = w ? slot_new() : 0;
+	if (!slot) {
+		/* Every slot is taken, or a tid past the index (pid_max
+		 * raised since load). */
+		struct ta_counters *c = get_counters();
+
+		if (c)
+			c->dropped++;
 		return NULL;
-	__sync_fetch_and_add(&entries, 1);
-	/* Alive from its first sight: a thread forked in the window, or one
-	 * that was there at attach, whether the seed or a switch saw it
-	 * first. Regression: threads a switch saw before the seed were never
-	 * counted, and PostgreSQL's 14 processes read "at most 6 alive". */
-	count_alive(1);
+	}
+	t = bpf_map_lookup_elem(&threads, &slot);
+	if (!t || !w)
+		return NULL;
 	t->tid = tid;
 	t->tgid = task->tgid;
 	t->state = state;
@@ -445,7 +467,37 @@ static __always_inline struct ta_thread *get_or_create(struct task_struct *task,
 	t->kstack = -1;
 	t->ustack = -1;
 	bpf_probe_read_kernel_str(t->comm, sizeof(t->comm), task->comm);
+	/* Published once made, unless another CPU made one first. */
+	old = *w;
+	if ((old >> shift) & 0xffff ||
+	    __sync_val_compare_and_swap(w, old, old | ((__u64)slot << shift)) != old) {
+		slot_free(slot);
+		return thread_of(tid);
+	}
+	__sync_fetch_and_add(&entries, 1);
+	/* Alive from its first sight: a thread forked in the window, or one
+	 * that was there at attach, whether the seed or a switch saw it
+	 * first. Regression: threads a switch saw before the seed were never
+	 * counted, and PostgreSQL's 14 processes read "at most 6 alive". */
+	count_alive(1);
 	return t;
+}
+
+/* thread_free frees tid's entry. */
+static __always_inline void thread_free(__u32 tid)
+{
+	__u64 *w = thread_idx_word(tid);
+	__u32 shift = (tid & 3) * 16, slot;
+	__u64 old;
+
+	if (!w)
+		return;
+	old = __sync_fetch_and_and(w, ~(0xffffULL << shift));
+	slot = (old >> shift) & 0xffff;
+	if (!slot)
+		return;
+	slot_free(slot);
+	__sync_fetch_and_add(&entries, -1);
 }
 
 /* in_syscall says whether regs, a task's user-mode entry frame, are a
@@ -1270,8 +1322,7 @@ static __always_inline void fold_exited(struct ta_thread *t, __u64 now)
 		a->first_ns = t->first_ns;
 	if (now > a->last_ns)
 		a->last_ns = now;
-	if (bpf_map_delete_elem(&threads, &tid) == 0)
-		__sync_fetch_and_add(&entries, -1);
+	thread_free(tid);
 }
 
 /* name_waker keeps the name of a waker outside the workload. */
@@ -1567,7 +1618,7 @@ int BPF_PROG(handle_waking, struct task_struct *p)
 {
 	struct ta_counters *c;
 	struct ta_thread *t;
-	__u32 tid, kind, id;
+	__u32 kind, id;
 
 	if (stopped)
 		return 0;
@@ -1575,8 +1626,7 @@ int BPF_PROG(handle_waking, struct task_struct *p)
 	if (!is_tracked(p->tgid))
 		return 0;
 	count_tracked(c, TA_PROG_WAKING);
-	tid = p->pid;
-	t = bpf_map_lookup_elem(&threads, &tid);
+	t = thread_of(p->pid);
 	if (!t || t->state != TA_STATE_BLOCKED)
 		return 0;
 	kind = waker_of(&id);
@@ -1734,7 +1784,7 @@ static __always_inline void sample_tick(void *ctx)
 	count_tracked(c, TA_PROG_SAMPLE);
 	if (bpf_ktime_get_ns() < window_ns)
 		return;
-	t = bpf_map_lookup_elem(&threads, &tid);
+	t = thread_of(tid);
 	if (!t || t->exited)
 		return;
 	task = bpf_get_current_task_btf();
@@ -1914,7 +1964,7 @@ int seed(struct bpf_iter__task *ctx)
 	if (!task || !is_tracked(task->tgid))
 		return 0;
 	tid = task->pid;
-	if (bpf_map_lookup_elem(&threads, &tid))
+	if (thread_of(tid))
 		return 0;
 	tstate = task->__state;
 	state = tstate == TASK_RUNNING ? (task->on_cpu ? TA_STATE_RUNNING : TA_STATE_RUNNABLE)
@@ -1971,7 +2021,7 @@ static __always_inline void fill_path(struct ta_file *f, struct dentry *d)
  * CPU, waiting for a CPU, blocked), adding up to its latency. */
 static __always_inline bool thread_cats(__u32 tid, __u64 now, __u64 *out)
 {
-	struct ta_thread *t = bpf_map_lookup_elem(&threads, &tid);
+	struct ta_thread *t = thread_of(tid);
 
 	if (!t || t->last_ns == 0)
 		return false;

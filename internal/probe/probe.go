@@ -146,6 +146,12 @@ func (s *Session) Map(name string) *ebpf.Map {
 	return s.maps[name]
 }
 
+// Shared are the maps the time accounting lent (probe.Shared), nil where
+// it lent none.
+func (s *Session) Shared() Shared {
+	return Shared{Tracked: s.Map("tracked"), Threads: s.Map("threads"), ThreadIdx: s.Map("thread_idx")}
+}
+
 // Mappings keeps the mappings of the observed processes from now until
 // Close, for naming user stack frames after a process has exited. The
 // first call starts the keeper; every probe that takes stacks shares it.

@@ -30,8 +30,7 @@ func observe(t *testing.T, work func()) *model.SQLiteIO {
 	}
 	defer ta.Stop()
 	tr := sqlitetrace.New()
-	tracked, threads := ta.SharedMaps()
-	p, err := storage.Start(storage.Config{Files: true, OnEvent: tr.Add}, tracked, threads)
+	p, err := storage.Start(storage.Config{Files: true, OnEvent: tr.Add}, ta.SharedMaps())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,7 +46,7 @@ func TestSamplesMatchCPUTime(t *testing.T) {
 		t.Skipf("eBPF time accounting unavailable here: %v", err)
 	}
 	defer ta.Stop()
-	tracked, _ := ta.SharedMaps()
+	tracked := ta.SharedMaps().Tracked
 	// The kernel's statistics, to check the program's own timing against.
 	stats, statsErr := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
 	if statsErr == nil {

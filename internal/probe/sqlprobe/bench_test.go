@@ -49,8 +49,7 @@ func BenchmarkStatementCost(b *testing.B) {
 		b.Skipf("no eBPF time accounting: %v", err)
 	}
 	defer ta.Stop()
-	tracked, threads := ta.SharedMaps()
-	sp, err := storage.Start(storage.Config{Files: true}, tracked, threads)
+	sp, err := storage.Start(storage.Config{Files: true}, ta.SharedMaps())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -59,7 +58,7 @@ func BenchmarkStatementCost(b *testing.B) {
 	var hits uint64
 	for range b.N {
 		bare += loop()
-		p, err := Start([]int{os.Getpid()}, tracked, threads, sp.SQLThreads())
+		p, err := Start([]int{os.Getpid()}, ta.SharedMaps(), sp.SQLThreads())
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -37,7 +37,7 @@ func (o *observer) Calibrate(probe.Options) {}
 func (o *observer) Start(_ context.Context, s *probe.Session) error {
 	// The maps timeacct and storage share, by name: probes do not import
 	// each other (docs/design.md).
-	p, err := Start(s.Roots, s.Map("tracked"), s.Map("threads"), s.Map("sql_threads"))
+	p, err := Start(s.Roots, s.Shared(), s.Map("sql_threads"))
 	if err != nil {
 		return fmt.Errorf("no SQL statements: %w", err)
 	}

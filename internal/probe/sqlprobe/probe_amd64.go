@@ -34,8 +34,8 @@ func (p *Probe) hooks() map[string]*ebpf.Program {
 // execution's time by category is read from it); threads is storage's
 // sql_threads map, which its SQLite file events read. With no library
 // found it fails with a note of why.
-func Start(pids []int, tracked, times, threads *ebpf.Map) (_ *Probe, err error) {
-	if tracked == nil || times == nil || threads == nil {
+func Start(pids []int, shared probe.Shared, threads *ebpf.Map) (_ *Probe, err error) {
+	if !shared.Complete() || threads == nil {
 		return nil, errors.New("sql: needs the time-accounting probe's tracked and threads maps and storage's sql_threads")
 	}
 	libs, notes := Find(pids)
@@ -69,7 +69,7 @@ func Start(pids []int, tracked, times, threads *ebpf.Map) (_ *Probe, err error) 
 		return nil, fmt.Errorf("sql: set autocommit_off: %w", err)
 	}
 	coll, err := probe.NewCollection("sql", spec, ebpf.CollectionOptions{
-		MapReplacements: map[string]*ebpf.Map{"tracked": tracked, "threads": times, "sql_threads": threads},
+		MapReplacements: sqlReplacements(spec, shared, threads),
 	})
 	if err != nil {
 		return nil, err
@@ -234,4 +234,14 @@ func text(b []int8, n uint32) string {
 		out[i] = byte(b[i])
 	}
 	return string(out)
+}
+
+// sqlReplacements are the maps put in place at load: the time
+// accounting's, and storage's map of each thread's SQLite execution.
+func sqlReplacements(spec *ebpf.CollectionSpec, shared probe.Shared, threads *ebpf.Map) map[string]*ebpf.Map {
+	r := shared.Replacements(spec)
+	if threads != nil {
+		r["sql_threads"] = threads
+	}
+	return r
 }

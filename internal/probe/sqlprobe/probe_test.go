@@ -36,14 +36,13 @@ func observeSQL(t *testing.T, work func()) *model.SQLStatements {
 			ta.Stop()
 		}
 	}()
-	tracked, threads := ta.SharedMaps()
 	tr := sqlitetrace.New()
-	st, err := storage.Start(storage.Config{Files: true, OnEvent: tr.Add}, tracked, threads)
+	st, err := storage.Start(storage.Config{Files: true, OnEvent: tr.Add}, ta.SharedMaps())
 	if err != nil {
 		tr.Close()
 		t.Fatal(err)
 	}
-	p, err := Start([]int{os.Getpid()}, tracked, threads, st.SQLThreads())
+	p, err := Start([]int{os.Getpid()}, ta.SharedMaps(), st.SQLThreads())
 	if err != nil {
 		st.Stop()
 		tr.Close()

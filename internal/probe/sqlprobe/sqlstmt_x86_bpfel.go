@@ -235,6 +235,7 @@ const (
 	sqlstmtMapSqlThreads    = "sql_threads"
 	sqlstmtMapStmtIo        = "stmt_io"
 	sqlstmtMapStmts         = "stmts"
+	sqlstmtMapThreadIdx     = "thread_idx"
 	sqlstmtMapThreads       = "threads"
 	sqlstmtMapTracked       = "tracked"
 	sqlstmtMapTxs           = "txs"
@@ -326,6 +327,7 @@ type sqlstmtMapSpecs struct {
 	SqlThreads *ebpf.MapSpec `ebpf:"sql_threads"`
 	StmtIo     *ebpf.MapSpec `ebpf:"stmt_io"`
 	Stmts      *ebpf.MapSpec `ebpf:"stmts"`
+	ThreadIdx  *ebpf.MapSpec `ebpf:"thread_idx"`
 	Threads    *ebpf.MapSpec `ebpf:"threads"`
 	Tracked    *ebpf.MapSpec `ebpf:"tracked"`
 	Txs        *ebpf.MapSpec `ebpf:"txs"`
@@ -373,6 +375,7 @@ type sqlstmtMaps struct {
 	SqlThreads *ebpf.Map `ebpf:"sql_threads"`
 	StmtIo     *ebpf.Map `ebpf:"stmt_io"`
 	Stmts      *ebpf.Map `ebpf:"stmts"`
+	ThreadIdx  *ebpf.Map `ebpf:"thread_idx"`
 	Threads    *ebpf.Map `ebpf:"threads"`
 	Tracked    *ebpf.Map `ebpf:"tracked"`
 	Txs        *ebpf.Map `ebpf:"txs"`
@@ -388,6 +391,7 @@ func (m *sqlstmtMaps) Close() error {
 		m.SqlThreads,
 		m.StmtIo,
 		m.Stmts,
+		m.ThreadIdx,
 		m.Threads,
 		m.Tracked,
 		m.Txs,

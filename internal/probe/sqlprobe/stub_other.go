@@ -4,6 +4,7 @@ package sqlprobe
 
 import (
 	"errors"
+	"github.com/perfsleuth/perfsleuth/internal/probe"
 
 	"github.com/cilium/ebpf"
 )
@@ -13,7 +14,7 @@ import (
 type Probe struct{}
 
 // Start fails: the probe has only been built for amd64.
-func Start(pids []int, tracked, threads *ebpf.Map) (*Probe, error) {
+func Start(pids []int, shared probe.Shared, threads *ebpf.Map) (*Probe, error) {
 	return nil, errors.New("sql: not supported on this architecture yet")
 }
 

@@ -56,8 +56,7 @@ func BenchmarkFileCallCost(b *testing.B) {
 		if err != nil {
 			b.Skipf("eBPF time accounting unavailable here: %v", err)
 		}
-		tracked, threads := ta.SharedMaps()
-		p, err := Start(Config{Files: true}, tracked, threads)
+		p, err := Start(Config{Files: true}, ta.SharedMaps())
 		if err != nil {
 			ta.Stop()
 			b.Fatal(err)

@@ -4,6 +4,7 @@ package storage
 
 import (
 	"fmt"
+	"github.com/perfsleuth/perfsleuth/internal/probe"
 	"os"
 
 	"github.com/cilium/ebpf"
@@ -40,7 +41,13 @@ func Calibrate(files bool, dir string) (*Costs, error) {
 		return nil, fmt.Errorf("calibrate: %w", err)
 	}
 	defer threads.Close()
-	p, err := Start(Config{Files: files}, tracked, threads)
+	probe.SizeThreadIndex(spec, nil)
+	idx, err := ebpf.NewMap(spec.Maps["thread_idx"])
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: %w", err)
+	}
+	defer idx.Close()
+	p, err := Start(Config{Files: files}, probe.Shared{Tracked: tracked, Threads: threads, ThreadIdx: idx})
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: %w", err)
 	}

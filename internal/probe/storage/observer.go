@@ -42,7 +42,7 @@ func (o *observer) Start(_ context.Context, s *probe.Session) error {
 		o.sqlite = sqlitetrace.New()
 		cfg.OnEvent = o.sqlite.Add
 	}
-	p, err := Start(cfg, s.Map("tracked"), s.Map("threads"))
+	p, err := Start(cfg, s.Shared())
 	if err != nil {
 		if o.sqlite != nil {
 			o.sqlite.Close()

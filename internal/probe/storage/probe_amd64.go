@@ -109,8 +109,8 @@ var optionalHooks = map[string]string{
 
 // Start loads the probe and attaches it to the processes in tracked, the
 // timeacct probe's map (threads is its per-thread accounting).
-func Start(cfg Config, tracked, threads *ebpf.Map) (_ *Probe, err error) {
-	if tracked == nil || threads == nil {
+func Start(cfg Config, shared probe.Shared) (_ *Probe, err error) {
+	if !shared.Complete() {
 		return nil, errors.New("storage: needs the time-accounting probe's maps")
 	}
 	p := &Probe{cfg: cfg, done: make(chan struct{})}
@@ -182,7 +182,7 @@ func Start(cfg Config, tracked, threads *ebpf.Map) (_ *Probe, err error) {
 		spec.Maps["events"].MaxEntries = uint32(os.Getpagesize())
 	}
 	coll, err := probe.NewCollection("storage", spec, ebpf.CollectionOptions{
-		MapReplacements: map[string]*ebpf.Map{"tracked": tracked, "threads": threads},
+		MapReplacements: shared.Replacements(spec),
 	})
 	if err != nil {
 		return nil, err

@@ -40,8 +40,7 @@ func start(t *testing.T, cfg Config) (stop func() *model.StorageIO) {
 	if err != nil {
 		t.Skipf("eBPF time accounting unavailable here: %v", err)
 	}
-	tracked, threads := ta.SharedMaps()
-	p, err := Start(cfg, tracked, threads)
+	p, err := Start(cfg, ta.SharedMaps())
 	if err != nil {
 		ta.Stop()
 		t.Fatal(err)
@@ -807,8 +806,7 @@ func TestCostEstimate(t *testing.T) {
 		t.Skipf("eBPF time accounting unavailable here: %v", err)
 	}
 	defer ta.Stop()
-	tracked, threads := ta.SharedMaps()
-	p, err := Start(Config{Files: true, Costs: costs}, tracked, threads)
+	p, err := Start(Config{Files: true, Costs: costs}, ta.SharedMaps())
 	if err != nil {
 		t.Fatal(err)
 	}

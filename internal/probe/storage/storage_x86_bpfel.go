@@ -344,6 +344,7 @@ const (
 	storageMapSqlThreads          = "sql_threads"
 	storageMapStmtIo              = "stmt_io"
 	storageMapThreadFiles         = "thread_files"
+	storageMapThreadIdx           = "thread_idx"
 	storageMapThreads             = "threads"
 	storageMapTracked             = "tracked"
 	storageMapWritten             = "written"
@@ -467,6 +468,7 @@ type storageMapSpecs struct {
 	SqlThreads  *ebpf.MapSpec `ebpf:"sql_threads"`
 	StmtIo      *ebpf.MapSpec `ebpf:"stmt_io"`
 	ThreadFiles *ebpf.MapSpec `ebpf:"thread_files"`
+	ThreadIdx   *ebpf.MapSpec `ebpf:"thread_idx"`
 	Threads     *ebpf.MapSpec `ebpf:"threads"`
 	Tracked     *ebpf.MapSpec `ebpf:"tracked"`
 	Written     *ebpf.MapSpec `ebpf:"written"`
@@ -524,6 +526,7 @@ type storageMaps struct {
 	SqlThreads  *ebpf.Map `ebpf:"sql_threads"`
 	StmtIo      *ebpf.Map `ebpf:"stmt_io"`
 	ThreadFiles *ebpf.Map `ebpf:"thread_files"`
+	ThreadIdx   *ebpf.Map `ebpf:"thread_idx"`
 	Threads     *ebpf.Map `ebpf:"threads"`
 	Tracked     *ebpf.Map `ebpf:"tracked"`
 	Written     *ebpf.Map `ebpf:"written"`
@@ -549,6 +552,7 @@ func (m *storageMaps) Close() error {
 		m.SqlThreads,
 		m.StmtIo,
 		m.ThreadFiles,
+		m.ThreadIdx,
 		m.Threads,
 		m.Tracked,
 		m.Written,

@@ -4,8 +4,7 @@ package storage
 
 import (
 	"errors"
-
-	"github.com/cilium/ebpf"
+	"github.com/perfsleuth/perfsleuth/internal/probe"
 
 	"github.com/perfsleuth/perfsleuth/internal/model"
 )
@@ -15,7 +14,7 @@ import (
 type Probe struct{}
 
 // Start fails: the probe has only been built for amd64.
-func Start(cfg Config, tracked, threads *ebpf.Map) (*Probe, error) {
+func Start(cfg Config, shared probe.Shared) (*Probe, error) {
 	return nil, errors.New("storage: not supported on this architecture yet")
 }
 

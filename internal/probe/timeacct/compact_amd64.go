@@ -103,14 +103,8 @@ func (p *Probe) compactEdges() error {
 		return fmt.Errorf("map edges: %w", err)
 	}
 	live := map[uint32]uint32{} // tid: generation (bpf: (u32)first_ns)
-	var tid uint32
-	var t timeacctTaThread
-	tit := p.objs.Threads.Iterate()
-	for tit.Next(&tid, &t) {
-		live[tid] = uint32(t.FirstNs)
-	}
-	if err := tit.Err(); err != nil {
-		return fmt.Errorf("map threads: %w", err)
+	for _, t := range p.threadEntries() {
+		live[t.Tid] = uint32(t.FirstNs)
 	}
 	var errs []error
 	for _, k := range keys {

@@ -20,6 +20,8 @@ import (
 const (
 	SharedTracked = "tracked"
 	SharedThreads = "threads"
+	// SharedThreadIdx is the index of the threads' entries.
+	SharedThreadIdx = "thread_idx"
 )
 
 // New returns the time accounting as a probe.Probe: it accounts for every
@@ -59,9 +61,10 @@ func (o *observer) Start(_ context.Context, s *probe.Session) error {
 		return fmt.Errorf("eBPF time accounting is off (%v): off-CPU time shows as unknown; 'perfsleuth doctor' says what this kernel lacks", err)
 	}
 	o.p, o.s = p, s
-	tracked, threads := p.SharedMaps()
-	s.Share(SharedTracked, tracked)
-	s.Share(SharedThreads, threads)
+	sh := p.SharedMaps()
+	s.Share(SharedTracked, sh.Tracked)
+	s.Share(SharedThreads, sh.Threads)
+	s.Share(SharedThreadIdx, sh.ThreadIdx)
 	// The processes' mappings, kept from now on: the user frames of the
 	// lock waits' stacks (and of --stacks) are named against them.
 	s.Mappings()

@@ -77,6 +77,8 @@ type Probe struct {
 	ranges []symRange
 	// tracked is the map tracked, mapped here to add the roots.
 	tracked *probe.TrackedSet
+	// slots is the map threads, mapped here to read the entries.
+	slots *probe.Slots
 }
 
 // syncHooks are the ext4 fsync tracepoints the sync detail needs.
@@ -122,6 +124,7 @@ func start(cfg Config) (_ *Probe, err error) {
 	if cfg.aggEntries > 0 {
 		spec.Maps["exited_agg"].MaxEntries = cfg.aggEntries
 	}
+	probe.SizeThreadIndex(spec, nil)
 	if !cfg.Syscalls {
 		delete(spec.Programs, "sys_enter")
 		delete(spec.Programs, "sys_exit")
@@ -173,6 +176,9 @@ func start(cfg Config) (_ *Probe, err error) {
 		return nil, fmt.Errorf("load timeacct: %w", err)
 	}
 	p.loaded = true
+	if p.slots, err = probe.MapSlots(p.objs.Threads, int(unsafe.Sizeof(timeacctTaThread{}))); err != nil {
+		return nil, fmt.Errorf("timeacct: %w", err)
+	}
 	// The catch-all entry of sync_dirs (bpf/timeacct.h TA_FILE_DIR), which
 	// the programs do not make.
 	// The catch-all aggregate (tgid 0) of the threads of processes past
@@ -469,18 +475,11 @@ func (p *Probe) read() (*Result, error) {
 	}
 
 	res.MissedRuns = p.missedRuns()
-	var tid uint32
-	var v timeacctTaThread
-	var entries []timeacctTaThread
-	iter := p.objs.Threads.Iterate()
-	for iter.Next(&tid, &v) {
-		entries = append(entries, v)
+	entries := p.threadEntries()
+	for _, v := range entries {
 		// A program that read the flag just before it was set may have
 		// stamped a time after end; the window then ends there.
 		end = max(end, v.LastNs, v.ExitNs)
-	}
-	if err := iter.Err(); err != nil {
-		errs = append(errs, fmt.Errorf("map threads: %w", err))
 	}
 	res.EndNs = end
 	var peak uint64
@@ -694,6 +693,8 @@ func (p *Probe) close() {
 	p.stopCompactor()
 	p.tracked.Close()
 	p.tracked = nil
+	p.slots.Close()
+	p.slots = nil
 	if p.loaded {
 		p.objs.timeacctMaps.Close()
 		for _, prog := range p.objs.programs() {
@@ -708,10 +709,27 @@ func (p *Probe) close() {
 }
 
 // SharedMaps are the maps another probe uses to follow the same workload:
-// the tracked processes and each thread's time per category. They live
-// until Stop.
-func (p *Probe) SharedMaps() (tracked, threads *ebpf.Map) {
-	return p.objs.Tracked, p.objs.Threads
+// the tracked processes and each thread's time per category, with the
+// index of the threads' entries (bpf/threads.bpf.h). They live until Stop.
+func (p *Probe) SharedMaps() probe.Shared {
+	return probe.Shared{Tracked: p.objs.Tracked, Threads: p.objs.Threads, ThreadIdx: p.objs.ThreadIdx}
+}
+
+// threadEntries copies the threads' entries out of their slots (a slot
+// whose tid is 0 is free).
+func (p *Probe) threadEntries() []timeacctTaThread {
+	var out []timeacctTaThread
+	if p.slots == nil {
+		return nil
+	}
+	for i := 1; i < p.slots.Len(); i++ {
+		b := p.slots.At(i)
+		v := *(*timeacctTaThread)(unsafe.Pointer(&b[0]))
+		if v.Tid != 0 {
+			out = append(out, v)
+		}
+	}
+	return out
 }
 
 func b2i(b bool) int {

@@ -311,6 +311,7 @@ const (
 	timeacctMapEdges             = "edges"
 	timeacctMapExitedAgg         = "exited_agg"
 	timeacctMapFiles             = "files"
+	timeacctMapFreeSlots         = "free_slots"
 	timeacctMapLockFiles         = "lock_files"
 	timeacctMapLockStacks        = "lock_stacks"
 	timeacctMapLocks             = "locks"
@@ -325,6 +326,7 @@ const (
 	timeacctMapSyncStats         = "sync_stats"
 	timeacctMapSysStart          = "sys_start"
 	timeacctMapSysStats          = "sys_stats"
+	timeacctMapThreadIdx         = "thread_idx"
 	timeacctMapThreads           = "threads"
 	timeacctMapTickCounts        = "tick_counts"
 	timeacctMapTickSeq           = "tick_seq"
@@ -354,6 +356,7 @@ const (
 	timeacctVarAlive             = "alive"
 	timeacctVarEdgeInserts       = "edge_inserts"
 	timeacctVarEntries           = "entries"
+	timeacctVarNextSlot          = "next_slot"
 	timeacctVarPeak              = "peak"
 	timeacctVarStopped           = "stopped"
 	timeacctVarTickFn            = "tick_fn"
@@ -442,6 +445,7 @@ type timeacctMapSpecs struct {
 	Edges        *ebpf.MapSpec `ebpf:"edges"`
 	ExitedAgg    *ebpf.MapSpec `ebpf:"exited_agg"`
 	Files        *ebpf.MapSpec `ebpf:"files"`
+	FreeSlots    *ebpf.MapSpec `ebpf:"free_slots"`
 	LockFiles    *ebpf.MapSpec `ebpf:"lock_files"`
 	LockStacks   *ebpf.MapSpec `ebpf:"lock_stacks"`
 	Locks        *ebpf.MapSpec `ebpf:"locks"`
@@ -456,6 +460,7 @@ type timeacctMapSpecs struct {
 	SyncStats    *ebpf.MapSpec `ebpf:"sync_stats"`
 	SysStart     *ebpf.MapSpec `ebpf:"sys_start"`
 	SysStats     *ebpf.MapSpec `ebpf:"sys_stats"`
+	ThreadIdx    *ebpf.MapSpec `ebpf:"thread_idx"`
 	Threads      *ebpf.MapSpec `ebpf:"threads"`
 	TickCounts   *ebpf.MapSpec `ebpf:"tick_counts"`
 	TickSeq      *ebpf.MapSpec `ebpf:"tick_seq"`
@@ -471,6 +476,7 @@ type timeacctVariableSpecs struct {
 	Alive          *ebpf.VariableSpec `ebpf:"alive"`
 	EdgeInserts    *ebpf.VariableSpec `ebpf:"edge_inserts"`
 	Entries        *ebpf.VariableSpec `ebpf:"entries"`
+	NextSlot       *ebpf.VariableSpec `ebpf:"next_slot"`
 	Peak           *ebpf.VariableSpec `ebpf:"peak"`
 	Stopped        *ebpf.VariableSpec `ebpf:"stopped"`
 	TickFn         *ebpf.VariableSpec `ebpf:"tick_fn"`
@@ -511,6 +517,7 @@ type timeacctMaps struct {
 	Edges        *ebpf.Map `ebpf:"edges"`
 	ExitedAgg    *ebpf.Map `ebpf:"exited_agg"`
 	Files        *ebpf.Map `ebpf:"files"`
+	FreeSlots    *ebpf.Map `ebpf:"free_slots"`
 	LockFiles    *ebpf.Map `ebpf:"lock_files"`
 	LockStacks   *ebpf.Map `ebpf:"lock_stacks"`
 	Locks        *ebpf.Map `ebpf:"locks"`
@@ -525,6 +532,7 @@ type timeacctMaps struct {
 	SyncStats    *ebpf.Map `ebpf:"sync_stats"`
 	SysStart     *ebpf.Map `ebpf:"sys_start"`
 	SysStats     *ebpf.Map `ebpf:"sys_stats"`
+	ThreadIdx    *ebpf.Map `ebpf:"thread_idx"`
 	Threads      *ebpf.Map `ebpf:"threads"`
 	TickCounts   *ebpf.Map `ebpf:"tick_counts"`
 	TickSeq      *ebpf.Map `ebpf:"tick_seq"`
@@ -540,6 +548,7 @@ func (m *timeacctMaps) Close() error {
 		m.Edges,
 		m.ExitedAgg,
 		m.Files,
+		m.FreeSlots,
 		m.LockFiles,
 		m.LockStacks,
 		m.Locks,
@@ -554,6 +563,7 @@ func (m *timeacctMaps) Close() error {
 		m.SyncStats,
 		m.SysStart,
 		m.SysStats,
+		m.ThreadIdx,
 		m.Threads,
 		m.TickCounts,
 		m.TickSeq,
@@ -570,6 +580,7 @@ type timeacctVariables struct {
 	Alive          *ebpf.Variable `ebpf:"alive"`
 	EdgeInserts    *ebpf.Variable `ebpf:"edge_inserts"`
 	Entries        *ebpf.Variable `ebpf:"entries"`
+	NextSlot       *ebpf.Variable `ebpf:"next_slot"`
 	Peak           *ebpf.Variable `ebpf:"peak"`
 	Stopped        *ebpf.Variable `ebpf:"stopped"`
 	TickFn         *ebpf.Variable `ebpf:"tick_fn"`
