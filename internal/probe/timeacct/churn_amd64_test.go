@@ -43,6 +43,28 @@ func TestChurnKeepsWaits(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// The processes are gone: a compaction takes their folded keys (tid
+	// 0) out of the map too, and keeps at most aggEntries-1 processes
+	// apart in user space.
+	if err := p.compactEdges(); err != nil {
+		t.Fatalf("compact: %v", err)
+	}
+	var k timeacctTaEdgeKey
+	var v timeacctTaEdge
+	for it := p.objs.Edges.Iterate(); it.Next(&k, &v); {
+		if k.Tid == 0 {
+			t.Errorf("the edges map still holds a key of process %d, gone: %+v", k.Tgid, k)
+		}
+	}
+	procs := map[uint32]bool{}
+	for fk := range p.compactor.folded {
+		if fk.Tgid != 0 {
+			procs[fk.Tgid] = true
+		}
+	}
+	if len(procs) > 2 {
+		t.Errorf("the folded waits keep %d processes apart, want at most 2 (exited_agg's 3 entries less its catch-all)", len(procs))
+	}
 	res, err := p.Stop()
 	if err != nil {
 		t.Fatalf("stop: %v", err)
