@@ -436,6 +436,7 @@ static __always_inline struct ta_thread *get_or_create(struct task_struct *task,
 {
 	__u32 tid = task->pid, slot, shift = (tid & 3) * 16;
 	struct ta_thread *t = thread_of(tid);
+	bool published = false;
 	__u64 *w, old;
 
 	if (t)
@@ -467,10 +468,19 @@ static __always_inline struct ta_thread *get_or_create(struct task_struct *task,
 	t->kstack = -1;
 	t->ustack = -1;
 	bpf_probe_read_kernel_str(t->comm, sizeof(t->comm), task->comm);
-	/* Published once made, unless another CPU made one first. */
-	old = *w;
-	if ((old >> shift) & 0xffff ||
-	    __sync_val_compare_and_swap(w, old, old | ((__u64)slot << shift)) != old) {
+	/* Published once made, unless another CPU made one first. The word
+	 * holds three other threads' slots too: a compare-and-swap that
+	 * failed because one of theirs changed is tried again. */
+	for (int i = 0; i < 4; i++) {
+		old = *w;
+		if ((old >> shift) & 0xffff)
+			break; /* made by another CPU */
+		if (__sync_val_compare_and_swap(w, old, old | ((__u64)slot << shift)) == old) {
+			published = true;
+			break;
+		}
+	}
+	if (!published) {
 		slot_free(slot);
 		return thread_of(tid);
 	}
