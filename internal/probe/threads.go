@@ -13,19 +13,23 @@ import (
 // pidMaxLimit is PID_MAX_LIMIT on 64-bit kernels, the most pid_max can be.
 const pidMaxLimit = 1 << 22
 
-// ThreadIndexWords is how many words the thread index (bpf/threads.bpf.h
-// thread_idx: four 16-bit slots a word) needs for every thread id the
-// kernel hands out now: a quarter of /proc/sys/kernel/pid_max, or of
-// PID_MAX_LIMIT when it cannot be read. A thread id past it (pid_max
-// raised after the probe loaded) has no entry and is counted as dropped.
-func ThreadIndexWords() uint32 {
-	pidMax := pidMaxLimit
+// PidMax is the kernel's pid_max now (/proc/sys/kernel/pid_max), or
+// PID_MAX_LIMIT when it cannot be read.
+func PidMax() int {
 	if b, err := os.ReadFile("/proc/sys/kernel/pid_max"); err == nil {
 		if n, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil && n > 0 && n <= pidMaxLimit {
-			pidMax = n
+			return n
 		}
 	}
-	return uint32((pidMax + 3) / 4)
+	return pidMaxLimit
+}
+
+// ThreadIndexWords is how many words the thread index (bpf/threads.bpf.h
+// thread_idx: four 16-bit slots a word) needs for every thread id the
+// kernel hands out now: a quarter of PidMax. A thread id past it (pid_max
+// raised after the probe loaded) has no entry and is counted as dropped.
+func ThreadIndexWords() uint32 {
+	return uint32((PidMax() + 3) / 4)
 }
 
 // SizeThreadIndex sizes spec's thread_idx: to idx's size when it is passed

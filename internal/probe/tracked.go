@@ -17,6 +17,12 @@ import (
 type TrackedSet struct {
 	words []uint64
 	mem   []byte
+	// used is how many words Pids reads: those of the pids below the
+	// kernel's pid_max when the set was opened (the map is sized for the
+	// most pid_max can be, 2^22: 65,536 words where 32,768 pids need
+	// 512; reading them all five times a second was 5% of the agent's
+	// CPU time).
+	used int
 }
 
 // OpenTracked maps m, a tracked map, into this process.
@@ -29,7 +35,8 @@ func OpenTracked(m *ebpf.Map) (*TrackedSet, error) {
 	if err != nil {
 		return nil, fmt.Errorf("map tracked: mmap: %w", err)
 	}
-	return &TrackedSet{words: unsafe.Slice((*uint64)(unsafe.Pointer(&mem[0])), n), mem: mem}, nil
+	used := min(n, (PidMax()+63)/64)
+	return &TrackedSet{words: unsafe.Slice((*uint64)(unsafe.Pointer(&mem[0])), n), mem: mem, used: used}, nil
 }
 
 // Add adds pid's process; an error when pid is past the map's range.
@@ -46,10 +53,11 @@ func (t *TrackedSet) Has(pid int) bool {
 	return pid > 0 && pid/64 < len(t.words) && atomic.LoadUint64(&t.words[pid/64])>>(pid%64)&1 == 1
 }
 
-// Pids lists the workload's processes, in ascending order.
+// Pids lists the workload's processes, in ascending order: those below
+// pid_max as it was when the set was opened.
 func (t *TrackedSet) Pids() []int {
 	var out []int
-	for i := range t.words {
+	for i := range t.words[:t.used] {
 		w := atomic.LoadUint64(&t.words[i])
 		for w != 0 {
 			b := bits.TrailingZeros64(w)

@@ -26,17 +26,20 @@ func TestTrackedSet(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer set.Close()
-	pids := []int{1, 63, 64, 4242, 1<<22 - 1}
-	for _, pid := range pids {
+	top := PidMax() - 1 // the highest pid the kernel hands out now
+	pids := []int{1, 63, 64, 4242, top}
+	for _, pid := range append(pids, 1<<22-1) {
 		if err := set.Add(pid); err != nil {
 			t.Fatalf("Add(%d): %v", pid, err)
 		}
 	}
+	// Pids lists those below pid_max; a pid past it (pid_max raised
+	// since) is in the set all the same.
 	if got := set.Pids(); !slices.Equal(got, pids) {
 		t.Errorf("Pids() = %v, want %v", got, pids)
 	}
-	if !set.Has(4242) || set.Has(4243) || set.Has(0) || set.Has(1<<22) {
-		t.Errorf("Has: 4242 %v, 4243 %v, 0 %v, 1<<22 %v", set.Has(4242), set.Has(4243), set.Has(0), set.Has(1<<22))
+	if !set.Has(4242) || set.Has(4243) || set.Has(0) || set.Has(1<<22) || !set.Has(1<<22-1) {
+		t.Errorf("Has: 4242 %v, 4243 %v, 0 %v, 1<<22 %v, 1<<22-1 %v", set.Has(4242), set.Has(4243), set.Has(0), set.Has(1<<22), set.Has(1<<22-1))
 	}
 	var w uint64
 	if err := m.Lookup(uint32(4242/64), &w); err != nil || w != 1<<(4242%64) {
