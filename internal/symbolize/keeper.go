@@ -1,8 +1,12 @@
 package symbolize
 
 import (
+	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,6 +28,17 @@ const MapsEvery = 200 * time.Millisecond
 // (the executable changed), and Stop reads every process still there.
 const MapsAtMost = 6400 * time.Millisecond
 
+// MapsKeptGone is how many processes gone a Keeper keeps the snapshots of,
+// the most recently gone: a workload starting processes without end (a
+// process every 100 ms, its pids wrapping every 100 s with its threads')
+// grew perfsleuth by some 0.5 MiB a minute with a snapshot of every pid
+// any of them had. Snapshots alike (the same program, mapped where it was
+// mapped before: a non-PIE executable, or no ASLR) share their mappings.
+const MapsKeptGone = 4096
+
+// mapsKeptGone is MapsKeptGone, a variable for the tests.
+var mapsKeptGone = MapsKeptGone
+
 // Keeper reads /proc/PID/maps of every process of some trees periodically,
 // keeping the last snapshot of each, so that the user stacks of a process
 // can be named after it exited.
@@ -33,6 +48,8 @@ type Keeper struct {
 	mu    sync.Mutex
 	maps  map[int]*Maps
 	next  map[int]kept // when to read each process again (under mu)
+	gone  []int        // processes gone with a snapshot kept, oldest first (under mu)
+	alike map[string][]Mapping
 	done  chan struct{}
 	wg    sync.WaitGroup
 }
@@ -49,7 +66,7 @@ type kept struct {
 // list, when not nil, gives the trees' processes (the eBPF probe's own set
 // of them); without it the keeper walks /proc for them.
 func KeepMaps(roots []int, list func() []int) *Keeper {
-	k := &Keeper{roots: roots, list: list, maps: map[int]*Maps{}, next: map[int]kept{}, done: make(chan struct{})}
+	k := &Keeper{roots: roots, list: list, maps: map[int]*Maps{}, next: map[int]kept{}, alike: map[string][]Mapping{}, done: make(chan struct{})}
 	k.read(time.Now())
 	k.wg.Go(func() {
 		t := time.NewTicker(MapsEvery)
@@ -92,12 +109,21 @@ func (k *Keeper) read(now time.Time) {
 			k.keep(pid)
 		}
 	}
-	// Processes gone are read no more; their snapshots stay.
+	// Processes gone are read no more; the snapshots of the last
+	// MapsKeptGone of them stay.
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	for pid := range k.next {
 		if !seen[pid] {
 			delete(k.next, pid)
+			k.gone = append(k.gone, pid)
+		}
+	}
+	for len(k.gone) > mapsKeptGone {
+		pid := k.gone[0]
+		k.gone = k.gone[1:]
+		if _, back := k.next[pid]; !back { // not a new process with the pid since
+			delete(k.maps, pid)
 		}
 	}
 }
@@ -128,9 +154,24 @@ func (k *Keeper) keep(pid int) {
 	if err != nil || m == nil || len(m.Mappings) == 0 {
 		return
 	}
+	key := mappingsKey(m.Mappings)
 	k.mu.Lock()
+	if same, ok := k.alike[key]; ok {
+		m.Mappings = same
+	} else if len(k.alike) < 2*MapsKeptGone {
+		k.alike[key] = m.Mappings
+	}
 	k.maps[pid] = m
 	k.mu.Unlock()
+}
+
+// mappingsKey is what makes two snapshots' mappings alike.
+func mappingsKey(ms []Mapping) string {
+	var b strings.Builder
+	for _, m := range ms {
+		fmt.Fprintf(&b, "%x-%x %x %x %x %t %s\n", m.Start, m.End, m.Offset, m.Dev, m.Inode, m.Deleted, m.Path)
+	}
+	return b.String()
 }
 
 // Snapshot returns pid's last snapshot, nil if none was taken. Safe on nil.
@@ -156,7 +197,12 @@ func (k *Keeper) Stop() {
 	}
 	close(k.done)
 	k.wg.Wait()
-	for pid := range k.maps {
+	// The processes alive at the last look: a pid gone before may be
+	// another program's now.
+	k.mu.Lock()
+	live := slices.Collect(maps.Keys(k.next))
+	k.mu.Unlock()
+	for _, pid := range live {
 		k.keep(pid)
 	}
 }

@@ -1,8 +1,11 @@
 package symbolize
 
 import (
+	"os"
 	"os/exec"
+	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -61,5 +64,50 @@ func TestKeeperBacksOffAndFollowsExec(t *testing.T) {
 			t.Fatalf("the exec'd sleep's mappings not read within %v", 3*MapsEvery)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestKeeperBoundsGone keeps the snapshots of the last mapsKeptGone
+// processes gone only, and shares the mappings of snapshots alike.
+func TestKeeperBoundsGone(t *testing.T) {
+	defer func(n int) { mapsKeptGone = n }(mapsKeptGone)
+	mapsKeptGone = 2
+	var mu sync.Mutex
+	var pids []int
+	k := KeepMaps(nil, func() []int { mu.Lock(); defer mu.Unlock(); return slices.Clone(pids) })
+	defer k.Stop()
+	for range 5 {
+		cmd := exec.Command("sleep", "0.3")
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		pids = append(pids, cmd.Process.Pid)
+		mu.Unlock()
+		time.Sleep(3 * MapsEvery / 2) // seen alive at a look
+		cmd.Wait()
+		mu.Lock()
+		pids = pids[:len(pids)-1] // gone from the list, as from tracked
+		mu.Unlock()
+	}
+	time.Sleep(2 * MapsEvery)
+	k.mu.Lock()
+	kept := len(k.maps)
+	k.mu.Unlock()
+	if kept > 2 {
+		t.Errorf("%d snapshots kept of 5 processes gone, want at most mapsKeptGone (2)", kept)
+	}
+	if kept == 0 {
+		t.Error("no snapshot kept: the processes were never read")
+	}
+	// The same process read twice: the second snapshot shares the first's
+	// mappings.
+	self := os.Getpid()
+	k.keep(self)
+	first := k.Snapshot(self)
+	k.keep(self)
+	second := k.Snapshot(self)
+	if first == nil || second == nil || len(first.Mappings) == 0 || &first.Mappings[0] != &second.Mappings[0] {
+		t.Error("two snapshots alike do not share their mappings")
 	}
 }
