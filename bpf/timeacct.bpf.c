@@ -848,11 +848,11 @@ static __always_inline __u32 wait_of(long nr)
 }
 
 /* kstack_decides says whether classify reads the kernel stack of a task
- * going to sleep in state with entry frame regs: an uninterruptible sleep
- * its syscall alone does not classify. */
-static __always_inline bool kstack_decides(struct pt_regs *regs, __u32 state)
+ * going to sleep in state with entry frame regs (act is act_of(regs)): an
+ * uninterruptible sleep its syscall alone does not classify. */
+static __always_inline bool kstack_decides(struct pt_regs *regs, __u32 act, __u32 state)
 {
-	__u32 w = wait_of(wait_nr(regs, act_of(regs)));
+	__u32 w = wait_of(wait_nr(regs, act));
 
 	return (state & TASK_UNINTERRUPTIBLE) && !(state & (__TASK_STOPPED | __TASK_TRACED)) &&
 	       w != TA_W_SYNC && w != TA_W_FUTEX && w != TA_W_SLEEP;
@@ -1188,7 +1188,7 @@ int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_
 	     unsigned int prev_state)
 {
 	bool prev_tracked, next_tracked;
-	__u32 kcls = TA_CLASS_NONE;
+	__u32 kcls = TA_CLASS_NONE, act;
 	struct pt_regs *regs;
 	struct ta_thread *t;
 	__u64 now;
@@ -1209,15 +1209,16 @@ int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_
 		return 0;
 	count_tracked(c, TA_PROG_SWITCH);
 	now = bpf_ktime_get_ns();
-	/* An uninterruptible sleep's kernel stack is walked and classified
-	 * here, before the accounting's branches, not in classify: the
-	 * verifier checks bpf_loop's callback again for every state that
-	 * reaches the call, and 81 did there (133,556 instructions verified,
-	 * most of the probe's load). */
-	if (prev_tracked && use_stacks && !preempt && prev_state != TASK_RUNNING &&
-	    kstack_decides((struct pt_regs *)bpf_task_pt_regs(prev), prev_state))
-		kcls = stack_class(ctx);
 	if (prev_tracked) {
+		regs = (struct pt_regs *)bpf_task_pt_regs(prev);
+		act = act_of(regs);
+		/* An uninterruptible sleep's kernel stack is walked and
+		 * classified first, before the accounting's branches, not in
+		 * classify: the verifier checks bpf_loop's callback again for
+		 * every state that reaches the call, and 81 did there (133,556
+		 * instructions verified, most of the probe's load). */
+		if (use_stacks && !preempt && prev_state != TASK_RUNNING && kstack_decides(regs, act, prev_state))
+			kcls = stack_class(ctx);
 		t = get_or_create(prev, TA_STATE_RUNNING, now);
 		if (t && !t->exited) {
 			if (t->state != TA_STATE_RUNNING)
@@ -1229,8 +1230,7 @@ int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_
 			t->stime_ns = prev->stime;
 			/* comm is read at creation and exit only, not per switch:
 			 * user space reads live threads' comm from /proc. */
-			regs = (struct pt_regs *)bpf_task_pt_regs(prev);
-			t->act = act_of(regs);
+			t->act = act;
 			t->wkind = TA_WAKER_NONE;
 			t->wid = 0;
 			t->rd_block = 0;
