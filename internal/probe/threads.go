@@ -47,6 +47,29 @@ func SizeThreadIndex(spec *ebpf.CollectionSpec, idx *ebpf.Map) {
 	m.MaxEntries = ThreadIndexWords()
 }
 
+// mapArray maps m, an mmapable array of size-byte values, with prot
+// (unix.PROT_*): what name calls the map in an error.
+func mapArray(m *ebpf.Map, name string, size, prot int) ([]byte, error) {
+	if m.Type() != ebpf.Array || int(m.ValueSize()) != size || m.Flags()&unix.BPF_F_MMAPABLE == 0 {
+		return nil, fmt.Errorf("map %s: %v of %d-byte values, flags %#x: not an mmapable array of %d-byte values", name, m.Type(), m.ValueSize(), m.Flags(), size)
+	}
+	mem, err := unix.Mmap(m.FD(), 0, int(m.MaxEntries())*size, prot, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("map %s: mmap: %w", name, err)
+	}
+	return mem, nil
+}
+
+// unmap unmaps *mem, once.
+func unmap(mem *[]byte) error {
+	if *mem == nil {
+		return nil
+	}
+	err := unix.Munmap(*mem)
+	*mem = nil
+	return err
+}
+
 // Slots is an mmapable array map (bpf/threads.bpf.h threads) mapped into
 // this process, read in place.
 type Slots struct {
@@ -57,15 +80,11 @@ type Slots struct {
 
 // MapSlots maps m, an mmapable array of values of size bytes.
 func MapSlots(m *ebpf.Map, size int) (*Slots, error) {
-	if m.Type() != ebpf.Array || int(m.ValueSize()) != size || m.Flags()&unix.BPF_F_MMAPABLE == 0 {
-		return nil, fmt.Errorf("map %s: %v of %d-byte values, flags %#x: not an mmapable array of %d-byte values", m.String(), m.Type(), m.ValueSize(), m.Flags(), size)
-	}
-	n := int(m.MaxEntries())
-	mem, err := unix.Mmap(m.FD(), 0, n*size, unix.PROT_READ, unix.MAP_SHARED)
+	mem, err := mapArray(m, m.String(), size, unix.PROT_READ)
 	if err != nil {
-		return nil, fmt.Errorf("map %s: mmap: %w", m.String(), err)
+		return nil, err
 	}
-	return &Slots{mem: mem, size: size, n: n}, nil
+	return &Slots{mem: mem, size: size, n: int(m.MaxEntries())}, nil
 }
 
 // Len is how many slots there are.
@@ -77,12 +96,10 @@ func (s *Slots) At(i int) []byte { return s.mem[i*s.size : (i+1)*s.size] }
 
 // Close unmaps the slots. Safe on nil and more than once.
 func (s *Slots) Close() error {
-	if s == nil || s.mem == nil {
+	if s == nil {
 		return nil
 	}
-	err := unix.Munmap(s.mem)
-	s.mem = nil
-	return err
+	return unmap(&s.mem)
 }
 
 // Shared are the maps the time accounting lends the other eBPF probes that

@@ -27,14 +27,11 @@ type TrackedSet struct {
 
 // OpenTracked maps m, a tracked map, into this process.
 func OpenTracked(m *ebpf.Map) (*TrackedSet, error) {
-	if m.Type() != ebpf.Array || m.ValueSize() != 8 || m.Flags()&unix.BPF_F_MMAPABLE == 0 {
-		return nil, fmt.Errorf("map tracked: %v of %d-byte values, flags %#x: not the bitmap bpf/tracked.bpf.h defines", m.Type(), m.ValueSize(), m.Flags())
+	mem, err := mapArray(m, "tracked", 8, unix.PROT_READ|unix.PROT_WRITE)
+	if err != nil {
+		return nil, err
 	}
 	n := int(m.MaxEntries())
-	mem, err := unix.Mmap(m.FD(), 0, n*8, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
-	if err != nil {
-		return nil, fmt.Errorf("map tracked: mmap: %w", err)
-	}
 	used := min(n, (PidMax()+63)/64)
 	return &TrackedSet{words: unsafe.Slice((*uint64)(unsafe.Pointer(&mem[0])), n), mem: mem, used: used}, nil
 }
@@ -70,10 +67,9 @@ func (t *TrackedSet) Pids() []int {
 
 // Close unmaps the set. Safe on nil and more than once.
 func (t *TrackedSet) Close() error {
-	if t == nil || t.mem == nil {
+	if t == nil {
 		return nil
 	}
-	err := unix.Munmap(t.mem)
-	t.mem, t.words = nil, nil
-	return err
+	t.words, t.used = nil, 0
+	return unmap(&t.mem)
 }

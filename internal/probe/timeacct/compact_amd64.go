@@ -155,10 +155,8 @@ func (p *Probe) compactEdges() error {
 				fk.Tgid = 0
 			}
 		}
-		if k.Kind == WakerPeer {
-			if _, ok := live[k.Id]; !ok {
-				fk.Id = 0
-			}
+		if k.Kind == WakerPeer && !wakerLive {
+			fk.Id = 0
 		}
 		e := c.folded[fk]
 		e.Ns += v.Ns
