@@ -1,12 +1,11 @@
 package symbolize
 
 import (
-	"fmt"
+	"hash/maphash"
 	"maps"
 	"os"
 	"slices"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -47,9 +46,10 @@ type Keeper struct {
 	list  func() []int // the trees' processes, nil: walk /proc
 	mu    sync.Mutex
 	maps  map[int]*Maps
-	next  map[int]kept // when to read each process again (under mu)
-	gone  []int        // processes gone with a snapshot kept, oldest first (under mu)
-	alike map[string][]Mapping
+	next  map[int]kept         // when to read each process again (under mu)
+	gone  []int                // processes gone with a snapshot kept, oldest first (under mu)
+	alike map[uint64][]Mapping // snapshots' mappings by mappingsHash (under mu)
+	seed  maphash.Seed
 	done  chan struct{}
 	wg    sync.WaitGroup
 }
@@ -66,7 +66,7 @@ type kept struct {
 // list, when not nil, gives the trees' processes (the eBPF probe's own set
 // of them); without it the keeper walks /proc for them.
 func KeepMaps(roots []int, list func() []int) *Keeper {
-	k := &Keeper{roots: roots, list: list, maps: map[int]*Maps{}, next: map[int]kept{}, alike: map[string][]Mapping{}, done: make(chan struct{})}
+	k := &Keeper{roots: roots, list: list, maps: map[int]*Maps{}, next: map[int]kept{}, alike: map[uint64][]Mapping{}, seed: maphash.MakeSeed(), done: make(chan struct{})}
 	k.read(time.Now())
 	k.wg.Go(func() {
 		t := time.NewTicker(MapsEvery)
@@ -154,24 +154,30 @@ func (k *Keeper) keep(pid int) {
 	if err != nil || m == nil || len(m.Mappings) == 0 {
 		return
 	}
-	key := mappingsKey(m.Mappings)
+	key := mappingsHash(k.seed, m.Mappings)
 	k.mu.Lock()
-	if same, ok := k.alike[key]; ok {
+	if same, ok := k.alike[key]; ok && slices.Equal(same, m.Mappings) {
 		m.Mappings = same
-	} else if len(k.alike) < 2*MapsKeptGone {
+	} else {
+		// Interned no longer than the snapshots are kept: past as many
+		// layouts as processes gone are kept, the table starts over.
+		if len(k.alike) >= mapsKeptGone {
+			clear(k.alike)
+		}
 		k.alike[key] = m.Mappings
 	}
 	k.maps[pid] = m
 	k.mu.Unlock()
 }
 
-// mappingsKey is what makes two snapshots' mappings alike.
-func mappingsKey(ms []Mapping) string {
-	var b strings.Builder
+// mappingsHash hashes a snapshot's mappings, for finding one alike.
+func mappingsHash(seed maphash.Seed, ms []Mapping) uint64 {
+	var h maphash.Hash
+	h.SetSeed(seed)
 	for _, m := range ms {
-		fmt.Fprintf(&b, "%x-%x %x %x %x %t %s\n", m.Start, m.End, m.Offset, m.Dev, m.Inode, m.Deleted, m.Path)
+		maphash.WriteComparable(&h, m)
 	}
-	return b.String()
+	return h.Sum64()
 }
 
 // Snapshot returns pid's last snapshot, nil if none was taken. Safe on nil.
