@@ -30,8 +30,8 @@ const MapsAtMost = 6400 * time.Millisecond
 // MapsKeptGone is how many processes gone a Keeper keeps the snapshots of,
 // the most recently gone: a workload starting processes without end (a
 // process every 100 ms, its pids wrapping every 100 s with its threads')
-// grew perfsleuth by some 0.5 MiB a minute with a snapshot of every pid
-// any of them had. Snapshots alike (the same program, mapped where it was
+// otherwise leaves a snapshot for every pid any of them had, up to
+// pid_max of them. Snapshots alike (the same program, mapped where it was
 // mapped before: a non-PIE executable, or no ASLR) share their mappings.
 const MapsKeptGone = 4096
 
