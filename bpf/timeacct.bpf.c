@@ -361,6 +361,16 @@ const struct ta_lock_file zero_lock_file = {};
  * stacks: the kind of a wait is named by the walks of its kind. */
 #define TA_LOCK_WALK_NS 50000000ULL
 
+/* TA_LOCK_WALK_GAP_NS: and the machine's lock waits have theirs walked at
+ * most once every 20 ms, 50 walks a second (0.15% of a CPU at 30 us a
+ * walk) however many threads wait. Regression: MariaDB under sysbench
+ * made 250 lock waits a second over its 30-odd threads, nearly all walked
+ * (7.5 ms of CPU a second, 150 ns of every switch on average). Each kind
+ * of lock wait needs one walk to be named; a kind whose waits are
+ * frequent is walked soon. */
+#define TA_LOCK_WALK_GAP_NS 20000000ULL
+__u64 lock_walk_next = 0;
+
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 16384);
@@ -618,7 +628,8 @@ static __always_inline void edge_flush(struct ta_thread *t, int i)
 {
 	struct ta_edge *e;
 
-	i &= 1;
+	if (i < 0 || i >= TA_EDGE_SLOTS)
+		return;
 	if (!t->edge_count[i])
 		return;
 	e = bpf_map_lookup_elem(&edges, &t->ek[i]);
@@ -642,19 +653,69 @@ static __always_inline void edge_flush(struct ta_thread *t, int i)
 	t->edge_count[i] = 0;
 }
 
+static __always_inline bool edge_is(struct ta_thread *t, int i, __u32 act, __u32 cat, __u32 kind, __u32 id)
+{
+	struct ta_edge_key *k = &t->ek[i];
+
+	return t->edge_count[i] && k->act == act && k->cat == cat && k->kind == kind && k->id == id;
+}
+
+/* edge_swap exchanges slots i and i - 1. */
+static __always_inline void edge_swap(struct ta_thread *t, int i)
+{
+	struct ta_edge_key k = t->ek[i];
+	__u64 ns = t->edge_ns[i], n = t->edge_count[i];
+
+	t->ek[i] = t->ek[i - 1];
+	t->edge_ns[i] = t->edge_ns[i - 1];
+	t->edge_count[i] = t->edge_count[i - 1];
+	t->ek[i - 1] = k;
+	t->edge_ns[i - 1] = ns;
+	t->edge_count[i - 1] = n;
+}
+
 /* edge_add adds an interval of d ns to the thread's edge (act, cat, kind,
  * id). A thread repeats the same waits (a worker reading the same disk, a
  * stage waiting on the same peer), alternating with run-queue waits, so
- * the edge is kept in its entry, in one slot for each of the two, and
- * goes to the map only when the key of its slot changes: one hash update
- * per change, not per wait (a ping-pong's every interval, with one slot). */
+ * the edge is kept in its entry, in a slot of its kind, and goes to the
+ * map only when an interval's key is in no slot of its kind: one hash
+ * update per change, not per wait (a ping-pong's every interval, with one
+ * slot). A blocked interval has one slot (the last). Run-queue waits have
+ * TA_EDGE_CPU_SLOTS: they end with the process that had the CPU and are
+ * keyed by what the thread did (a server's thread waits for its own
+ * process's CPUs and its clients' in turn, woken from a read, a futex, a
+ * poll). A hit moves its slot one place forward, so the frequent keys
+ * stay in front and a new key takes the last slot's place.
+ * Regression: with one slot, MariaDB under sysbench flushed 0.6 edges a
+ * switch (30,000 a second, 97% of them run-queue waits), each a hash
+ * lookup and two atomic adds: 300 of the switch program's 850 ns. */
 static __always_inline void edge_add(struct ta_thread *t, __u32 act, __u32 cat, __u32 kind, __u32 id, __u64 d)
 {
-	int i = cat == TA_CAT_CPU_WAIT ? 0 : 1;
-	struct ta_edge_key *k = &t->ek[i];
+	struct ta_edge_key *k;
+	int i = TA_EDGE_CPU_SLOTS;
 
-	if (t->edge_count[i] && (k->act != act || k->cat != cat || k->kind != kind || k->id != id))
-		edge_flush(t, i);
+	if (cat != TA_CAT_CPU_WAIT) {
+		if (t->edge_count[i] && !edge_is(t, i, act, cat, kind, id))
+			edge_flush(t, i);
+	} else {
+#pragma unroll
+		for (int j = 0; j < TA_EDGE_CPU_SLOTS; j++) {
+			if (i == TA_EDGE_CPU_SLOTS && (edge_is(t, j, act, cat, kind, id) || !t->edge_count[j]))
+				i = j;
+		}
+		if (i == TA_EDGE_CPU_SLOTS) {
+			struct ta_counters *c = get_counters();
+
+			if (c)
+				c->edge_cpu_evictions++;
+			i = TA_EDGE_CPU_SLOTS - 1;
+			edge_flush(t, i);
+		} else if (i > 0 && t->edge_count[i]) {
+			edge_swap(t, i);
+			i--;
+		}
+	}
+	k = &t->ek[i];
 	if (!t->edge_count[i]) {
 		k->tid = t->tid;
 		k->tgid = t->tgid;
@@ -1100,7 +1161,10 @@ static __always_inline void lock_begin(void *ctx, struct task_struct *task, stru
 			}
 		}
 	}
-	if (now - t->lock_walk_ns >= TA_LOCK_WALK_NS) {
+	if (now - t->lock_walk_ns >= TA_LOCK_WALK_NS && now >= lock_walk_next) {
+		/* Two CPUs may both pass: the spacing is a bound within a
+		 * walk or two, not a lock. */
+		lock_walk_next = now + TA_LOCK_WALK_GAP_NS;
 		t->lock_walk_ns = now;
 		t->lock_kstack = bpf_get_stackid(ctx, &lock_stacks, 0);
 		if (lock_wants(t, true))
@@ -1110,7 +1174,7 @@ static __always_inline void lock_begin(void *ctx, struct task_struct *task, stru
 	}
 }
 
-static __always_inline void name_waker(struct task_struct *cur, __u32 kthread);
+static __always_inline void name_waker(struct task_struct *cur, __u32 kthread, bool process);
 
 /* cpu_holder is the kind of task prev is, which had the CPU a runnable
  * thread of the workload gets now: another of its threads, a kernel
@@ -1123,10 +1187,10 @@ static __always_inline __u32 cpu_holder(struct task_struct *prev, bool prev_trac
 	if (prev_tracked)
 		return TA_WAKER_PEER;
 	if (prev->flags & PF_KTHREAD) {
-		name_waker(prev, 1);
+		name_waker(prev, 1, true);
 		return TA_WAKER_KTHREAD;
 	}
-	name_waker(prev, 0);
+	name_waker(prev, 0, true);
 	return TA_WAKER_OUTSIDE;
 }
 
@@ -1285,7 +1349,7 @@ int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_
 			 * ends with the task that had the CPU (prev): on a busy
 			 * machine, what took the CPUs it waited for. */
 			close_interval_by(t, now, t->state == TA_STATE_RUNNABLE ? cpu_holder(prev, prev_tracked) : TA_WAKER_NONE,
-					  t->state == TA_STATE_RUNNABLE ? prev->pid : 0);
+					  t->state == TA_STATE_RUNNABLE ? prev->tgid : 0);
 			t->state = TA_STATE_RUNNING;
 			/* Counted from the window's opening: a run under way
 			 * then is left out (what it was not charged is a
@@ -1363,9 +1427,9 @@ static __always_inline void fold_exited(struct ta_thread *t, __u64 now)
 }
 
 /* name_waker keeps the name of a waker outside the workload. */
-static __always_inline void name_waker(struct task_struct *cur, __u32 kthread)
+static __always_inline void name_waker(struct task_struct *cur, __u32 kthread, bool process)
 {
-	__u32 pid = cur->pid;
+	__u32 pid = process ? cur->tgid : cur->pid;
 	struct waker_name n = {};
 
 	if (bpf_map_lookup_elem(&waker_names, &pid))
@@ -1373,7 +1437,12 @@ static __always_inline void name_waker(struct task_struct *cur, __u32 kthread)
 	n.tgid = cur->tgid;
 	n.kthread = kthread;
 	n.ppid = BPF_CORE_READ(cur, real_parent, tgid);
-	bpf_probe_read_kernel_str(n.comm, sizeof(n.comm), cur->comm);
+	/* A process is named as its main thread is (whose tid is the
+	 * process's id, the key either way). */
+	if (process)
+		bpf_probe_read_kernel_str(n.comm, sizeof(n.comm), BPF_CORE_READ(cur, group_leader, comm));
+	else
+		bpf_probe_read_kernel_str(n.comm, sizeof(n.comm), cur->comm);
 	bpf_map_update_elem(&waker_names, &pid, &n, BPF_NOEXIST);
 }
 
@@ -1427,10 +1496,10 @@ static __always_inline __u32 waker_of(__u32 *id)
 	if (is_tracked(cur->tgid))
 		return TA_WAKER_PEER;
 	if (cur->flags & PF_KTHREAD) {
-		name_waker(cur, 1);
+		name_waker(cur, 1, false);
 		return TA_WAKER_KTHREAD;
 	}
-	name_waker(cur, 0);
+	name_waker(cur, 0, false);
 	return TA_WAKER_OUTSIDE;
 }
 
@@ -1965,7 +2034,7 @@ int BPF_PROG(handle_exit, struct task_struct *p)
 	/* A thread folded into its process's aggregate has its last edge
 	 * kept there too (tid 0), so that thread churn fills the map with
 	 * one key per kind of wait, not one per thread. */
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < TA_EDGE_SLOTS; i++) {
 		if (entries > FOLD_ABOVE && t->edge_count[i]) {
 			t->ek[i].tid = 0;
 			t->ek[i].gen = 0;

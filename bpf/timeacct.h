@@ -57,7 +57,7 @@
 struct ta_edge_key {
 	__u32 tid;  /* the waiter */
 	__u32 tgid;
-	__u32 id;   /* the waker (see TA_WAKER_*) */
+	__u32 id;   /* the waker (see TA_WAKER_*): a thread's tid; for cpu-wait, the process (tgid) of the task that had the CPU */
 	__u32 gen;  /* the waiter's first_ns, low bits: a tid reused in the window is another thread */
 	__u8 act;   /* TA_ACT_* */
 	__u8 cat;   /* TA_CAT_* of the interval: a blocked one, or cpu-wait */
@@ -152,6 +152,11 @@ struct ta_lock_file {
 	__u8 names[8][64];
 };
 
+/* Slots of a thread's edges being accumulated (ta_thread.ek): the first
+ * TA_EDGE_CPU_SLOTS for run-queue waits, the last for blocked intervals. */
+#define TA_EDGE_CPU_SLOTS 4
+#define TA_EDGE_SLOTS (TA_EDGE_CPU_SLOTS + 1)
+
 /* Per-thread accounting, keyed by tid. */
 struct ta_thread {
 	__u64 ns[TA_NUM_CATS];  /* time per category, closed intervals only */
@@ -176,14 +181,15 @@ struct ta_thread {
 	__u32 wkind;            /* TA_WAKER_* of the wake-up under way (sched_waking to sched_wakeup) */
 	__u32 wid;
 	__u8 comm[TA_COMM_LEN];
-	/* The edges being accumulated (see edge_add), one for run-queue
-	 * waits ([0]) and one for blocked intervals ([1]), as a thread
-	 * alternates between the two: each goes to the edges map when the
-	 * next interval of its kind has another key, at exit, and is read by
-	 * user space at the end. */
-	struct ta_edge_key ek[2];
-	__u64 edge_ns[2];
-	__u64 edge_count[2];
+	/* The edges being accumulated (see edge_add): TA_EDGE_CPU_SLOTS for
+	 * run-queue waits (they end with what had the CPU, which alternates
+	 * between a few processes) and the last for blocked intervals, as a
+	 * thread alternates between the two: each goes to the edges map when
+	 * an interval of its kind has a key no slot holds and it is the slot
+	 * to give up, at exit, and is read by user space at the end. */
+	struct ta_edge_key ek[TA_EDGE_SLOTS];
+	__u64 edge_ns[TA_EDGE_SLOTS];
+	__u64 edge_count[TA_EDGE_SLOTS];
 	/* On-CPU samples of the thread in the window, by what it was doing
 	 * (TA_ACT_*): they split its cpu time by activity. */
 	__u32 samples[TA_SAMPLE_SLOTS];
@@ -315,6 +321,7 @@ struct ta_counters {
 	__u64 wakeups_requeued;      /* wake-ups whose enqueue was not timed, ended at sched_info.last_queued */
 	__u64 wakeups_requeued_ns;   /* the time between it and sched_wakeup */
 	__u64 wakeups_requeued_old;  /* last_queued in the sleep, too old for its enqueue: ended at sched_wakeup */
+	__u64 edge_cpu_evictions;    /* run-queue waits whose key no slot of the thread held (edge_add): a hash update each */
 };
 
 /* Per CPU, indexed by the CPU of the run queue (not the CPU that changed

@@ -732,6 +732,9 @@ func (w Wait) WakerWords() string {
 	case WakerTimer:
 		return "timer"
 	case WakerPeer:
+		if w.WakerTID == 0 && w.WakerPID != 0 {
+			return "process " + orNum(w.WakerComm, w.WakerPID)
+		}
 		if w.WakerComm == "" {
 			return fmt.Sprintf("thread %d", w.WakerTID)
 		}
@@ -739,6 +742,9 @@ func (w Wait) WakerWords() string {
 	case WakerKthread:
 		return "kernel thread " + name()
 	case WakerOutside:
+		if w.WakerTID == 0 && w.WakerPID != 0 {
+			return "outside: process " + orNum(w.WakerComm, w.WakerPID)
+		}
 		return "outside: " + name()
 	case WakerSoftirq:
 		return "softirq " + w.Softirq
@@ -808,4 +814,12 @@ func (ta *TimeAccounting) ProgramsCPU() []ProgramCPU {
 		return cmp.Or(cmp.Compare(b.CPUSec, a.CPUSec), strings.Compare(a.Name, b.Name))
 	})
 	return out
+}
+
+// orNum is "name id", or the id alone when the name is not known.
+func orNum(name string, id int) string {
+	if name == "" {
+		return fmt.Sprint(id)
+	}
+	return fmt.Sprintf("%s %d", name, id)
 }

@@ -180,7 +180,7 @@ type sqlstmtTaThread struct {
 	Wkind            uint32
 	Wid              uint32
 	Comm             [16]uint8
-	Ek               [2]struct {
+	Ek               [5]struct {
 		_    structs.HostLayout
 		Tid  uint32
 		Tgid uint32
@@ -191,8 +191,9 @@ type sqlstmtTaThread struct {
 		Kind uint8
 		Pad  uint8
 	}
-	EdgeNs       [2]uint64
-	EdgeCount    [2]uint64
+	_            [4]byte
+	EdgeNs       [5]uint64
+	EdgeCount    [5]uint64
 	Samples      [14]uint32
 	ExitRunNs    uint64
 	ExitWaitNs   uint64

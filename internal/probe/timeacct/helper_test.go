@@ -2,6 +2,7 @@ package timeacct
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -41,6 +42,13 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// onCPU0 pins the calling thread to CPU 0.
+func onCPU0() error {
+	var set unix.CPUSet
+	set.Set(0)
+	return unix.SchedSetaffinity(0, &set)
+}
+
 func announce(tids ...int) {
 	for _, t := range tids {
 		fmt.Printf("tid %d\n", t)
@@ -67,6 +75,36 @@ func runScenario(name string) error {
 			return err
 		}
 		spin(300 * time.Millisecond)
+	case "cpu0":
+		if err := onCPU0(); err != nil {
+			return err
+		}
+		announce(unix.Gettid())
+		if err := waitGo(); err != nil {
+			return err
+		}
+		spin(time.Second)
+	case "hog0":
+		// Two threads spinning on CPU 0 for 3 s, for cpu0 to wait behind.
+		tids := make(chan int)
+		errs := make(chan error, 2)
+		for range 2 {
+			go func() {
+				runtime.LockOSThread()
+				if err := onCPU0(); err != nil {
+					errs <- err
+					return
+				}
+				tids <- unix.Gettid()
+				spin(3 * time.Second)
+				errs <- nil
+			}()
+		}
+		announce(<-tids, <-tids)
+		if err := waitGo(); err != nil {
+			return err
+		}
+		return errors.Join(<-errs, <-errs)
 	case "sleep":
 		announce(unix.Gettid())
 		if err := waitGo(); err != nil {

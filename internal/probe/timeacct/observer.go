@@ -361,12 +361,21 @@ func nameOffCPU(stacks []OffCPUStack, n *symbolize.Namer) []model.OffCPUStack {
 }
 
 // waitsOf converts the probe's edges, naming the wakers: a peer by the
-// thread list, the others by the names the probe kept.
+// thread list, the others by the names the probe kept. A run-queue wait
+// ends with a process (what had the CPU), not a thread: the probe keys
+// them by process, as the thread that happened to hold the CPU says
+// nothing more and made every switch a hash update.
 func waitsOf(r *Result) []model.Wait {
 	if r.Edges == nil {
 		return nil
 	}
 	peers := map[int]Thread{}
+	procs := map[int]string{} // a workload process's name: its main thread's, else the first thread's
+	for _, t := range r.Threads {
+		if t.TID == t.PID || procs[t.PID] == "" {
+			procs[t.PID] = cmp.Or(t.Comm, procs[t.PID])
+		}
+	}
 	type instance struct {
 		tid int
 		gen uint32
@@ -388,13 +397,33 @@ func waitsOf(r *Result) []model.Wait {
 		}
 		w := model.Wait{PID: e.PID, TID: tid, Activity: Activities[e.Act%len(Activities)], Category: Categories[e.Cat%NumCategories],
 			Waker: WakerKinds[e.Kind%len(WakerKinds)], Count: int64(e.Count), Seconds: float64(e.Ns) / 1e9}
+		switch {
+		case w.Category == model.CatCPUWait && (e.Kind == WakerPeer || e.Kind == WakerKthread || e.Kind == WakerOutside):
+			w.WakerPID = int(e.ID)
+			w.WakerComm = procs[w.WakerPID]
+			if n, ok := r.WakerNames[e.ID]; ok && e.Kind != WakerPeer {
+				w.WakerComm = n.Comm
+				if e.Kind == WakerOutside {
+					w.WakerPPID = n.PPID
+				}
+			}
+			if e.Kind == WakerKthread {
+				w.WakerTID = w.WakerPID // a kernel thread is its own process
+			}
+		}
 		switch e.Kind {
 		case WakerPeer:
+			if w.Category == model.CatCPUWait {
+				break
+			}
 			w.WakerTID = int(e.ID)
 			if t, ok := peers[w.WakerTID]; ok {
 				w.WakerPID, w.WakerComm = t.PID, t.Comm
 			}
 		case WakerKthread, WakerOutside:
+			if w.Category == model.CatCPUWait {
+				break
+			}
 			w.WakerTID = int(e.ID)
 			if n, ok := r.WakerNames[e.ID]; ok {
 				w.WakerPID, w.WakerComm = n.PID, n.Comm

@@ -447,6 +447,7 @@ func (p *Probe) read() (*Result, error) {
 		res.FoldedSyncs += c.FileFolded
 		res.StackWalks += c.StackWalks
 		res.LockWalks += c.LockWalks
+		res.EdgeCPUEvictions += c.EdgeCpuEvictions
 		res.LockDropped += c.LockDropped
 		res.TickStackRuns += c.TickStacks
 		res.TickDropped += c.TickDropped

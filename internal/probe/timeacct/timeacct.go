@@ -220,6 +220,10 @@ type Result struct {
 	Edges      []Edge
 	WakerNames map[uint32]WakerName
 	CtxNote    string
+	// EdgeCPUEvictions counts the run-queue waits whose key no slot of
+	// their thread held: each sent a slot's edge to the map, a hash
+	// update, what the slots are there to save.
+	EdgeCPUEvictions uint64
 	// Locks are the lock waits by what they waited on, most time first.
 	// LockWalks counts the lock waits whose stacks were walked,
 	// LockDropped those not counted because the map was full.

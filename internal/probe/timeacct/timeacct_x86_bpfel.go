@@ -73,6 +73,7 @@ type timeacctTaCounters struct {
 	WakeupsRequeued    uint64
 	WakeupsRequeuedNs  uint64
 	WakeupsRequeuedOld uint64
+	EdgeCpuEvictions   uint64
 }
 
 type timeacctTaCpuCtx struct {
@@ -257,9 +258,10 @@ type timeacctTaThread struct {
 	Wkind            uint32
 	Wid              uint32
 	Comm             [16]uint8
-	Ek               [2]timeacctTaEdgeKey
-	EdgeNs           [2]uint64
-	EdgeCount        [2]uint64
+	Ek               [5]timeacctTaEdgeKey
+	_                [4]byte
+	EdgeNs           [5]uint64
+	EdgeCount        [5]uint64
 	Samples          [14]uint32
 	ExitRunNs        uint64
 	ExitWaitNs       uint64
@@ -356,6 +358,7 @@ const (
 	timeacctVarAlive             = "alive"
 	timeacctVarEdgeInserts       = "edge_inserts"
 	timeacctVarEntries           = "entries"
+	timeacctVarLockWalkNext      = "lock_walk_next"
 	timeacctVarNextSlot          = "next_slot"
 	timeacctVarPeak              = "peak"
 	timeacctVarStopped           = "stopped"
@@ -476,6 +479,7 @@ type timeacctVariableSpecs struct {
 	Alive          *ebpf.VariableSpec `ebpf:"alive"`
 	EdgeInserts    *ebpf.VariableSpec `ebpf:"edge_inserts"`
 	Entries        *ebpf.VariableSpec `ebpf:"entries"`
+	LockWalkNext   *ebpf.VariableSpec `ebpf:"lock_walk_next"`
 	NextSlot       *ebpf.VariableSpec `ebpf:"next_slot"`
 	Peak           *ebpf.VariableSpec `ebpf:"peak"`
 	Stopped        *ebpf.VariableSpec `ebpf:"stopped"`
@@ -580,6 +584,7 @@ type timeacctVariables struct {
 	Alive          *ebpf.Variable `ebpf:"alive"`
 	EdgeInserts    *ebpf.Variable `ebpf:"edge_inserts"`
 	Entries        *ebpf.Variable `ebpf:"entries"`
+	LockWalkNext   *ebpf.Variable `ebpf:"lock_walk_next"`
 	NextSlot       *ebpf.Variable `ebpf:"next_slot"`
 	Peak           *ebpf.Variable `ebpf:"peak"`
 	Stopped        *ebpf.Variable `ebpf:"stopped"`

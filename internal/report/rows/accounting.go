@@ -499,6 +499,9 @@ func WakerWords(w model.Wait) string {
 	case model.WakerTimer:
 		return "timer"
 	case model.WakerPeer:
+		if w.WakerTID == 0 && w.WakerPID != 0 {
+			return "process " + orNum(w.WakerComm, w.WakerPID) // a run-queue wait's: what had the CPU
+		}
 		if w.WakerTID == 0 {
 			return "a thread of the workload, since gone"
 		}
@@ -510,6 +513,9 @@ func WakerWords(w model.Wait) string {
 		return "kernel thread " + orNum(w.WakerComm, w.WakerTID)
 	case model.WakerOutside:
 		// The process, which -p takes to observe it with the workload.
+		if w.WakerTID == 0 && w.WakerPID != 0 {
+			return "outside: process " + orNum(w.WakerComm, w.WakerPID)
+		}
 		if w.WakerPID != 0 {
 			return fmt.Sprintf("outside: %s (pid %d)", orNum(w.WakerComm, w.WakerTID), w.WakerPID)
 		}
