@@ -397,33 +397,18 @@ func waitsOf(r *Result) []model.Wait {
 		}
 		w := model.Wait{PID: e.PID, TID: tid, Activity: Activities[e.Act%len(Activities)], Category: Categories[e.Cat%NumCategories],
 			Waker: WakerKinds[e.Kind%len(WakerKinds)], Count: int64(e.Count), Seconds: float64(e.Ns) / 1e9}
-		switch {
-		case w.Category == model.CatCPUWait && (e.Kind == WakerPeer || e.Kind == WakerKthread || e.Kind == WakerOutside):
-			w.WakerPID = int(e.ID)
-			w.WakerComm = procs[w.WakerPID]
-			if n, ok := r.WakerNames[e.ID]; ok && e.Kind != WakerPeer {
-				w.WakerComm = n.Comm
-				if e.Kind == WakerOutside {
-					w.WakerPPID = n.PPID
-				}
-			}
-			if e.Kind == WakerKthread {
-				w.WakerTID = w.WakerPID // a kernel thread is its own process
-			}
+		if w.Category == model.CatCPUWait {
+			nameHolder(&w, e, procs, r.WakerNames)
+			out = append(out, w)
+			continue
 		}
 		switch e.Kind {
 		case WakerPeer:
-			if w.Category == model.CatCPUWait {
-				break
-			}
 			w.WakerTID = int(e.ID)
 			if t, ok := peers[w.WakerTID]; ok {
 				w.WakerPID, w.WakerComm = t.PID, t.Comm
 			}
 		case WakerKthread, WakerOutside:
-			if w.Category == model.CatCPUWait {
-				break
-			}
 			w.WakerTID = int(e.ID)
 			if n, ok := r.WakerNames[e.ID]; ok {
 				w.WakerPID, w.WakerComm = n.PID, n.Comm
@@ -443,6 +428,27 @@ func waitsOf(r *Result) []model.Wait {
 		out = append(out, w)
 	}
 	return out
+}
+
+// nameHolder names what had the CPU that a run-queue wait waited for: the
+// probe keeps it by process (e.ID), named by the workload's threads for
+// one of its own, by the probe's names otherwise (a kernel thread is its
+// own process, and keeps its tid).
+func nameHolder(w *model.Wait, e Edge, procs map[int]string, names map[uint32]WakerName) {
+	if e.Kind != WakerPeer && e.Kind != WakerKthread && e.Kind != WakerOutside {
+		return
+	}
+	w.WakerPID = int(e.ID)
+	w.WakerComm = procs[w.WakerPID]
+	if n, ok := names[e.ID]; ok && e.Kind != WakerPeer {
+		w.WakerComm = n.Comm
+		if e.Kind == WakerOutside {
+			w.WakerPPID = n.PPID
+		}
+	}
+	if e.Kind == WakerKthread {
+		w.WakerTID = w.WakerPID
+	}
 }
 
 // stealMisses: the run queue's clocks may be unreadable at a few

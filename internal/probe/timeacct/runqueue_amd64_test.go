@@ -41,16 +41,21 @@ func TestRunQueueWaitsByProcess(t *testing.T) {
 	}
 	t.Logf("thread %d: %d switch-outs, %d run-queue waits, %d ended by the hog (pid %d, threads %v); %d run-queue waits' keys in no slot",
 		th.TID, th.Switches, waits, byHog, hogPID, hog.tids, res.EdgeCPUEvictions)
-	if waits < 10 || float64(byHog) < 0.5*float64(waits) {
-		t.Fatalf("%d run-queue waits, %d ended by the hog's process: want most of 10 or more", waits, byHog)
+	// On a loaded machine other processes take CPU 0 between the hog's
+	// threads too (they ended 39-52% of the waits in four runs beside
+	// benchmarks/longrun's churn).
+	if waits < 10 || byHog < 10 || float64(byHog) < 0.25*float64(waits) {
+		t.Fatalf("%d run-queue waits, %d ended by the hog's process: want a quarter of them, 10 or more", waits, byHog)
 	}
 	// The child's other threads (the Go runtime's) wait for CPUs too, a
-	// few times, behind various processes; the spinning thread's waits,
-	// one or two keys, find theirs in its slots. Keyed by the thread that
-	// had the CPU, in one slot, nearly each wait sent one to the map (the
-	// hog's two threads take turns): as many as the waits.
-	if limit := 10 + waits/10; res.EdgeCPUEvictions > limit {
-		t.Errorf("%d run-queue waits' keys were in no slot, of %d waits: want at most %d", res.EdgeCPUEvictions, waits, limit)
+	// few times, behind various processes; the spinning thread's waits
+	// ended by the hog, one or two keys, find theirs in its slots. Keyed
+	// by the thread that had the CPU, in one slot, nearly each of those
+	// sent one to the map (the hog's two threads take turns): as many as
+	// the waits. Each wait ended by another process (a busy machine's)
+	// may miss, and push a key out that misses later: two each.
+	if limit := 10 + waits/10 + 2*(waits-byHog); res.EdgeCPUEvictions > limit {
+		t.Errorf("%d run-queue waits' keys were in no slot, of %d waits (%d ended by the hog): want at most %d", res.EdgeCPUEvictions, waits, byHog, limit)
 	}
 	named := false
 	for _, w := range waitsOf(res) {
