@@ -1953,6 +1953,33 @@ int BPF_PROG(handle_wakeup_new, struct task_struct *p)
 	return 0;
 }
 
+/* The workload's processes that start or exec, a tgid each, for the
+ * mappings keeper (symbolize.Keeper), which reads their maps then instead
+ * of looking for them five times a second. The reader is woken at most
+ * once every TA_PROC_WAKE_NS: the keeper reads the processes it found
+ * again that long after (symbolize.MapsEvery), and finds then those whose
+ * events did not wake it. A full buffer drops an event; the next read
+ * finds its process all the same. */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 4096);
+} proc_events SEC(".maps");
+
+#define TA_PROC_WAKE_NS 200000000ULL
+__u64 proc_wake_ns = 0;
+
+static __always_inline void proc_event(__u32 tgid)
+{
+	__u64 now = bpf_ktime_get_ns();
+	__u64 flags = BPF_RB_NO_WAKEUP;
+
+	if (now - proc_wake_ns >= TA_PROC_WAKE_NS) {
+		proc_wake_ns = now;
+		flags = BPF_RB_FORCE_WAKEUP;
+	}
+	bpf_ringbuf_output(&proc_events, &tgid, sizeof(tgid), flags);
+}
+
 SEC("tp_btf/sched_process_fork")
 int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 {
@@ -1971,10 +1998,27 @@ int BPF_PROG(handle_fork, struct task_struct *parent, struct task_struct *child)
 			c->thread_creates++;
 		return 0;
 	}
-	if (!track(ctgid) && c)
-		c->dropped++; /* a pid past the map's range: the new process is not followed */
+	if (!track(ctgid)) {
+		if (c)
+			c->dropped++; /* a pid past the map's range: the new process is not followed */
+	} else {
+		proc_event(ctgid);
+	}
 	if (c)
 		c->process_forks++;
+	return 0;
+}
+
+/* A process of the workload execs: its mappings are another program's
+ * (proc_events). Runs at every exec on the machine; not counted with the
+ * others' runs (execs are rare against switches). */
+SEC("tp_btf/sched_process_exec")
+int BPF_PROG(handle_exec, struct task_struct *p, pid_t old_pid, struct linux_binprm *bprm)
+{
+	if (stopped)
+		return 0;
+	if (is_tracked(p->tgid))
+		proc_event(p->tgid);
 	return 0;
 }
 

@@ -118,8 +118,11 @@ type Session struct {
 	keeper *symbolize.Keeper
 	namer  *symbolize.Namer
 	// tracked is the eBPF probes' set of the workload's processes, which
-	// the keeper lists them from, when a probe shared it.
+	// the keeper lists them from, when a probe shared it; procs signals
+	// the keeper when one starts or execs, when a probe shared their
+	// events (SharedProcEvents).
 	tracked *TrackedSet
+	procs   *procWatch
 }
 
 // MaxStacks bounds the off-CPU and the on-CPU stacks each kept in the
@@ -160,13 +163,20 @@ func (s *Session) Mappings() *symbolize.Keeper {
 	defer s.mu.Unlock()
 	if s.keeper == nil {
 		var list func() []int
+		var changed <-chan struct{}
 		if m := s.maps["tracked"]; m != nil {
 			if set, err := OpenTracked(m); err == nil {
 				s.tracked = set
 				list = set.Pids
 			}
 		}
-		s.keeper = symbolize.KeepMaps(s.Roots, list)
+		if m := s.maps[SharedProcEvents]; m != nil && list != nil {
+			if w, err := watchProcs(m); err == nil {
+				s.procs = w
+				changed = w.C
+			}
+		}
+		s.keeper = symbolize.KeepMaps(s.Roots, list, changed)
 	}
 	return s.keeper
 }
@@ -194,6 +204,8 @@ func (s *Session) Close() {
 	s.mu.Lock()
 	s.tracked.Close()
 	s.tracked = nil
+	s.procs.Close()
+	s.procs = nil
 	s.mu.Unlock()
 }
 

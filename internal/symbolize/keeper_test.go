@@ -40,7 +40,7 @@ func TestKeeperBacksOffAndFollowsExec(t *testing.T) {
 	defer func() { cmd.Process.Kill(); cmd.Wait() }()
 	pid := cmd.Process.Pid
 	var listed atomic.Int64
-	k := KeepMaps(nil, func() []int { listed.Add(1); return []int{pid} })
+	k := KeepMaps(nil, func() []int { listed.Add(1); return []int{pid} }, nil)
 	defer k.Stop()
 	if m := k.Snapshot(pid); m == nil || hasPath(m, "/sleep") {
 		t.Fatalf("first snapshot (the shell): %+v", m)
@@ -74,7 +74,7 @@ func TestKeeperBoundsGone(t *testing.T) {
 	mapsKeptGone = 2
 	var mu sync.Mutex
 	var pids []int
-	k := KeepMaps(nil, func() []int { mu.Lock(); defer mu.Unlock(); return slices.Clone(pids) })
+	k := KeepMaps(nil, func() []int { mu.Lock(); defer mu.Unlock(); return slices.Clone(pids) }, nil)
 	defer k.Stop()
 	for range 5 {
 		cmd := exec.Command("sleep", "0.3")
@@ -109,5 +109,56 @@ func TestKeeperBoundsGone(t *testing.T) {
 	second := k.Snapshot(self)
 	if first == nil || second == nil || len(first.Mappings) == 0 || &first.Mappings[0] != &second.Mappings[0] {
 		t.Error("two snapshots alike do not share their mappings")
+	}
+}
+
+// TestKeeperFollowsEvents: with the probe's events, the keeper looks only
+// when a process is due or an event says one started or exec'd (at most
+// once every MapsEvery), not every MapsEvery: a process found at an event
+// is read at once, and an idle tree is looked at as its processes fall
+// due, less and less often.
+func TestKeeperFollowsEvents(t *testing.T) {
+	self := os.Getpid()
+	var mu sync.Mutex
+	pids := []int{self}
+	var listed atomic.Int64
+	changed := make(chan struct{}, 1)
+	k := KeepMaps(nil, func() []int { listed.Add(1); mu.Lock(); defer mu.Unlock(); return slices.Clone(pids) }, changed)
+	defer k.Stop()
+	// Idle: due at 0.2, 0.6, 1.4 s after the first read (the intervals
+	// doubling from MapsEvery), so three looks in 2 s where the polling
+	// keeper makes ten.
+	time.Sleep(2 * time.Second)
+	if n := listed.Load(); n < 2 || n > 5 {
+		t.Errorf("list called %d times in 2 s of an idle tree, want the 3 or so its process fell due (plus the first)", n)
+	}
+	// A new process, and its event: read within a look.
+	cmd := exec.Command("sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { cmd.Process.Kill(); cmd.Wait() }()
+	mu.Lock()
+	pids = append(pids, cmd.Process.Pid)
+	mu.Unlock()
+	changed <- struct{}{}
+	deadline := time.Now().Add(MapsEvery + 100*time.Millisecond)
+	for !hasPath(k.Snapshot(cmd.Process.Pid), "/sleep") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the new process's mappings not read within %v of its event", MapsEvery+100*time.Millisecond)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Events in a burst are read at most once every MapsEvery.
+	before := listed.Load()
+	for range 20 {
+		select {
+		case changed <- struct{}{}:
+		default:
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := listed.Load() - before; n > 4 {
+		t.Errorf("list called %d times in 400 ms of events, want at most one per %v", n, MapsEvery)
 	}
 }

@@ -105,6 +105,19 @@ func runScenario(name string) error {
 			return err
 		}
 		return errors.Join(<-errs, <-errs)
+	case "execs":
+		// Three processes that exec a program, each pid printed.
+		announce(unix.Gettid())
+		if err := waitGo(); err != nil {
+			return err
+		}
+		for range 3 {
+			cmd := exec.Command("true")
+			if err := cmd.Run(); err != nil {
+				return err
+			}
+			fmt.Printf("child %d\n", cmd.Process.Pid)
+		}
 	case "sleep":
 		announce(unix.Gettid())
 		if err := waitGo(); err != nil {

@@ -65,6 +65,9 @@ func (o *observer) Start(_ context.Context, s *probe.Session) error {
 	s.Share(SharedTracked, sh.Tracked)
 	s.Share(SharedThreads, sh.Threads)
 	s.Share(SharedThreadIdx, sh.ThreadIdx)
+	if m := p.ProcEvents(); m != nil {
+		s.Share(probe.SharedProcEvents, m)
+	}
 	// The processes' mappings, kept from now on: the user frames of the
 	// lock waits' stacks (and of --stacks) are named against them.
 	s.Mappings()

@@ -48,6 +48,7 @@ type Probe struct {
 	cfg     Config
 	coll    *ebpf.Collection // what objects did not take: .bss, optional programs
 	objs    objects
+	execs   bool // handle_exec attached: ProcEvents has the execs too
 	links   []link.Link
 	startNs uint64
 	// tickEvery is tick_stack_every: the stacks are walked at one in
@@ -243,6 +244,14 @@ func start(cfg Config) (_ *Probe, err error) {
 		return nil, fmt.Errorf("attach sched_process_free: %w", err)
 	}
 	p.links = append(p.links, l)
+	// The execs, for ProcEvents: without them the mappings keeper looks
+	// for new processes and execs itself.
+	if prog := coll.Programs["handle_exec"]; prog != nil {
+		if l, err := link.AttachTracing(link.TracingOptions{Program: prog}); err == nil {
+			p.links = append(p.links, l)
+			p.execs = true
+		}
+	}
 
 	// Processes below the root at attach time. A process forked by one of
 	// them before it was tracked is still in /proc on the next pass.
@@ -714,6 +723,16 @@ func (p *Probe) close() {
 // index of the threads' entries (bpf/threads.bpf.h). They live until Stop.
 func (p *Probe) SharedMaps() probe.Shared {
 	return probe.Shared{Tracked: p.objs.Tracked, Threads: p.objs.Threads, ThreadIdx: p.objs.ThreadIdx}
+}
+
+// ProcEvents is a ring buffer of the tgids of the tree's processes that
+// start (fork) or exec, for the mappings keeper (probe.WatchProcs); nil
+// when the exec hook did not attach. Valid until Stop.
+func (p *Probe) ProcEvents() *ebpf.Map {
+	if !p.execs {
+		return nil
+	}
+	return p.objs.ProcEvents
 }
 
 // threadEntries copies the threads' entries out of their slots (a slot

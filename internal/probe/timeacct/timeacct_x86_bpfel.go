@@ -318,6 +318,7 @@ const (
 	timeacctMapLockStacks        = "lock_stacks"
 	timeacctMapLocks             = "locks"
 	timeacctMapOffcpu            = "offcpu"
+	timeacctMapProcEvents        = "proc_events"
 	timeacctMapRanges            = "ranges"
 	timeacctMapRqEnq             = "rq_enq"
 	timeacctMapStackScratch      = "stack_scratch"
@@ -345,6 +346,7 @@ const (
 	timeacctProgExt4SyncEnter    = "ext4_sync_enter"
 	timeacctProgExt4SyncExit     = "ext4_sync_exit"
 	timeacctProgHandleEnqueue    = "handle_enqueue"
+	timeacctProgHandleExec       = "handle_exec"
 	timeacctProgHandleExit       = "handle_exit"
 	timeacctProgHandleFork       = "handle_fork"
 	timeacctProgHandleFree       = "handle_free"
@@ -361,6 +363,7 @@ const (
 	timeacctVarLockWalkNext      = "lock_walk_next"
 	timeacctVarNextSlot          = "next_slot"
 	timeacctVarPeak              = "peak"
+	timeacctVarProcWakeNs        = "proc_wake_ns"
 	timeacctVarStopped           = "stopped"
 	timeacctVarTickFn            = "tick_fn"
 	timeacctVarTickStackEvery    = "tick_stack_every"
@@ -427,6 +430,7 @@ type timeacctProgramSpecs struct {
 	Ext4SyncEnter    *ebpf.ProgramSpec `ebpf:"ext4_sync_enter"`
 	Ext4SyncExit     *ebpf.ProgramSpec `ebpf:"ext4_sync_exit"`
 	HandleEnqueue    *ebpf.ProgramSpec `ebpf:"handle_enqueue"`
+	HandleExec       *ebpf.ProgramSpec `ebpf:"handle_exec"`
 	HandleExit       *ebpf.ProgramSpec `ebpf:"handle_exit"`
 	HandleFork       *ebpf.ProgramSpec `ebpf:"handle_fork"`
 	HandleFree       *ebpf.ProgramSpec `ebpf:"handle_free"`
@@ -453,6 +457,7 @@ type timeacctMapSpecs struct {
 	LockStacks   *ebpf.MapSpec `ebpf:"lock_stacks"`
 	Locks        *ebpf.MapSpec `ebpf:"locks"`
 	Offcpu       *ebpf.MapSpec `ebpf:"offcpu"`
+	ProcEvents   *ebpf.MapSpec `ebpf:"proc_events"`
 	Ranges       *ebpf.MapSpec `ebpf:"ranges"`
 	RqEnq        *ebpf.MapSpec `ebpf:"rq_enq"`
 	StackScratch *ebpf.MapSpec `ebpf:"stack_scratch"`
@@ -482,6 +487,7 @@ type timeacctVariableSpecs struct {
 	LockWalkNext   *ebpf.VariableSpec `ebpf:"lock_walk_next"`
 	NextSlot       *ebpf.VariableSpec `ebpf:"next_slot"`
 	Peak           *ebpf.VariableSpec `ebpf:"peak"`
+	ProcWakeNs     *ebpf.VariableSpec `ebpf:"proc_wake_ns"`
 	Stopped        *ebpf.VariableSpec `ebpf:"stopped"`
 	TickFn         *ebpf.VariableSpec `ebpf:"tick_fn"`
 	TickStackEvery *ebpf.VariableSpec `ebpf:"tick_stack_every"`
@@ -526,6 +532,7 @@ type timeacctMaps struct {
 	LockStacks   *ebpf.Map `ebpf:"lock_stacks"`
 	Locks        *ebpf.Map `ebpf:"locks"`
 	Offcpu       *ebpf.Map `ebpf:"offcpu"`
+	ProcEvents   *ebpf.Map `ebpf:"proc_events"`
 	Ranges       *ebpf.Map `ebpf:"ranges"`
 	RqEnq        *ebpf.Map `ebpf:"rq_enq"`
 	StackScratch *ebpf.Map `ebpf:"stack_scratch"`
@@ -557,6 +564,7 @@ func (m *timeacctMaps) Close() error {
 		m.LockStacks,
 		m.Locks,
 		m.Offcpu,
+		m.ProcEvents,
 		m.Ranges,
 		m.RqEnq,
 		m.StackScratch,
@@ -587,6 +595,7 @@ type timeacctVariables struct {
 	LockWalkNext   *ebpf.Variable `ebpf:"lock_walk_next"`
 	NextSlot       *ebpf.Variable `ebpf:"next_slot"`
 	Peak           *ebpf.Variable `ebpf:"peak"`
+	ProcWakeNs     *ebpf.Variable `ebpf:"proc_wake_ns"`
 	Stopped        *ebpf.Variable `ebpf:"stopped"`
 	TickFn         *ebpf.Variable `ebpf:"tick_fn"`
 	TickStackEvery *ebpf.Variable `ebpf:"tick_stack_every"`
@@ -615,6 +624,7 @@ type timeacctPrograms struct {
 	Ext4SyncEnter    *ebpf.Program `ebpf:"ext4_sync_enter"`
 	Ext4SyncExit     *ebpf.Program `ebpf:"ext4_sync_exit"`
 	HandleEnqueue    *ebpf.Program `ebpf:"handle_enqueue"`
+	HandleExec       *ebpf.Program `ebpf:"handle_exec"`
 	HandleExit       *ebpf.Program `ebpf:"handle_exit"`
 	HandleFork       *ebpf.Program `ebpf:"handle_fork"`
 	HandleFree       *ebpf.Program `ebpf:"handle_free"`
@@ -639,6 +649,7 @@ func (p *timeacctPrograms) Close() error {
 		p.Ext4SyncEnter,
 		p.Ext4SyncExit,
 		p.HandleEnqueue,
+		p.HandleExec,
 		p.HandleExit,
 		p.HandleFork,
 		p.HandleFree,
