@@ -733,7 +733,7 @@ func (w Wait) WakerWords() string {
 		return "timer"
 	case WakerPeer:
 		if w.WakerTID == 0 && w.WakerPID != 0 {
-			return "process " + orNum(w.WakerComm, w.WakerPID)
+			return "process " + OrNum(w.WakerComm, w.WakerPID)
 		}
 		if w.WakerComm == "" {
 			return fmt.Sprintf("thread %d", w.WakerTID)
@@ -743,7 +743,7 @@ func (w Wait) WakerWords() string {
 		return "kernel thread " + name()
 	case WakerOutside:
 		if w.WakerTID == 0 && w.WakerPID != 0 {
-			return "outside: process " + orNum(w.WakerComm, w.WakerPID)
+			return "outside: process " + OrNum(w.WakerComm, w.WakerPID)
 		}
 		return "outside: " + name()
 	case WakerSoftirq:
@@ -816,8 +816,8 @@ func (ta *TimeAccounting) ProgramsCPU() []ProgramCPU {
 	return out
 }
 
-// orNum is "name id", or the id alone when the name is not known.
-func orNum(name string, id int) string {
+// OrNum is "name id", or the id alone when the name is not known.
+func OrNum(name string, id int) string {
 	if name == "" {
 		return fmt.Sprint(id)
 	}

@@ -500,7 +500,7 @@ func WakerWords(w model.Wait) string {
 		return "timer"
 	case model.WakerPeer:
 		if w.WakerTID == 0 && w.WakerPID != 0 {
-			return "process " + orNum(w.WakerComm, w.WakerPID) // a run-queue wait's: what had the CPU
+			return "process " + model.OrNum(w.WakerComm, w.WakerPID) // a run-queue wait's: what had the CPU
 		}
 		if w.WakerTID == 0 {
 			return "a thread of the workload, since gone"
@@ -510,16 +510,16 @@ func WakerWords(w model.Wait) string {
 		}
 		return fmt.Sprintf("%s %d", w.WakerComm, w.WakerTID)
 	case model.WakerKthread:
-		return "kernel thread " + orNum(w.WakerComm, w.WakerTID)
+		return "kernel thread " + model.OrNum(w.WakerComm, w.WakerTID)
 	case model.WakerOutside:
 		// The process, which -p takes to observe it with the workload.
 		if w.WakerTID == 0 && w.WakerPID != 0 {
-			return "outside: process " + orNum(w.WakerComm, w.WakerPID)
+			return "outside: process " + model.OrNum(w.WakerComm, w.WakerPID)
 		}
 		if w.WakerPID != 0 {
-			return fmt.Sprintf("outside: %s (pid %d)", orNum(w.WakerComm, w.WakerTID), w.WakerPID)
+			return fmt.Sprintf("outside: %s (pid %d)", model.OrNum(w.WakerComm, w.WakerTID), w.WakerPID)
 		}
-		return "outside: " + orNum(w.WakerComm, w.WakerTID)
+		return "outside: " + model.OrNum(w.WakerComm, w.WakerTID)
 	case model.WakerSoftirq:
 		return "softirq " + w.Softirq
 	case model.WakerIRQ:
@@ -529,13 +529,6 @@ func WakerWords(w model.Wait) string {
 		return fmt.Sprintf("irq %d", w.IRQ)
 	}
 	return "not ended in the window"
-}
-
-func orNum(name string, id int) string {
-	if name == "" {
-		return fmt.Sprint(id)
-	}
-	return fmt.Sprintf("%s %d", name, id)
 }
 
 // MatrixRow is one activity's time by state, summed over the busy
