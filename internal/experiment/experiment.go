@@ -358,6 +358,7 @@ func (x *experimenter) run(ctx context.Context) (*model.Run, error) {
 		return nil, err
 	}
 	done := map[int]int{}
+	cold := false
 	for seq := 0; seq < len(order); seq++ {
 		ci := order[seq]
 		if x.spec.Budget > 0 && time.Since(start)+perRun > x.spec.Budget+x.spec.Budget/10 {
@@ -365,6 +366,17 @@ func (x *experimenter) run(ctx context.Context) (*model.Run, error) {
 			x.note(fmt.Sprintf("stopped at the --budget of %s after %d runs", x.spec.Budget, seq))
 			break
 		}
+		if cold && !x.conds[ci].leavesCold {
+			if err := x.rewarm(ctx); ctx.Err() != nil {
+				x.ex.Incomplete = true
+				break
+			} else if err != nil {
+				x.ex.Incomplete = true
+				x.note(fmt.Sprintf("stopped: the run not counted before run %d (%s) failed: %v", seq+1, x.conds[ci].name, err))
+				break
+			}
+		}
+		cold = x.conds[ci].leavesCold
 		if x.hooks.Status != nil {
 			s := Status{Condition: x.conds[ci].name, Repeat: done[ci] + 1, Repeats: repeats + x.ex.Extended, Seq: seq + 1, Runs: len(order)}
 			avg := time.Since(start) / time.Duration(seq+1)
@@ -401,6 +413,36 @@ func (x *experimenter) run(ctx context.Context) (*model.Run, error) {
 	return x.record(ctx), nil
 }
 
+// rewarm makes a baseline run that is not counted, after a run that
+// left the workload's files out of the page cache (cache-limit's) and
+// before one of a condition that does not: it brings the page cache
+// back to where the warm-up left it, as every baseline run finds it
+// after another. Reading the --evict paths would not do: a workload
+// reads a part of its files, or without --evict any file on the
+// machine, and the warm-up's cache is what it read.
+func (x *experimenter) rewarm(ctx context.Context) error {
+	if x.hooks.Status != nil {
+		x.hooks.Status(Status{Condition: "re-warm", Repeat: len(x.ex.Rewarms) + 1, Repeats: len(x.ex.Rewarms) + 1})
+	}
+	run, err := x.once(ctx, 0, -1)
+	if run != nil && run.Interrupted {
+		return target.ErrInterrupted
+	}
+	return err
+}
+
+// rewarms counts the runs rewarm makes in order: the places where a
+// condition that keeps the cache follows one that leaves it cold.
+func (x *experimenter) rewarms(order []int) int {
+	n := 0
+	for i := 1; i < len(order); i++ {
+		if x.conds[order[i-1]].leavesCold && !x.conds[order[i]].leavesCold {
+			n++
+		}
+	}
+	return n
+}
+
 // undecided says whether a condition is inconclusive with the runs so far
 // (analyze's classes, on a copy).
 func (x *experimenter) undecided() bool {
@@ -425,7 +467,10 @@ func (x *experimenter) note(s string) { x.notes = append(x.notes, s) }
 func (x *experimenter) plan(perRun, spent time.Duration) (int, []int, error) {
 	n := len(x.conds)
 	repeats := x.spec.Repeat
-	total := func(r int) time.Duration { return spent + time.Duration(n*r)*perRun }
+	x.rot = &rotations{n: n}
+	total := func(r int) time.Duration {
+		return spent + time.Duration(n*r+x.rewarms(x.rot.schedule(0, r)))*perRun
+	}
 	var lines []string
 	if b := x.spec.Budget; b > 0 && total(repeats) > b {
 		r := repeats
@@ -454,15 +499,18 @@ func (x *experimenter) plan(perRun, spent time.Duration) (int, []int, error) {
 	for _, s := range x.ex.Skipped {
 		lines = append(lines, fmt.Sprintf("  %-15s skipped: %s", s.Name, s.Reason))
 	}
+	order := x.rot.schedule(0, repeats)
+	if k := x.rewarms(order); k > 0 {
+		lines = append(lines, fmt.Sprintf("  %-15s %d runs of the unchanged workload, not counted, each before a run that follows one that left its files out of the page cache, so that it finds the cache the warm-up left", "re-warm", k))
+	}
 	if x.hooks.Plan != nil {
 		x.hooks.Plan(lines)
 	}
-	x.rot = &rotations{n: n}
-	return repeats, x.rot.schedule(0, repeats), nil
+	return repeats, order, nil
 }
 
-// once makes one run of condition ci; seq 0 is the warm-up run, whose
-// measure is kept apart.
+// once makes one run of condition ci; seq 0 is the warm-up run and
+// seq -1 a re-warm run (rewarm), whose measures are kept apart.
 func (x *experimenter) once(ctx context.Context, ci, seq int) (*model.Run, error) {
 	c := x.conds[ci]
 	settled := x.side.settle(ctx)
@@ -486,10 +534,14 @@ func (x *experimenter) once(ctx context.Context, ci, seq int) (*model.Run, error
 	if res.run.Interrupted {
 		return res.run, nil
 	}
-	if seq == 0 {
+	switch {
+	case seq == 0:
 		// A tool's reported figure is known from its first run.
 		x.ex.Measure = x.side.measure
 		x.ex.Warmup = res.value
+		return res.run, nil
+	case seq < 0:
+		x.ex.Rewarms = append(x.ex.Rewarms, res.value)
 		return res.run, nil
 	}
 	er := res.experimentRun(seq, settled, speed, c.level, x.ex.Measure)

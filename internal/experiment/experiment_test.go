@@ -447,3 +447,85 @@ func TestRunNeedsAResourceCondition(t *testing.T) {
 		t.Errorf("observer effect alone: %+v", run.Experiments)
 	}
 }
+
+// TestRunRewarmsAfterEviction: a run of a condition that keeps the cache
+// (the baseline) right after one of a condition that evicted the
+// workload's files gets a run not counted first, so that it finds the
+// cache the warm-up left and not the eviction; the plan counts them and
+// the record keeps their measures apart.
+func TestRunRewarmsAfterEviction(t *testing.T) {
+	inDir(t)
+	log := &probetest.Log{}
+	conditions["test-cold"] = &condition{
+		name:       "test-cold",
+		resource:   "cache",
+		leavesCold: true,
+		prepare:    func(context.Context, *env) ([]string, error) { return []string{"a logged eviction"}, nil },
+		apply: func(context.Context, *env) (func([]int) error, func(), error) {
+			return func([]int) error { log.Add("evict"); return nil }, func() {}, nil
+		},
+	}
+	names := conditionNames
+	conditionNames = append(slices.Clone(names), "test-cold")
+	t.Cleanup(func() { delete(conditions, "test-cold"); conditionNames = names })
+
+	spec := nullSpec(log, model.NullConfig{Ops: 1000, DurationSec: 0.01}, "baseline", "test-cold")
+	spec.MaxRepeat = spec.Repeat
+	var plan []string
+	run, err := Run(context.Background(), spec, Hooks{Plan: func(l []string) { plan = l }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex := run.Experiments
+	// What ran, from the log: c for a run that evicted, w for one that did not.
+	// The eviction comes before the run's probe starts.
+	var got []byte
+	evicted := false
+	for _, c := range log.Calls() {
+		switch c {
+		case "evict":
+			evicted = true
+		case "start fake":
+			got = append(got, map[bool]byte{false: 'w', true: 'c'}[evicted])
+			evicted = false
+		}
+	}
+	// What should have: the warm-up, then the counted runs in their order,
+	// each of the baseline's after one of test-cold's with a w before it.
+	want := []byte{'w'}
+	rewarms := 0
+	for i, o := range ex.Order {
+		if strings.HasPrefix(o, "test-cold#") {
+			want = append(want, 'c')
+			continue
+		}
+		if i > 0 && strings.HasPrefix(ex.Order[i-1], "test-cold#") {
+			want = append(want, 'w')
+			rewarms++
+		}
+		want = append(want, 'w')
+	}
+	if string(got) != string(want) {
+		t.Errorf("runs %s, want %s (order %v)", got, want, ex.Order)
+	}
+	// Three rounds of two, the first baseline first: at least one baseline
+	// run follows a test-cold one.
+	if rewarms == 0 || len(ex.Rewarms) != rewarms {
+		t.Errorf("%d re-warm runs recorded, want %d (order %v)", len(ex.Rewarms), rewarms, ex.Order)
+	}
+	for _, v := range ex.Rewarms {
+		if v <= 0 {
+			t.Errorf("re-warm measure %v", ex.Rewarms)
+		}
+	}
+	for _, c := range ex.Conditions {
+		if len(c.Runs) != 3 {
+			t.Errorf("%s: %d runs, want 3 (re-warm runs are not counted)", c.Name, len(c.Runs))
+		}
+	}
+	if !slices.ContainsFunc(plan, func(l string) bool {
+		return strings.Contains(l, fmt.Sprintf("re-warm         %d runs", rewarms))
+	}) {
+		t.Errorf("plan does not count %d re-warm runs: %q", rewarms, plan)
+	}
+}

@@ -67,6 +67,13 @@ func experimentsSection(run *model.Run) *section {
 	if ex.Warmup > 0 {
 		s.p(fmt.Sprintf("warm-up run: %s (not counted)", value(ex.Warmup)))
 	}
+	if len(ex.Rewarms) > 0 {
+		var runs []string
+		for _, v := range ex.Rewarms {
+			runs = append(runs, value(v))
+		}
+		s.p(fmt.Sprintf("re-warm runs: %s (not counted: each before a run that followed one that left the workload's files out of the page cache)", strings.Join(runs, " ")))
+	}
 	runAccounting(s, x.Accounting)
 	var settings []kv
 	for _, c := range x.Conditions {

@@ -11,6 +11,12 @@ type Experiments struct {
 	// Warmup is the measure of the warm-up run (a baseline run made first
 	// and not counted: it fills the caches and times the workload).
 	Warmup float64 `json:"warmup"`
+	// Rewarms are the measures of the runs made, not counted, before a
+	// run of a condition that keeps the cache (the baseline among them)
+	// when the run before it left the workload's files out of the page
+	// cache (cache-limit's): each brings the cache back to where the
+	// warm-up left it, so that no run pays for the one before.
+	Rewarms []float64 `json:"rewarms,omitempty"`
 	// Order is the order the runs were made in ("baseline#1", "io-pressure#1", ...).
 	Order []string `json:"order"`
 	// BaselineNoise is how far a single baseline run lands from the

@@ -58,6 +58,14 @@ func (d *doc) experiments(run *model.Run) {
 	if ex.Warmup > 0 {
 		d.line("  %-15s %s (not counted)", "warm-up", value(ex.Warmup))
 	}
+	if len(ex.Rewarms) > 0 {
+		var runs []string
+		for _, v := range ex.Rewarms {
+			runs = append(runs, value(v))
+		}
+		d.wrapped(fmt.Sprintf("  %-15s ", "re-warm"), strings.Repeat(" ", 18),
+			strings.Join(runs, " ")+" (not counted: each before a run that followed one that left the workload's files out of the page cache)")
+	}
 	if len(x.Accounting) > 0 {
 		d.line("  what the busy threads did, median of each condition's runs (eBPF accounting):")
 		d.line("  %-15s %10s %10s %10s", "", "cpu", "cpu-wait", "storage")
