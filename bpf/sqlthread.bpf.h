@@ -15,6 +15,18 @@ struct {
 	__type(value, struct sq_thread);
 } sql_threads SEC(".maps");
 
+/* reset_sql_threads empties sql_threads, every task's: run by user space
+ * between two uses of a kept collection (internal/probe/pool.go). */
+SEC("iter/task")
+int reset_sql_threads(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+
+	if (task)
+		bpf_task_storage_delete(&sql_threads, task);
+	return 0;
+}
+
 /* Per statement id, the calls storage saw for it (struct sq_io). */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

@@ -395,6 +395,19 @@ struct {
 	__type(value, struct ta_sys_start);
 } sys_start SEC(".maps");
 
+/* reset_sys_start empties sys_start, every task's: run by user space
+ * between two uses of a kept collection (internal/probe/pool.go), as a
+ * task's storage can neither be listed nor dropped otherwise. */
+SEC("iter/task")
+int reset_sys_start(struct bpf_iter__task *ctx)
+{
+	struct task_struct *task = ctx->task;
+
+	if (task)
+		bpf_task_storage_delete(&sys_start, task);
+	return 0;
+}
+
 static __always_inline struct ta_counters *get_counters(void)
 {
 	__u32 zero = 0;

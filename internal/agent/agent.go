@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"net"
 	"net/http"
@@ -202,6 +203,11 @@ func (a *Agent) Run(ctx context.Context, log io.Writer) error {
 		}
 		defer stop()
 	}
+	// Each window takes the probes the last one loaded, emptied, instead
+	// of loading and verifying them again: most of what the agent cost
+	// on an idle target (docs/agent.md).
+	probe.KeepLoaded(true)
+	defer probe.KeepLoaded(false)
 	mux := http.NewServeMux()
 	mux.HandleFunc("/metrics", a.serveMetrics)
 	mux.HandleFunc("/profile", a.serveProfile)
@@ -291,11 +297,25 @@ func (a *Agent) window(ctx context.Context) error {
 		return nil
 	}
 	run, err := observe(ctx, by, a.cfg.Window, a.cfg.Probe)
+	if err != nil && ctx.Err() == nil && slices.ContainsFunc(slices.Collect(maps.Keys(by)), gone) {
+		// A process listed exited before the probes attached to it (a
+		// short-lived one in a busy cgroup): list them again, once.
+		if by, _ = a.members(); len(by) == 0 {
+			return nil
+		}
+		run, err = observe(ctx, by, a.cfg.Window, a.cfg.Probe)
+	}
 	if err != nil {
 		return err
 	}
 	a.add(run, by)
 	return nil
+}
+
+// gone says whether process pid has exited.
+func gone(pid int) bool {
+	_, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid)))
+	return errors.Is(err, fs.ErrNotExist)
 }
 
 // observe observes the processes of by (at least one) for d, as observe -p
@@ -559,6 +579,9 @@ func (a *Agent) metrics() *export.Metrics {
 			m.Gauge("agent_resident_memory_bytes", "The agent's resident memory.", float64(st.ResidentMemory()))
 		}
 	}
+	taken, loaded := probe.PoolCounts()
+	m.Counter("agent_probe_loads_total", "eBPF collections the windows needed, by how: loaded (and verified by the kernel) or kept (taken from the last window's, emptied; docs/agent.md).", float64(loaded), "how", "loaded")
+	m.Counter("agent_probe_loads_total", "eBPF collections the windows needed, by how: loaded (and verified by the kernel) or kept (taken from the last window's, emptied; docs/agent.md).", float64(taken), "how", "kept")
 	m.Gauge("agent_window_seconds", "The length of one window.", a.cfg.Window.Seconds())
 	host, _ := os.Hostname()
 	m.Gauge("agent_info", "The agent (always 1).", 1, "hostname", host)

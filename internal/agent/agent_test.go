@@ -238,6 +238,12 @@ func TestAgentCgroup(t *testing.T) {
 	if m["perfsleuth_agent_cpu_seconds_total"] <= 0 || m["perfsleuth_agent_resident_memory_bytes"] <= 0 || m["perfsleuth_agent_probe_cpu_seconds_total"] <= 0 {
 		t.Errorf("the agent's own cost is not served: %v", m)
 	}
+	// The second window took the first's collections (the probes kept
+	// loaded), and its counts are the ones asserted above.
+	if kept := m[`perfsleuth_agent_probe_loads_total{how="kept"}`]; kept == 0 || m["perfsleuth_agent_window_errors_total"] != 0 {
+		t.Errorf("collections kept %v, window errors %v: want the second window's probes taken from the first's, without errors",
+			kept, m["perfsleuth_agent_window_errors_total"])
+	}
 	var blockReads float64
 	for k, v := range m {
 		if strings.HasPrefix(k, "perfsleuth_agent_block_service_seconds_count{") && strings.Contains(k, `op="read"`) {

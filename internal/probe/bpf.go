@@ -23,8 +23,14 @@ import (
 
 // NewCollection loads spec for the probe named what. A verifier rejection
 // carries the verifier's whole log, which is what anyone debugging it
-// needs first.
+// needs first. With KeepLoaded on it takes a kept collection of the same
+// spec instead when there is one (pool.go); the probe gives it back with
+// Release once its links are closed.
 func NewCollection(what string, spec *ebpf.CollectionSpec, opts ebpf.CollectionOptions) (*ebpf.Collection, error) {
+	kept, key, keepable := take(what, spec, opts)
+	if kept != nil {
+		return kept, nil
+	}
 	// Fails without CAP_SYS_RESOURCE and is not needed since 5.11 (memcg
 	// accounting of BPF memory), so the error is ignored.
 	_ = rlimit.RemoveMemlock()
@@ -38,6 +44,9 @@ func NewCollection(what string, spec *ebpf.CollectionSpec, opts ebpf.CollectionO
 			return nil, fmt.Errorf("load %s: %w\n%+v", what, err, ve)
 		}
 		return nil, fmt.Errorf("load %s: %w", what, err)
+	}
+	if keepable {
+		return keep(what, key, spec, opts, coll), nil
 	}
 	return coll, nil
 }
@@ -243,7 +252,7 @@ func MissedRuns(progs iter.Seq2[string, *ebpf.Program]) map[string]int64 {
 		if prog == nil {
 			continue
 		}
-		s, err := prog.Stats()
+		s, err := ProgStats(prog)
 		if err != nil || s.RecursionMisses == 0 {
 			continue
 		}

@@ -16,8 +16,10 @@ import (
 
 // Probe is an attached sampler. Stop it to read the result.
 type Probe struct {
-	cfg   Config
-	objs  profileObjects
+	cfg  Config
+	objs profileObjects
+	// coll is what the objects were assigned from, to Release.
+	coll  *ebpf.Collection
 	clock *probe.CPUClock
 }
 
@@ -47,6 +49,7 @@ func Start(cfg Config, tracked *ebpf.Map) (_ *Probe, err error) {
 		return nil, err
 	}
 	defer coll.Close() // what Assign took stays open in p.objs
+	p.coll = coll
 	if err := coll.Assign(&p.objs); err != nil {
 		return nil, fmt.Errorf("load profile: %w", err)
 	}
@@ -61,6 +64,7 @@ func (p *Probe) close() {
 	p.clock.Close()
 	p.clock = nil
 	p.objs.Close()
+	probe.Release(p.coll)
 }
 
 // Stop detaches the sampler and returns what it counted, most samples first.

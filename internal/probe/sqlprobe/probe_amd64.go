@@ -14,7 +14,9 @@ import (
 
 // Probe is the attached statement probe. Stop it to read the result.
 type Probe struct {
-	objs  sqlstmtObjects
+	objs sqlstmtObjects
+	// coll is what the objects were assigned from, to Release.
+	coll  *ebpf.Collection
 	links []link.Link
 	res   Result
 }
@@ -75,6 +77,7 @@ func Start(pids []int, shared probe.Shared, threads *ebpf.Map) (_ *Probe, err er
 		return nil, err
 	}
 	defer coll.Close()
+	p.coll = coll
 	if err := coll.Assign(&p.objs); err != nil {
 		return nil, fmt.Errorf("load sql: %w", err)
 	}
@@ -163,12 +166,15 @@ func (p *Probe) close() {
 	probe.CloseLinks(p.links)
 	p.links = nil
 	p.objs.Close()
+	probe.Release(p.coll)
 }
 
 // Stop detaches the probe and returns the statements it saw.
 func (p *Probe) Stop() (*Result, error) {
 	err := probe.CloseLinks(p.links)
 	p.links = nil
+	// Released once read: a kept collection is emptied for its next use.
+	defer probe.Release(p.coll)
 	defer p.objs.Close()
 	res := p.res
 	var errs []error

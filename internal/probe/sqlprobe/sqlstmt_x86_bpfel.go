@@ -228,37 +228,38 @@ type sqlstmtTextBuf struct {
 //
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
-	sqlstmtMapByText        = "by_text"
-	sqlstmtMapConns         = "conns"
-	sqlstmtMapCounters      = "counters"
-	sqlstmtMapHandles       = "handles"
-	sqlstmtMapScratch       = "scratch"
-	sqlstmtMapSqlThreads    = "sql_threads"
-	sqlstmtMapStmtIo        = "stmt_io"
-	sqlstmtMapStmts         = "stmts"
-	sqlstmtMapThreadIdx     = "thread_idx"
-	sqlstmtMapThreads       = "threads"
-	sqlstmtMapTracked       = "tracked"
-	sqlstmtMapTxs           = "txs"
-	sqlstmtProgPgActivity   = "pg_activity"
-	sqlstmtProgPgExecEnd    = "pg_exec_end"
-	sqlstmtProgPgExecStart  = "pg_exec_start"
-	sqlstmtProgPgLockSleep  = "pg_lock_sleep"
-	sqlstmtProgPgLockWoke   = "pg_lock_woke"
-	sqlstmtProgSqCheckpoint = "sq_checkpoint"
-	sqlstmtProgSqClose      = "sq_close"
-	sqlstmtProgSqFinalize   = "sq_finalize"
-	sqlstmtProgSqPrepare    = "sq_prepare"
-	sqlstmtProgSqReset      = "sq_reset"
-	sqlstmtProgSqStep       = "sq_step"
-	sqlstmtVarAutocommitOff = "autocommit_off"
-	sqlstmtVarNextExec      = "next_exec"
-	sqlstmtVarNextId        = "next_id"
-	sqlstmtVarPgIdle        = "pg_idle"
-	sqlstmtVarPgRunning     = "pg_running"
-	sqlstmtVarSqlOff        = "sql_off"
-	sqlstmtVarZeroConn      = "zero_conn"
-	sqlstmtVarZeroTx        = "zero_tx"
+	sqlstmtMapByText           = "by_text"
+	sqlstmtMapConns            = "conns"
+	sqlstmtMapCounters         = "counters"
+	sqlstmtMapHandles          = "handles"
+	sqlstmtMapScratch          = "scratch"
+	sqlstmtMapSqlThreads       = "sql_threads"
+	sqlstmtMapStmtIo           = "stmt_io"
+	sqlstmtMapStmts            = "stmts"
+	sqlstmtMapThreadIdx        = "thread_idx"
+	sqlstmtMapThreads          = "threads"
+	sqlstmtMapTracked          = "tracked"
+	sqlstmtMapTxs              = "txs"
+	sqlstmtProgPgActivity      = "pg_activity"
+	sqlstmtProgPgExecEnd       = "pg_exec_end"
+	sqlstmtProgPgExecStart     = "pg_exec_start"
+	sqlstmtProgPgLockSleep     = "pg_lock_sleep"
+	sqlstmtProgPgLockWoke      = "pg_lock_woke"
+	sqlstmtProgResetSqlThreads = "reset_sql_threads"
+	sqlstmtProgSqCheckpoint    = "sq_checkpoint"
+	sqlstmtProgSqClose         = "sq_close"
+	sqlstmtProgSqFinalize      = "sq_finalize"
+	sqlstmtProgSqPrepare       = "sq_prepare"
+	sqlstmtProgSqReset         = "sq_reset"
+	sqlstmtProgSqStep          = "sq_step"
+	sqlstmtVarAutocommitOff    = "autocommit_off"
+	sqlstmtVarNextExec         = "next_exec"
+	sqlstmtVarNextId           = "next_id"
+	sqlstmtVarPgIdle           = "pg_idle"
+	sqlstmtVarPgRunning        = "pg_running"
+	sqlstmtVarSqlOff           = "sql_off"
+	sqlstmtVarZeroConn         = "zero_conn"
+	sqlstmtVarZeroTx           = "zero_tx"
 )
 
 // loadSqlstmt returns the embedded CollectionSpec for sqlstmt.
@@ -303,17 +304,18 @@ type sqlstmtSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type sqlstmtProgramSpecs struct {
-	PgActivity   *ebpf.ProgramSpec `ebpf:"pg_activity"`
-	PgExecEnd    *ebpf.ProgramSpec `ebpf:"pg_exec_end"`
-	PgExecStart  *ebpf.ProgramSpec `ebpf:"pg_exec_start"`
-	PgLockSleep  *ebpf.ProgramSpec `ebpf:"pg_lock_sleep"`
-	PgLockWoke   *ebpf.ProgramSpec `ebpf:"pg_lock_woke"`
-	SqCheckpoint *ebpf.ProgramSpec `ebpf:"sq_checkpoint"`
-	SqClose      *ebpf.ProgramSpec `ebpf:"sq_close"`
-	SqFinalize   *ebpf.ProgramSpec `ebpf:"sq_finalize"`
-	SqPrepare    *ebpf.ProgramSpec `ebpf:"sq_prepare"`
-	SqReset      *ebpf.ProgramSpec `ebpf:"sq_reset"`
-	SqStep       *ebpf.ProgramSpec `ebpf:"sq_step"`
+	PgActivity      *ebpf.ProgramSpec `ebpf:"pg_activity"`
+	PgExecEnd       *ebpf.ProgramSpec `ebpf:"pg_exec_end"`
+	PgExecStart     *ebpf.ProgramSpec `ebpf:"pg_exec_start"`
+	PgLockSleep     *ebpf.ProgramSpec `ebpf:"pg_lock_sleep"`
+	PgLockWoke      *ebpf.ProgramSpec `ebpf:"pg_lock_woke"`
+	ResetSqlThreads *ebpf.ProgramSpec `ebpf:"reset_sql_threads"`
+	SqCheckpoint    *ebpf.ProgramSpec `ebpf:"sq_checkpoint"`
+	SqClose         *ebpf.ProgramSpec `ebpf:"sq_close"`
+	SqFinalize      *ebpf.ProgramSpec `ebpf:"sq_finalize"`
+	SqPrepare       *ebpf.ProgramSpec `ebpf:"sq_prepare"`
+	SqReset         *ebpf.ProgramSpec `ebpf:"sq_reset"`
+	SqStep          *ebpf.ProgramSpec `ebpf:"sq_step"`
 }
 
 // sqlstmtMapSpecs contains maps before they are loaded into the kernel.
@@ -417,17 +419,18 @@ type sqlstmtVariables struct {
 //
 // It can be passed to loadSqlstmtObjects or ebpf.CollectionSpec.LoadAndAssign.
 type sqlstmtPrograms struct {
-	PgActivity   *ebpf.Program `ebpf:"pg_activity"`
-	PgExecEnd    *ebpf.Program `ebpf:"pg_exec_end"`
-	PgExecStart  *ebpf.Program `ebpf:"pg_exec_start"`
-	PgLockSleep  *ebpf.Program `ebpf:"pg_lock_sleep"`
-	PgLockWoke   *ebpf.Program `ebpf:"pg_lock_woke"`
-	SqCheckpoint *ebpf.Program `ebpf:"sq_checkpoint"`
-	SqClose      *ebpf.Program `ebpf:"sq_close"`
-	SqFinalize   *ebpf.Program `ebpf:"sq_finalize"`
-	SqPrepare    *ebpf.Program `ebpf:"sq_prepare"`
-	SqReset      *ebpf.Program `ebpf:"sq_reset"`
-	SqStep       *ebpf.Program `ebpf:"sq_step"`
+	PgActivity      *ebpf.Program `ebpf:"pg_activity"`
+	PgExecEnd       *ebpf.Program `ebpf:"pg_exec_end"`
+	PgExecStart     *ebpf.Program `ebpf:"pg_exec_start"`
+	PgLockSleep     *ebpf.Program `ebpf:"pg_lock_sleep"`
+	PgLockWoke      *ebpf.Program `ebpf:"pg_lock_woke"`
+	ResetSqlThreads *ebpf.Program `ebpf:"reset_sql_threads"`
+	SqCheckpoint    *ebpf.Program `ebpf:"sq_checkpoint"`
+	SqClose         *ebpf.Program `ebpf:"sq_close"`
+	SqFinalize      *ebpf.Program `ebpf:"sq_finalize"`
+	SqPrepare       *ebpf.Program `ebpf:"sq_prepare"`
+	SqReset         *ebpf.Program `ebpf:"sq_reset"`
+	SqStep          *ebpf.Program `ebpf:"sq_step"`
 }
 
 func (p *sqlstmtPrograms) Close() error {
@@ -437,6 +440,7 @@ func (p *sqlstmtPrograms) Close() error {
 		p.PgExecStart,
 		p.PgLockSleep,
 		p.PgLockWoke,
+		p.ResetSqlThreads,
 		p.SqCheckpoint,
 		p.SqClose,
 		p.SqFinalize,

@@ -61,7 +61,7 @@ func Calibrate(files bool, dir string) (*Costs, error) {
 		if !ok {
 			continue
 		}
-		s, err := prog.Stats()
+		s, err := probe.ProgStats(prog)
 		if err != nil {
 			return nil, fmt.Errorf("calibrate: %s: %w", name, err)
 		}

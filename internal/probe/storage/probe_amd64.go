@@ -358,6 +358,9 @@ func (p *Probe) close() {
 	}
 	if p.coll != nil {
 		p.coll.Close()
+		// After the links and the reader: a kept collection is emptied
+		// for its next use.
+		probe.Release(p.coll)
 		p.coll = nil
 	}
 }

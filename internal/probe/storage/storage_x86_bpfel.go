@@ -367,6 +367,8 @@ const (
 	storageProgFilemapGetPages    = "filemap_get_pages"
 	storageProgIoUringComplete    = "io_uring_complete"
 	storageProgIoUringSubmitReq   = "io_uring_submit_req"
+	storageProgResetCalls         = "reset_calls"
+	storageProgResetSqlThreads    = "reset_sql_threads"
 	storageProgSweep              = "sweep"
 	storageProgSyncRa             = "sync_ra"
 	storageProgSysEnter           = "sys_enter"
@@ -441,6 +443,8 @@ type storageProgramSpecs struct {
 	FilemapGetPages    *ebpf.ProgramSpec `ebpf:"filemap_get_pages"`
 	IoUringComplete    *ebpf.ProgramSpec `ebpf:"io_uring_complete"`
 	IoUringSubmitReq   *ebpf.ProgramSpec `ebpf:"io_uring_submit_req"`
+	ResetCalls         *ebpf.ProgramSpec `ebpf:"reset_calls"`
+	ResetSqlThreads    *ebpf.ProgramSpec `ebpf:"reset_sql_threads"`
 	Sweep              *ebpf.ProgramSpec `ebpf:"sweep"`
 	SyncRa             *ebpf.ProgramSpec `ebpf:"sync_ra"`
 	SysEnter           *ebpf.ProgramSpec `ebpf:"sys_enter"`
@@ -596,6 +600,8 @@ type storagePrograms struct {
 	FilemapGetPages    *ebpf.Program `ebpf:"filemap_get_pages"`
 	IoUringComplete    *ebpf.Program `ebpf:"io_uring_complete"`
 	IoUringSubmitReq   *ebpf.Program `ebpf:"io_uring_submit_req"`
+	ResetCalls         *ebpf.Program `ebpf:"reset_calls"`
+	ResetSqlThreads    *ebpf.Program `ebpf:"reset_sql_threads"`
 	Sweep              *ebpf.Program `ebpf:"sweep"`
 	SyncRa             *ebpf.Program `ebpf:"sync_ra"`
 	SysEnter           *ebpf.Program `ebpf:"sys_enter"`
@@ -622,6 +628,8 @@ func (p *storagePrograms) Close() error {
 		p.FilemapGetPages,
 		p.IoUringComplete,
 		p.IoUringSubmitReq,
+		p.ResetCalls,
+		p.ResetSqlThreads,
 		p.Sweep,
 		p.SyncRa,
 		p.SysEnter,

@@ -10,6 +10,8 @@ import (
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
+
+	"github.com/perfsleuth/perfsleuth/internal/probe"
 )
 
 // minCalibrationRuns is the fewest runs a per-run cost is computed from.
@@ -80,7 +82,7 @@ func calibrationPhase(cfg Config, dir string) (*phase, error) {
 	// A group's programs' runs and time summed (the CPU-context markers,
 	// the exits with handle_free).
 	for i, prog := range p.grouped {
-		if s, err := prog.Stats(); err == nil {
+		if s, err := probe.ProgStats(prog); err == nil {
 			ph.statRuns[i] += float64(s.RunCount)
 			ph.statNs[i] += float64(s.Runtime.Nanoseconds())
 		}

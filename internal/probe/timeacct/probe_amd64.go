@@ -714,6 +714,8 @@ func (p *Probe) close() {
 	}
 	if p.coll != nil {
 		p.coll.Close()
+		// After the links: a kept collection is emptied for its next use.
+		probe.Release(p.coll)
 		p.coll = nil
 	}
 }

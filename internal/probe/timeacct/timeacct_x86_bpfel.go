@@ -354,6 +354,7 @@ const (
 	timeacctProgHandleWakeup     = "handle_wakeup"
 	timeacctProgHandleWakeupNew  = "handle_wakeup_new"
 	timeacctProgHandleWaking     = "handle_waking"
+	timeacctProgResetSysStart    = "reset_sys_start"
 	timeacctProgSeed             = "seed"
 	timeacctProgSysEnter         = "sys_enter"
 	timeacctProgSysExit          = "sys_exit"
@@ -438,6 +439,7 @@ type timeacctProgramSpecs struct {
 	HandleWakeup     *ebpf.ProgramSpec `ebpf:"handle_wakeup"`
 	HandleWakeupNew  *ebpf.ProgramSpec `ebpf:"handle_wakeup_new"`
 	HandleWaking     *ebpf.ProgramSpec `ebpf:"handle_waking"`
+	ResetSysStart    *ebpf.ProgramSpec `ebpf:"reset_sys_start"`
 	Seed             *ebpf.ProgramSpec `ebpf:"seed"`
 	SysEnter         *ebpf.ProgramSpec `ebpf:"sys_enter"`
 	SysExit          *ebpf.ProgramSpec `ebpf:"sys_exit"`
@@ -632,6 +634,7 @@ type timeacctPrograms struct {
 	HandleWakeup     *ebpf.Program `ebpf:"handle_wakeup"`
 	HandleWakeupNew  *ebpf.Program `ebpf:"handle_wakeup_new"`
 	HandleWaking     *ebpf.Program `ebpf:"handle_waking"`
+	ResetSysStart    *ebpf.Program `ebpf:"reset_sys_start"`
 	Seed             *ebpf.Program `ebpf:"seed"`
 	SysEnter         *ebpf.Program `ebpf:"sys_enter"`
 	SysExit          *ebpf.Program `ebpf:"sys_exit"`
@@ -657,6 +660,7 @@ func (p *timeacctPrograms) Close() error {
 		p.HandleWakeup,
 		p.HandleWakeupNew,
 		p.HandleWaking,
+		p.ResetSysStart,
 		p.Seed,
 		p.SysEnter,
 		p.SysExit,
