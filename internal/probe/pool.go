@@ -9,6 +9,7 @@ import (
 	"hash"
 	"io"
 	"maps"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -17,6 +18,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
 )
 
 // Loading a probe is most of what it costs a process that observes window
@@ -335,12 +337,12 @@ func reset(spec *ebpf.CollectionSpec, coll *ebpf.Collection, replaced map[string
 func resetMap(name string, ms *ebpf.MapSpec, m *ebpf.Map, coll *ebpf.Collection) error {
 	switch m.Type() {
 	case ebpf.Array, ebpf.PerCPUArray:
-		if m.Flags()&uint32(ebpfRDONLYProg) != 0 {
+		if m.Flags()&unix.BPF_F_RDONLY_PROG != 0 {
 			// .rodata and other frozen maps: constants, which the
 			// fingerprint already compared.
 			return nil
 		}
-		return zeroArray(ms, m)
+		return zeroArray(name, ms, m)
 	case ebpf.Hash, ebpf.LRUHash, ebpf.PerCPUHash, ebpf.LRUCPUHash, ebpf.StackTrace:
 		var keys [][]byte
 		for {
@@ -421,17 +423,34 @@ func b2i(b bool) int {
 	return 0
 }
 
-// ebpfRDONLYProg is BPF_F_RDONLY_PROG, the flag of .rodata.
-const ebpfRDONLYProg = 1 << 7
-
 // zeroArray sets every element of an array to its initial value: the
 // spec's contents, zero for the rest.
-func zeroArray(ms *ebpf.MapSpec, m *ebpf.Map) error {
-	if mem, err := m.Memory(); err == nil && !mem.ReadOnly() {
+func zeroArray(name string, ms *ebpf.MapSpec, m *ebpf.Map) error {
+	switch {
+	case strings.HasPrefix(name, "."):
+		// A data section: mapped already, for its variables.
+		mem, err := m.Memory()
+		if err != nil {
+			return err
+		}
 		if _, err := mem.WriteAt(make([]byte, mem.Size()), 0); err != nil {
 			return err
 		}
-	} else {
+	case m.Type() == ebpf.Array && m.Flags()&unix.BPF_F_MMAPABLE != 0:
+		// Mapped for the time it takes: a mapping kept would leave the
+		// whole array (the threads' slots, 9 MiB) in the agent's
+		// resident memory.
+		page := os.Getpagesize()
+		size := (int(m.MaxEntries())*((int(m.ValueSize())+7)/8*8) + page - 1) / page * page
+		mem, err := unix.Mmap(m.FD(), 0, size, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+		if err != nil {
+			return err
+		}
+		clear(mem)
+		if err := unix.Munmap(mem); err != nil {
+			return err
+		}
+	default:
 		n, size := m.MaxEntries(), int(m.ValueSize())
 		var zero any = make([]byte, size)
 		if m.Type() == ebpf.PerCPUArray {
