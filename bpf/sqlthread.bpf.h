@@ -2,6 +2,7 @@
 #ifndef __SQLTHREAD_BPF_H
 #define __SQLTHREAD_BPF_H
 
+#include "reset.bpf.h"
 #include "sqlstmt.h"
 
 /* Each thread's current SQLite execution. The statement probe owns it;
@@ -15,17 +16,7 @@ struct {
 	__type(value, struct sq_thread);
 } sql_threads SEC(".maps");
 
-/* reset_sql_threads empties sql_threads, every task's: run by user space
- * between two uses of a kept collection (internal/probe/pool.go). */
-SEC("iter/task")
-int reset_sql_threads(struct bpf_iter__task *ctx)
-{
-	struct task_struct *task = ctx->task;
-
-	if (task)
-		bpf_task_storage_delete(&sql_threads, task);
-	return 0;
-}
+TASK_STORAGE_RESET(sql_threads)
 
 /* Per statement id, the calls storage saw for it (struct sq_io). */
 struct {

@@ -35,6 +35,7 @@
 #include "storage.h"
 #include "bits.bpf.h"
 #include "path.bpf.h"
+#include "reset.bpf.h"
 #include "tracked.bpf.h"
 #include "threads.bpf.h"
 #include "sqlthread.bpf.h"
@@ -254,18 +255,7 @@ struct {
 	__type(value, struct st_call);
 } calls SEC(".maps");
 
-/* reset_calls empties calls, every task's: run by user space between two
- * uses of a kept collection (internal/probe/pool.go), as a task's storage
- * can neither be listed nor dropped otherwise. */
-SEC("iter/task")
-int reset_calls(struct bpf_iter__task *ctx)
-{
-	struct task_struct *task = ctx->task;
-
-	if (task)
-		bpf_task_storage_delete(&calls, task);
-	return 0;
-}
+TASK_STORAGE_RESET(calls)
 
 const struct st_dev_stats zero_dev = {};
 /* Names st_event in the BTF for bpf2go: the ring buffer does not. */

@@ -43,6 +43,7 @@
 #include "timeacct.h"
 #include "bits.bpf.h"
 #include "path.bpf.h"
+#include "reset.bpf.h"
 #include "tracked.bpf.h"
 #include "threads.bpf.h"
 
@@ -395,18 +396,7 @@ struct {
 	__type(value, struct ta_sys_start);
 } sys_start SEC(".maps");
 
-/* reset_sys_start empties sys_start, every task's: run by user space
- * between two uses of a kept collection (internal/probe/pool.go), as a
- * task's storage can neither be listed nor dropped otherwise. */
-SEC("iter/task")
-int reset_sys_start(struct bpf_iter__task *ctx)
-{
-	struct task_struct *task = ctx->task;
-
-	if (task)
-		bpf_task_storage_delete(&sys_start, task);
-	return 0;
-}
+TASK_STORAGE_RESET(sys_start)
 
 static __always_inline struct ta_counters *get_counters(void)
 {

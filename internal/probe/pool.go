@@ -238,22 +238,27 @@ func closeStale() {
 // are its own (they live in its data sections' memory, which the pool
 // keeps mapped).
 func clones(coll *ebpf.Collection) (*ebpf.Collection, error) {
-	out := &ebpf.Collection{Programs: map[string]*ebpf.Program{}, Maps: map[string]*ebpf.Map{}, Variables: maps.Clone(coll.Variables)}
-	for name, p := range coll.Programs {
-		c, err := p.Clone()
-		if err != nil {
-			out.Close()
-			return nil, err
-		}
-		out.Programs[name] = c
+	out := &ebpf.Collection{Variables: maps.Clone(coll.Variables)}
+	var perr, merr error
+	out.Programs, perr = cloneAll(coll.Programs)
+	out.Maps, merr = cloneAll(coll.Maps)
+	if err := errors.Join(perr, merr); err != nil {
+		out.Close()
+		return nil, err
 	}
-	for name, m := range coll.Maps {
-		c, err := m.Clone()
+	return out, nil
+}
+
+// cloneAll clones each of objs (programs or maps); on an error, the
+// clones made so far are returned with it, for the caller to close.
+func cloneAll[T interface{ Clone() (T, error) }](objs map[string]T) (map[string]T, error) {
+	out := make(map[string]T, len(objs))
+	for name, o := range objs {
+		c, err := o.Clone()
 		if err != nil {
-			out.Close()
-			return nil, err
+			return out, err
 		}
-		out.Maps[name] = c
+		out[name] = c
 	}
 	return out, nil
 }

@@ -45,7 +45,10 @@ func TestChurnKeepsWaits(t *testing.T) {
 	}
 	// The processes are gone: a compaction takes their folded keys (tid
 	// 0) out of the map too, and keeps at most aggEntries-1 processes
-	// apart in user space.
+	// apart in user space. The compactor stopped first: its own
+	// compaction, every 50 ms here, would write its maps at the same time
+	// (a run at 5f2ed6b died of it, "concurrent map writes").
+	p.stopCompactor()
 	if err := p.compactEdges(); err != nil {
 		t.Fatalf("compact: %v", err)
 	}
