@@ -18,7 +18,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"maps"
 	"net"
 	"net/http"
@@ -158,7 +157,7 @@ func New(cfg Config) (*Agent, error) {
 		if pid < 1 {
 			return nil, fmt.Errorf("--pid %d: not a process id: give a running process's pid", pid)
 		}
-		if _, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid))); err != nil {
+		if !alive(pid) {
 			return nil, fmt.Errorf("--pid %d: no such process: check the pid with ps", pid)
 		}
 	}
@@ -276,7 +275,7 @@ func (a *Agent) members() (map[int]string, []string) {
 		}
 	}
 	for _, pid := range a.cfg.PIDs {
-		if _, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid))); err == nil {
+		if alive(pid) {
 			by[pid] = byPID
 		} else {
 			empty = append(empty, "pid "+strconv.Itoa(pid))
@@ -297,7 +296,7 @@ func (a *Agent) window(ctx context.Context) error {
 		return nil
 	}
 	run, err := observe(ctx, by, a.cfg.Window, a.cfg.Probe)
-	if err != nil && ctx.Err() == nil && slices.ContainsFunc(slices.Collect(maps.Keys(by)), gone) {
+	if err != nil && ctx.Err() == nil && slices.ContainsFunc(slices.Collect(maps.Keys(by)), func(pid int) bool { return !alive(pid) }) {
 		// A process listed exited before the probes attached to it (a
 		// short-lived one in a busy cgroup): list them again, once.
 		if by, _ = a.members(); len(by) == 0 {
@@ -312,10 +311,10 @@ func (a *Agent) window(ctx context.Context) error {
 	return nil
 }
 
-// gone says whether process pid has exited.
-func gone(pid int) bool {
+// alive says whether process pid is in /proc.
+func alive(pid int) bool {
 	_, err := os.Stat(filepath.Join("/proc", strconv.Itoa(pid)))
-	return errors.Is(err, fs.ErrNotExist)
+	return err == nil
 }
 
 // observe observes the processes of by (at least one) for d, as observe -p
@@ -580,8 +579,9 @@ func (a *Agent) metrics() *export.Metrics {
 		}
 	}
 	taken, loaded := probe.PoolCounts()
-	m.Counter("agent_probe_loads_total", "eBPF collections the windows needed, by how: loaded (and verified by the kernel) or kept (taken from the last window's, emptied; docs/agent.md).", float64(loaded), "how", "loaded")
-	m.Counter("agent_probe_loads_total", "eBPF collections the windows needed, by how: loaded (and verified by the kernel) or kept (taken from the last window's, emptied; docs/agent.md).", float64(taken), "how", "kept")
+	const loads = "eBPF collections the windows needed, by how: loaded (and verified by the kernel) or kept (taken from the last window's, emptied; docs/agent.md)."
+	m.Counter("agent_probe_loads_total", loads, float64(loaded), "how", "loaded")
+	m.Counter("agent_probe_loads_total", loads, float64(taken), "how", "kept")
 	m.Gauge("agent_window_seconds", "The length of one window.", a.cfg.Window.Seconds())
 	host, _ := os.Hostname()
 	m.Gauge("agent_info", "The agent (always 1).", 1, "hostname", host)

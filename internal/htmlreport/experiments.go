@@ -27,6 +27,13 @@ func experimentsSection(run *model.Run) *section {
 		}
 		return rows.Rate(v) + " " + m.Unit
 	}
+	values := func(vs []float64) []string {
+		var out []string
+		for _, v := range vs {
+			out = append(out, value(v))
+		}
+		return out
+	}
 	if ex.Scaling != nil {
 		scalingSection(s, ex.Scaling, m, value)
 		return s
@@ -36,12 +43,8 @@ func experimentsSection(run *model.Run) *section {
 	tb := newTable("condition", "~resource", "median", "change", "~95% interval", "~class", "~why")
 	runs := newTable("condition", "~runs, in the order of their condition (the runs were interleaved)")
 	for _, c := range x.Conditions {
-		var vals []string
-		for _, v := range c.Values {
-			vals = append(vals, value(v))
-		}
 		if c.Finished {
-			runs.add(cell{Text: c.Name}, cell{Text: strings.Join(vals, " · ")})
+			runs.add(cell{Text: c.Name}, cell{Text: strings.Join(values(c.Values), " · ")})
 		}
 		switch {
 		case !c.Finished:
@@ -68,11 +71,7 @@ func experimentsSection(run *model.Run) *section {
 		s.p(fmt.Sprintf("warm-up run: %s (not counted)", value(ex.Warmup)))
 	}
 	if len(ex.Rewarms) > 0 {
-		var runs []string
-		for _, v := range ex.Rewarms {
-			runs = append(runs, value(v))
-		}
-		s.p(fmt.Sprintf("re-warm runs: %s (not counted: each before a run that followed one that left the workload's files out of the page cache)", strings.Join(runs, " ")))
+		s.p(fmt.Sprintf("re-warm runs: %s (not counted: each before a run that followed one that left the workload's files out of the page cache)", strings.Join(values(ex.Rewarms), " ")))
 	}
 	runAccounting(s, x.Accounting)
 	var settings []kv

@@ -24,6 +24,13 @@ func (d *doc) experiments(run *model.Run) {
 		}
 		return rows.Rate(v)
 	}
+	values := func(vs []float64) []string {
+		var out []string
+		for _, v := range vs {
+			out = append(out, value(v))
+		}
+		return out
+	}
 	if ex.Scaling != nil {
 		d.scaling(ex.Scaling, value)
 		return
@@ -47,11 +54,7 @@ func (d *doc) experiments(run *model.Run) {
 	}
 	d.line("  every run, in the order of its condition (the runs were interleaved):")
 	for _, c := range x.Conditions {
-		var runs []string
-		for _, v := range c.Values {
-			runs = append(runs, value(v))
-		}
-		if len(runs) > 0 {
+		if runs := values(c.Values); len(runs) > 0 {
 			d.wrapped(fmt.Sprintf("  %-15s ", c.Name), strings.Repeat(" ", 18), strings.Join(runs, " "))
 		}
 	}
@@ -59,12 +62,8 @@ func (d *doc) experiments(run *model.Run) {
 		d.line("  %-15s %s (not counted)", "warm-up", value(ex.Warmup))
 	}
 	if len(ex.Rewarms) > 0 {
-		var runs []string
-		for _, v := range ex.Rewarms {
-			runs = append(runs, value(v))
-		}
 		d.wrapped(fmt.Sprintf("  %-15s ", "re-warm"), strings.Repeat(" ", 18),
-			strings.Join(runs, " ")+" (not counted: each before a run that followed one that left the workload's files out of the page cache)")
+			strings.Join(values(ex.Rewarms), " ")+" (not counted: each before a run that followed one that left the workload's files out of the page cache)")
 	}
 	if len(x.Accounting) > 0 {
 		d.line("  what the busy threads did, median of each condition's runs (eBPF accounting):")

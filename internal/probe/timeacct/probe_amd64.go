@@ -728,7 +728,7 @@ func (p *Probe) SharedMaps() probe.Shared {
 }
 
 // ProcEvents is a ring buffer of the tgids of the tree's processes that
-// start (fork) or exec, for the mappings keeper (probe.WatchProcs); nil
+// start (fork) or exec, for the mappings keeper (probe.SharedProcEvents); nil
 // when the exec hook did not attach. Valid until Stop.
 func (p *Probe) ProcEvents() *ebpf.Map {
 	if !p.execs {
