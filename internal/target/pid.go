@@ -69,35 +69,39 @@ func (r *running) Start(ctx context.Context) error {
 	}}
 	r.gone, r.stop = make(chan struct{}), make(chan struct{})
 	if pidfdErr == nil {
-		go r.watchPidfd(pidfd)
+		go r.watchPidfd(pidfd, r.stop)
 	} else {
-		go r.watchKill()
+		go r.watchKill(r.stop)
 	}
 	return ctx.Err()
 }
 
-// watchPidfd closes r.gone when the pidfd says the process exited. The
+// watchPidfd closes r.gone when the pidfd says the process exited, until
+// stop closes. It is given stop rather than reading r.stop, which Stop
+// clears: a watcher that read it after Stop saw a nil channel, which never
+// closes, and went on polling with kill(2) ten times a second for good
+// (the agent had one such goroutine more for each window it had made). The
 // pidfd is in Go's poller, so waiting costs nothing: it woke perfsleuth
 // five times a second before (a poll(2) with a 200 ms timeout, to see
 // r.stop), and each wake-up of an otherwise idle process has Go's sysmon
 // poll for about a millisecond (21% of the agent's CPU in a profile).
-func (r *running) watchPidfd(pidfd int) {
+func (r *running) watchPidfd(pidfd int, stop <-chan struct{}) {
 	if err := unix.SetNonblock(pidfd, true); err != nil {
 		unix.Close(pidfd)
-		r.watchKill()
+		r.watchKill(stop)
 		return
 	}
 	f := os.NewFile(uintptr(pidfd), "pidfd")
 	rc, err := f.SyscallConn()
 	if err != nil {
 		f.Close()
-		r.watchKill()
+		r.watchKill(stop)
 		return
 	}
 	stopped := make(chan struct{})
 	go func() {
 		select {
-		case <-r.stop:
+		case <-stop:
 			f.Close() // ends the Read below with an error
 		case <-stopped:
 		}
@@ -116,16 +120,16 @@ func (r *running) watchPidfd(pidfd int) {
 		return
 	}
 	select {
-	case <-r.stop:
+	case <-stop:
 	default:
-		r.watchKill() // the poller could not wait on the pidfd
+		r.watchKill(stop) // the poller could not wait on the pidfd
 	}
 }
 
-func (r *running) watchKill() {
+func (r *running) watchKill(stop <-chan struct{}) {
 	for {
 		select {
-		case <-r.stop:
+		case <-stop:
 			return
 		case <-time.After(100 * time.Millisecond):
 		}

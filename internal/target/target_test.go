@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -230,4 +231,36 @@ func TestPID(t *testing.T) {
 	if err := NewPID(sleeper.Process.Pid, 0).Start(context.Background()); err == nil {
 		t.Error("a gone pid was accepted")
 	}
+}
+
+// TestPIDStopEndsWatch: after Stop, no goroutine watches the process any
+// more. Regression: Stop cleared the watcher's stop channel, the watcher
+// then read a nil one, fell back to polling with kill(2) and never ended
+// (the agent, which makes a target per window, had one more each window).
+func TestPIDStopEndsWatch(t *testing.T) {
+	sleeper := exec.Command("sleep", "30")
+	if err := sleeper.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { sleeper.Process.Kill(); sleeper.Wait() }()
+	for range 3 {
+		tg := NewPID(sleeper.Process.Pid, time.Millisecond)
+		if err := tg.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tg.Wait(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		tg.Stop()
+	}
+	var watching int
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		buf := make([]byte, 1<<20)
+		stacks := string(buf[:runtime.Stack(buf, true)])
+		watching = strings.Count(stacks, "target.(*running).watch")
+		if watching == 0 {
+			return
+		}
+	}
+	t.Fatalf("%d watcher frames left 5 s after Stop of 3 targets", watching)
 }
