@@ -54,6 +54,8 @@
 #define __TASK_STOPPED 0x4
 #define __TASK_TRACED 0x8
 
+/* FUTEX_WAIT: glibc's mutexes wait here, and Go's idle threads. */
+#define FUTEX_WAIT 0
 /* FUTEX_WAIT_BITSET: glibc's condition variables and sem_wait wait here. */
 #define FUTEX_WAIT_BITSET 9
 #define FUTEX_CMD_MASK 127
@@ -956,7 +958,13 @@ static __always_inline __u32 classify(struct pt_regs *regs, __u32 act, __u32 sta
 	case TA_W_SYNC:
 		return TA_CAT_STORAGE_SYNC;
 	case TA_W_FUTEX:
-		if (((long)regs->si & FUTEX_CMD_MASK) == FUTEX_WAIT_BITSET) {
+		/* A FUTEX_WAIT for the word to leave 0 waits for an event, not
+		 * a lock: a held lock's word is not 0 (glibc's mutexes wait on
+		 * 2), an event's flag is 0 until set. Go parks its idle
+		 * threads so (runtime.notesleep), and a Go program that slept
+		 * on timers read "lock-bound" before. */
+		if (((long)regs->si & FUTEX_CMD_MASK) == FUTEX_WAIT_BITSET ||
+		    (nr == NR_futex && ((long)regs->si & FUTEX_CMD_MASK) == FUTEX_WAIT && (__u32)regs->dx == 0)) {
 			if (t)
 				t->futex_sleep_blocks++;
 			return TA_CAT_SLEEP;

@@ -205,6 +205,8 @@ func runScenario(name string) error {
 		}
 	case "lock":
 		return lockScenario()
+	case "event":
+		return eventScenario()
 	case "forks":
 		// The first exec in a Go process also clones a short-lived child
 		// to check for CLONE_PIDFD (syscall.checkClonePidfd): do it
@@ -334,6 +336,51 @@ func lockScenario() error {
 		}()
 	}
 	announce(<-tids, <-tids)
+	if err := waitGo(); err != nil {
+		return err
+	}
+	close(start)
+	wg.Wait()
+	return nil
+}
+
+// eventScenario has a thread wait, 100 times, in FUTEX_WAIT for a flag
+// word to leave 0, as Go parks its idle threads (runtime.notesleep), and
+// another set it 2 ms later and wake it: the waiter sleeps on an event,
+// not on a lock.
+func eventScenario() error {
+	var flag uint32
+	start := make(chan struct{})
+	waiter, waker := make(chan int, 1), make(chan int, 1)
+	var wg sync.WaitGroup
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		runtime.LockOSThread()
+		waiter <- unix.Gettid()
+		<-start
+		for range 100 {
+			for atomic.LoadUint32(&flag) == 0 {
+				futex(&flag, 0 /* FUTEX_WAIT */, 0)
+			}
+			atomic.StoreUint32(&flag, 0)
+		}
+	}()
+	go func() {
+		defer wg.Done()
+		runtime.LockOSThread()
+		waker <- unix.Gettid()
+		<-start
+		for range 100 {
+			nap(2 * time.Millisecond)
+			atomic.StoreUint32(&flag, 1)
+			futex(&flag, 1 /* FUTEX_WAKE */, 1)
+			for atomic.LoadUint32(&flag) != 0 {
+				nap(100 * time.Microsecond)
+			}
+		}
+	}()
+	announce(<-waiter, <-waker) // the waiter first: tids[0]
 	if err := waitGo(); err != nil {
 		return err
 	}

@@ -436,7 +436,8 @@ type Thread struct {
 	// (preemptions), Wakeups the wake-ups from a sleep.
 	Switches, Involuntary, Wakeups uint64
 	// FutexLockBlocks and FutexSleepBlocks count sleeps in futex classified
-	// as lock and as sleep (FUTEX_WAIT_BITSET, condition variables).
+	// as lock and as sleep (FUTEX_WAIT_BITSET, condition variables; a
+	// FUTEX_WAIT for a word to leave 0, an event's flag).
 	FutexLockBlocks, FutexSleepBlocks uint64
 	Exited                            bool
 	// Folded > 0 marks the exited threads of process PID folded into one

@@ -272,6 +272,25 @@ func TestLock(t *testing.T) {
 	}
 }
 
+// TestFutexEventIsSleep: a FUTEX_WAIT for a word to leave 0 waits for an
+// event (Go's idle threads park so), not a lock. Regression: a Go program
+// sleeping on timers read "lock-bound: 67%".
+func TestFutexEventIsSleep(t *testing.T) {
+	c, res := observe(t, "event")
+	logAll(t, res)
+	waiter := thread(t, res, c.tids[0])
+	blocked := waiter.WallNs - waiter.Ns[CatCPU] - waiter.Ns[CatCPUWait]
+	if s := frac(waiter.Ns[CatSleep], blocked); s < 0.8 {
+		t.Errorf("sleep is %.2f of the waiter's blocked time, want >= 0.80: %s", s, shares(waiter))
+	}
+	if s := frac(waiter.Ns[CatLock], blocked); s > 0.05 {
+		t.Errorf("lock is %.2f of the waiter's blocked time, want <= 0.05: %s", s, shares(waiter))
+	}
+	if waiter.FutexSleepBlocks == 0 {
+		t.Error("no futex sleep blocks counted")
+	}
+}
+
 func TestForksExact(t *testing.T) {
 	_, res := observe(t, "forks")
 	logAll(t, res)
