@@ -358,7 +358,6 @@ func (x *experimenter) run(ctx context.Context) (*model.Run, error) {
 		return nil, err
 	}
 	done := map[int]int{}
-	cold := false
 	for seq := 0; seq < len(order); seq++ {
 		ci := order[seq]
 		if x.spec.Budget > 0 && time.Since(start)+perRun > x.spec.Budget+x.spec.Budget/10 {
@@ -366,7 +365,7 @@ func (x *experimenter) run(ctx context.Context) (*model.Run, error) {
 			x.note(fmt.Sprintf("stopped at the --budget of %s after %d runs", x.spec.Budget, seq))
 			break
 		}
-		if cold && !x.conds[ci].leavesCold {
+		if x.rewarmBefore(order, seq) {
 			if err := x.rewarm(ctx); ctx.Err() != nil {
 				x.ex.Incomplete = true
 				break
@@ -376,7 +375,6 @@ func (x *experimenter) run(ctx context.Context) (*model.Run, error) {
 				break
 			}
 		}
-		cold = x.conds[ci].leavesCold
 		if x.hooks.Status != nil {
 			s := Status{Condition: x.conds[ci].name, Repeat: done[ci] + 1, Repeats: repeats + x.ex.Extended, Seq: seq + 1, Runs: len(order)}
 			avg := time.Since(start) / time.Duration(seq+1)
@@ -431,12 +429,17 @@ func (x *experimenter) rewarm(ctx context.Context) error {
 	return err
 }
 
-// rewarms counts the runs rewarm makes in order: the places where a
-// condition that keeps the cache follows one that leaves it cold.
+// rewarmBefore says whether run seq of order gets a rewarm run first: a
+// condition that keeps the cache following one that leaves it cold.
+func (x *experimenter) rewarmBefore(order []int, seq int) bool {
+	return seq > 0 && x.conds[order[seq-1]].leavesCold && !x.conds[order[seq]].leavesCold
+}
+
+// rewarms counts the runs rewarm makes in order.
 func (x *experimenter) rewarms(order []int) int {
 	n := 0
-	for i := 1; i < len(order); i++ {
-		if x.conds[order[i-1]].leavesCold && !x.conds[order[i]].leavesCold {
+	for seq := range order {
+		if x.rewarmBefore(order, seq) {
 			n++
 		}
 	}
