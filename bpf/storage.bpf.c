@@ -272,17 +272,30 @@ static __always_inline struct st_counters *count_run(__u32 prog)
 	return c;
 }
 
+/* ST_TIME_MAX_NS: a timed run that took longer was stretched by what
+ * it does not do (the hypervisor taking the vCPU, a long interrupt): a
+ * program's own work here takes microseconds. Counted, it would weigh
+ * ST_TIME_EVERY times in the estimate (worked x work_ns / timed).
+ * Regression: a 4 ms stretch put 126 ms against the kernel's 64 ms. */
+#define ST_TIME_MAX_NS 100000ULL
+
 /* work_done counts a run past the filter in c (count_run's), and its
- * time if it began at t0 (0: not timed). */
+ * time if it began at t0 (0: not timed) and took at most ST_TIME_MAX_NS;
+ * a longer one is estimated at the mean of the others. */
 static __always_inline void work_done(struct st_counters *c, __u32 prog, __u64 t0)
 {
+	__u64 d;
+
 	if (!c)
 		return;
 	c->worked[prog % ST_NUM_PROGS]++;
-	if (t0) {
-		c->timed[prog % ST_NUM_PROGS]++;
-		c->work_ns[prog % ST_NUM_PROGS] += bpf_ktime_get_ns() - t0;
-	}
+	if (!t0)
+		return;
+	d = bpf_ktime_get_ns() - t0;
+	if (d > ST_TIME_MAX_NS)
+		return;
+	c->timed[prog % ST_NUM_PROGS]++;
+	c->work_ns[prog % ST_NUM_PROGS] += d;
 }
 
 /* sampled tells whether this CPU's next run of prog past its filter is
