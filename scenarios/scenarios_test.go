@@ -38,6 +38,20 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// command is the built perfsleuth with args, ended by ctx as a user would
+// end it: SIGINT, then SIGKILL if it has not exited 30 s later. A
+// perfsleuth killed outright cannot restore what it changed (its cgroups,
+// kernel.task_delayacct), and the next test would find them: a test that
+// ran out of time at b17f91e (stop 41) left kernel.task_delayacct on and
+// failed TestInterruptsLeaveNothing too.
+func command(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, filepath.Join(bin, "perfsleuth"), args...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
+	cmd.WaitDelay = 30 * time.Second
+	cmd.Env = append(os.Environ(), "NO_COLOR=1")
+	return cmd
+}
+
 // scenario builds scenarios/c/NAME.c.
 func scenario(t *testing.T, name string) string {
 	t.Helper()
@@ -74,9 +88,8 @@ func diagnose(t *testing.T, args ...string) *model.Run {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	full := append([]string{"diagnose", "--quick", "--interval", "200ms", "--json", rec}, args...)
-	cmd := exec.CommandContext(ctx, filepath.Join(bin, "perfsleuth"), full...)
+	cmd := command(ctx, full...)
 	cmd.Dir = work
-	cmd.Env = append(os.Environ(), "NO_COLOR=1")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("perfsleuth %s: %v\n%s", strings.Join(full, " "), err, out)
 	}

@@ -52,9 +52,8 @@ func observeRecord(t *testing.T, dir string, flags []string, args ...string) *mo
 	full := append(append(append([]string{"observe", "--interval", "200ms", "--json", rec}, flags...), "--"), args...)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, filepath.Join(bin, "perfsleuth"), full...)
+	cmd := command(ctx, full...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "NO_COLOR=1")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("perfsleuth %s: %v\n%s", strings.Join(full, " "), err, out)
 	}
