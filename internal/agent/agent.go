@@ -295,14 +295,18 @@ func (a *Agent) window(ctx context.Context) error {
 	if len(by) == 0 {
 		return nil
 	}
-	run, err := observe(ctx, by, a.cfg.Window, a.cfg.Probe)
+	// The metrics name no stack frame: the windows keep no process's
+	// mappings for naming user frames (a profile asked for does).
+	opts := a.cfg.Probe
+	opts.NoUserNames = true
+	run, err := observe(ctx, by, a.cfg.Window, opts)
 	if err != nil && ctx.Err() == nil && slices.ContainsFunc(slices.Collect(maps.Keys(by)), func(pid int) bool { return !alive(pid) }) {
 		// A process listed exited before the probes attached to it (a
 		// short-lived one in a busy cgroup): list them again, once.
 		if by, _ = a.members(); len(by) == 0 {
 			return nil
 		}
-		run, err = observe(ctx, by, a.cfg.Window, a.cfg.Probe)
+		run, err = observe(ctx, by, a.cfg.Window, opts)
 	}
 	if err != nil {
 		return err

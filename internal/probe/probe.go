@@ -49,6 +49,13 @@ type Options struct {
 	// Stacks takes the stacks of every sleep and samples the stacks on CPU
 	// (--stacks).
 	Stacks bool
+	// NoUserNames leaves the user frames of the stacks taken (the lock
+	// waits', the ticks') unnamed, for a caller that shows none (the
+	// agent's windows, whose metrics name no frame): no process's
+	// mappings are kept, so no new process of the workload is read at
+	// 0.2, 0.4, 0.8 s ... of its life, each read a wake-up of an
+	// otherwise idle agent.
+	NoUserNames bool
 }
 
 // Info describes a probe to the runner.
@@ -161,7 +168,7 @@ func (s *Session) Shared() Shared {
 func (s *Session) Mappings() *symbolize.Keeper {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.keeper == nil {
+	if s.keeper == nil && !s.NoUserNames {
 		var list func() []int
 		var changed <-chan struct{}
 		if m := s.maps["tracked"]; m != nil {

@@ -69,7 +69,10 @@ func (n *Namer) Name(pid int, kernel, user []uint64) (kf, uf []string, knote, un
 		}
 		uf = append(uf, n.user.Symbol(m, retAddr(a, i)))
 	}
-	if m == nil && len(user) > 0 {
+	switch {
+	case m == nil && len(user) > 0 && n.maps == nil:
+		unote = "user frames not named: no process's mappings were kept (not asked for)"
+	case m == nil && len(user) > 0:
 		unote = "user frames not named: the process's mappings were never read (it lived under " + MapsEvery.String() + ")"
 	}
 	return kf, uf, knote, unote
