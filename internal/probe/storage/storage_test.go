@@ -885,6 +885,17 @@ func TestFilePatternLogRewrite(t *testing.T) {
 	t.Fatalf("%s not among the files", path)
 }
 
+// outsiderWait is a shell loop that waits for the file goFile and exits
+// the shell when dir is gone instead. A test that failed before making
+// goFile (a probe that did not load) left the loop polling every 10 ms
+// for good, re-parented, nobody's child: the next tests of the run had a
+// process waking 100 times a second beside them (TestRunQueueWaitsByProcess
+// counted 46-62 run-queue waits' keys in no slot with two such loops
+// running, 18-32 without).
+func outsiderWait(dir, goFile string) string {
+	return fmt.Sprintf("while [ ! -e %s ]; do [ -d %s ] || exit 0; sleep 0.01; done", goFile, dir)
+}
+
 // TestPageCacheOnlyWorkload: pages an outside process dirties at the same
 // time are not the workload's: an outsider's runs of the page-cache
 // programs are filtered out, on either CPU. (They once kept the last tgid
@@ -893,9 +904,10 @@ func TestPageCacheOnlyWorkload(t *testing.T) {
 	dir := t.TempDir()
 	other, goFile, done := filepath.Join(dir, "other"), filepath.Join(dir, "go"), filepath.Join(dir, "done")
 	// The outsider's shell exits at once: the writer is re-parented, nobody's
-	// child here, and so not tracked. It waits for the probe to be loaded.
-	script := fmt.Sprintf("(while [ ! -e %[1]s ]; do sleep 0.01; done; dd if=/dev/zero of=%[2]s bs=64k count=1024 2>/dev/null; touch %[3]s) >/dev/null 2>&1 &",
-		goFile, other, done)
+	// child here, and so not tracked. It waits for the probe to be loaded,
+	// and gives up when the test's directory is gone (outsiderWait).
+	script := fmt.Sprintf("(%s; dd if=/dev/zero of=%s bs=64k count=1024 2>/dev/null; touch %s) >/dev/null 2>&1 &",
+		outsiderWait(dir, goFile), other, done)
 	if err := exec.Command("sh", "-c", script).Run(); err != nil {
 		t.Fatal(err)
 	}
@@ -937,7 +949,7 @@ func TestDefaultPageCache(t *testing.T) {
 	own, goFile, done := filepath.Join(dir, "own"), filepath.Join(dir, "go"), filepath.Join(dir, "done")
 	unix.Sync() // nothing dirty from before
 	// The outsider is re-parented before the probe starts: not tracked.
-	script := fmt.Sprintf("(while [ ! -e %[1]s ]; do sleep 0.01; done; sync; touch %[2]s) >/dev/null 2>&1 &", goFile, done)
+	script := fmt.Sprintf("(%s; sync; touch %s) >/dev/null 2>&1 &", outsiderWait(dir, goFile), done)
 	if err := exec.Command("sh", "-c", script).Run(); err != nil {
 		t.Fatal(err)
 	}
