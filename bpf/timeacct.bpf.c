@@ -8,7 +8,7 @@
  * between two transitions is added to the category of the state it ends, so
  * a thread's categories add up to the time it was observed.
  *
- * Hooks: sched_switch, sched_wakeup, sched_wakeup_new, sched_process_fork,
+ * Hooks: sched_switch, sched_waking, sched_wakeup_new, sched_process_fork,
  * sched_process_exit (all tp_btf), and an iter/task program run once to seed
  * threads that exist at attach time. Where the kernel has them, ext4's
  * fsync tracepoints (tp_btf ext4_sync_file_enter/exit) time each sync call
@@ -26,7 +26,8 @@
  * kernel stack. Measured on the 2-vCPU development VM (BenchmarkSwitchCost,
  * two tracked threads ping-ponging through pipes on one CPU, BPF run-time
  * statistics on): ~330-360 ns per sched_switch run, ~260-300 ns per
- * sched_wakeup run; a round trip (2 switches) went from ~7.5 us to ~9.5 us,
+ * sched_wakeup run (no longer hooked: the switch-in ends a sleep); a
+ * round trip (2 switches) went from ~7.5 us to ~9.5 us,
  * i.e. about +1 us per context switch of a tracked thread. The runs of
  * each program are counted (per-CPU counters) and user space multiplies them
  * by each program's cost, calibrated once per process with the kernel's BPF
@@ -220,7 +221,7 @@ struct {
  * the workload (kernel threads, other processes), by pid. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	/* Preallocated: edges are added in sched_switch and sched_wakeup,
+	/* Preallocated: edges are added in sched_switch,
 	 * with interrupts off, where an allocating map fails when its per-CPU
 	 * cache runs dry (8 threads exiting at once lost 2-3 edges here). */
 	__uint(max_entries, 131072);
@@ -1115,8 +1116,8 @@ static __always_inline __u64 unseen_run(struct rq *rq, struct task_struct *task)
 /* kernel_wait is how long task has waited on rq, its run queue, by the
  * kernel's record of its queueing (sched_info.last_queued, cleared at its
  * arrival, which comes after sched_switch): the start of the wait of a
- * thread switched in now whose switch-out was not seen, and the kernel's
- * wait so far at a wake-up (stale_wait). 0 when it cannot be read. */
+ * thread switched in now whose switch-out was not seen. 0 when it cannot
+ * be read. */
 static __always_inline __u64 kernel_wait(struct rq *rq, struct task_struct *task)
 {
 	__u64 clock, queued;
@@ -1275,6 +1276,82 @@ static __always_inline __u64 cut_lag(struct rq *rq, __u64 now)
 	return lag > 0 && lag < TA_CUT_LAG_MAX_NS ? (__u64)lag : 0;
 }
 
+/* woken ends the sleep of t, blocked until task's switch-in now on rq,
+ * where the kernel queued it to run: its run-queue wait since then is
+ * cpu-wait, and schedstat's run_delay counts the same wait
+ * (sched_info.last_queued to the arrival, which comes after this
+ * tracepoint). last_queued is on the run queue's clock: put in ktime by
+ * this CPU's last enqueue made on it (cut_lag's anchor), else by the
+ * clock now, which the switch updated (or left at the wake-up's update,
+ * when it skipped it: the wait then runs to now, as the anchor's does). A
+ * wait the kernel closed early, in what run_delay grew since the
+ * switch-out that blocked it (a move to another CPU's queue dequeues the
+ * thread, adding its wait so far, and enqueues it anew), moves the start
+ * back by as much. It is never earlier than sched_waking: a thread that
+ * blocked under delayed dequeue (EEVDF, 6.12+) stays on its run queue,
+ * and a move while it sleeps sets last_queued in the sleep; the kernel
+ * counts that part of the sleep as run-queue wait, counted here as stale
+ * (stale_ns; docs/probes.md, "The kernel's stale queueing"). Without
+ * sched_info the sleep ends at sched_waking, else now.
+ *
+ * Ended at sched_wakeup before: a program on every wake-up on the
+ * machine (250-340 ns a run under MariaDB + sysbench here, a fifth of the
+ * probe's time), which needed the enqueue's time as well. What moved here
+ * and the clock read added to sched_waking (90 ns a run there) cost
+ * back about half of that: the probe's programs took 186-191 ms in 3 s
+ * of that run, against 196-211 ms with sched_wakeup (BPF statistics). */
+static __always_inline void woken(struct task_struct *task, struct ta_thread *t, struct rq *rq, __u64 now, struct ta_counters *c)
+{
+	__u64 end = t->waking_ns && t->waking_ns < now ? t->waking_ns : now;
+	__u64 queued, qend = 0, stale = 0;
+	struct ta_enq *e;
+	__s64 off;
+	__u32 cpu;
+
+	if (rq && bpf_core_field_exists(task->sched_info.last_queued) && (queued = task->sched_info.last_queued)) {
+		cpu = rq->cpu;
+		e = bpf_map_lookup_elem(&rq_enq, &cpu);
+		if (e && anchor_of(e, now, &off) && (__s64)queued + off > 0 && (__u64)((__s64)queued + off) <= now)
+			qend = (__u64)((__s64)queued + off);
+		else if (rq->clock >= queued && rq->clock - queued < now)
+			qend = now - (rq->clock - queued);
+		if (qend && t->rd_block && bpf_core_field_exists(task->sched_info.run_delay)) {
+			__u64 rd = task->sched_info.run_delay;
+
+			if (rd + 1 > t->rd_block)
+				qend = qend > rd + 1 - t->rd_block ? qend - (rd + 1 - t->rd_block) : 1;
+		}
+		if (qend) {
+			if (t->waking_ns && qend < t->waking_ns) {
+				stale = t->waking_ns - qend;
+				qend = t->waking_ns;
+			}
+			end = qend;
+			if (c) {
+				c->wakeups_queued++;
+				c->wakeups_queued_ns += now - end;
+			}
+		}
+	}
+	if (end < t->last_ns)
+		end = t->last_ns;
+	/* Any of it: a remote wake-up's enqueue may stamp last_queued with a
+	 * run queue clock not updated for it, several us behind, and the
+	 * self-check allows 5 us a run. */
+	if (stale) {
+		t->stale_wakeups++;
+		t->stale_ns += stale;
+	}
+	/* What woke it, as sched_waking saw it in the waker's context. */
+	close_interval_by(t, end, t->wkind, t->wid);
+	t->wkind = TA_WAKER_NONE;
+	t->wid = 0;
+	t->waking_ns = 0;
+	t->state = TA_STATE_RUNNABLE;
+	t->rd_block = 0;
+	t->wakeups++;
+}
+
 SEC("tp_btf/sched_switch")
 int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_struct *next,
 	     unsigned int prev_state)
@@ -1332,6 +1409,7 @@ int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_
 				t->involuntary++;
 			} else {
 				t->state = TA_STATE_BLOCKED;
+				t->waking_ns = 0;
 				{
 					__u64 lag = cut_lag(rq, now);
 
@@ -1371,6 +1449,8 @@ int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_
 						c->unseen_outs_timed++;
 				}
 				split_at(t, now, waited, TA_STATE_RUNNABLE);
+			} else if (t->state == TA_STATE_BLOCKED) {
+				woken(next, t, rq, now, c);
 			}
 			/* A blocked thread switched in without a wakeup seen keeps
 			 * its blocked category up to now. A runnable one's wait
@@ -1532,10 +1612,11 @@ static __always_inline __u32 waker_of(__u32 *id)
 }
 
 
-/* handle_enqueue times each enqueue on a run queue, for queued_at. It runs
- * under the run queue's lock, inside enqueue_task, after the run queue's
- * clock was updated for it; a wake-up's sched_wakeup comes later under the
- * same lock, so the last enqueue on the wakee's run queue is its own. */
+/* handle_enqueue times each enqueue on a run queue: the ktime and the run
+ * queue's clock at one moment, which anchor the two clocks (anchor_of) for
+ * the cut lag and a woken thread's queueing (woken). It runs under the run
+ * queue's lock, inside enqueue_task, after the run queue's clock was
+ * updated for it. */
 SEC("tp_btf/sched_update_nr_running_tp")
 int BPF_PROG(handle_enqueue, struct rq *rq, int change)
 {
@@ -1566,130 +1647,26 @@ int BPF_PROG(handle_enqueue, struct rq *rq, int change)
 	return 0;
 }
 
-/* TA_REQUEUE_MAX_NS: a last_queued further before sched_wakeup than this
- * was set in the sleep (stale_wait), not by the wake-up's requeue. */
-#define TA_REQUEUE_MAX_NS 50000ULL
-
-/* queued_at is when p, woken now, was queued on its run queue: where its
- * sleep ends, as schedstat's run-queue wait starts there. sched_wakeup
- * comes after the enqueue and the preemption check, which on a busy CPU
- * first sends a reschedule IPI to the wakee's (8.9 us from sched_waking to
- * sched_wakeup beside two CPU burners here, 2.6 us when the wakee's CPU was
- * the waker's). The enqueue is the last one handle_enqueue timed on p's
- * run queue when its clock then is p's sched_info.last_queued (set from
- * it); else, or where it would fall outside t's blocked interval, now. */
-static __always_inline __u64 queued_at(struct task_struct *p, struct ta_thread *t, __u64 now, struct ta_counters *c, __u64 *stale)
+/* wakeup_new makes the entry of a thread the workload starts, runnable
+ * from now (sched_wakeup_new). A woken thread's sleep ends at its
+ * switch-in (woken), not at sched_wakeup, which no program hooks. */
+static __always_inline void wakeup_new(struct task_struct *p)
 {
-	struct ta_enq *e;
-	__u64 ns, queued;
-	__s64 off;
-	__u32 cpu;
-
-	if (!bpf_core_field_exists(p->sched_info.last_queued) || !bpf_core_field_exists(p->thread_info.cpu))
-		return now;
-	cpu = p->thread_info.cpu;
-	e = bpf_map_lookup_elem(&rq_enq, &cpu);
-	if (!e)
-		return now;
-	queued = p->sched_info.last_queued;
-	ns = e->ns;
-	if (e->clock && e->clock == queued) {
-		if (ns >= now || ns <= t->last_ns || ns <= window_ns)
-			return now;
-		if (c) {
-			c->wakeups_queued++;
-			c->wakeups_queued_ns += now - ns;
-		}
-		/* The enqueue's clock against ktime, beside the CPU's own
-		 * last enqueue's (cut_lag's anchor): later by more means
-		 * the kernel stamped it with a run queue clock not updated
-		 * for it, and counts its run-queue wait from before the
-		 * enqueue, in the sleep (beside a CPU burner here: 4-10 us
-		 * at most remote wake-ups, 50 ms over 5,000 of them). */
-		if (stale && anchor_of(e, now, &off)) {
-			__s64 d = (__s64)(ns - e->clock) - off;
-
-			if (d > 0 && d < TA_CUT_LAG_MAX_NS)
-				*stale = d;
-		}
-		return ns;
-	}
-	/* An enqueue that changed no count of runnable tasks was not timed:
-	 * the wake-up of a thread that blocked under delayed dequeue (EEVDF,
-	 * 6.12+) and was still on its run queue requeues it (ttwu_runnable,
-	 * ENQUEUE_DELAYED), which sets last_queued and adds nothing to
-	 * nr_running. last_queued is the run queue's clock then: in ktime,
-	 * by the CPU's last enqueue made on it (cut_lag's anchor), when that
-	 * is recent and the result lies in the sleep, close before now. */
-	if (!queued || !anchor_of(e, now, &off))
-		return now;
-	ns = queued + off;
-	if (ns >= now || ns <= t->last_ns || ns <= window_ns)
-		return now;
-	if (now - ns > TA_REQUEUE_MAX_NS) {
-		if (c)
-			c->wakeups_requeued_old++;
-		return now;
-	}
-	if (c) {
-		c->wakeups_requeued++;
-		c->wakeups_requeued_ns += now - ns;
-	}
-	return ns;
-}
-
-/* TA_STALE_MIN_NS: a last_queued older than the wake-up's enqueue by less
- * is the two clocks' jitter (the run queue's clock is updated at events,
- * ktime is read now). */
-#define TA_STALE_MIN_NS 50000
-
-/* stale_wait is how much of p's sleep, which ends at end (ktime; now is
- * this wake-up's), the kernel counts as run-queue wait. schedstat's wait
- * runs from sched_info.last_queued, which an enqueue sets only when it is
- * 0, to the arrival on a CPU or a dequeue, either of which adds it to
- * run_delay. A thread that blocks under delayed dequeue (EEVDF, 6.12+)
- * stays on its run queue; moved to another CPU while it sleeps, it is
- * dequeued and enqueued there, which sets last_queued in its sleep. The
- * wake-up then either dequeues it (ttwu_delayed: run_delay grows by the
- * sleep since the move) or leaves last_queued as it is (the wait to come
- * starts in the sleep). Seen on Linux 6.18: a thread's run_delay 0.31 s
- * above the wait timed here, its run time agreeing. So the stale part is
- * what run_delay grew since the switch-out that blocked it (t->rd_block)
- * plus the kernel's wait so far (the run queue's clock now less
- * last_queued), less the wait here so far (now - end). 0 when they agree
- * within TA_STALE_MIN_NS, or when the fields cannot be read. */
-static __always_inline __u64 stale_wait(struct task_struct *p, struct ta_thread *t, __u64 now, __u64 end)
-{
-	__u64 kernel = kernel_wait(rq_of(p), p);
-	__u64 here = now > end ? now - end : 0;
-
-	if (t->rd_block && bpf_core_field_exists(p->sched_info.run_delay)) {
-		__u64 rd = p->sched_info.run_delay;
-
-		if (rd + 1 > t->rd_block)
-			kernel += rd + 1 - t->rd_block;
-	}
-	return kernel > here + TA_STALE_MIN_NS ? kernel - here : 0;
-}
-
-static __always_inline void wakeup(struct task_struct *p, bool new_task)
-{
-	__u32 prog = new_task ? TA_PROG_WAKEUP_NEW : TA_PROG_WAKEUP;
 	struct ta_counters *c;
 	struct ta_thread *t;
 	__u64 now;
 
 	if (stopped)
 		return;
-	c = count_run(prog);
+	c = count_run(TA_PROG_WAKEUP_NEW);
 	if (!is_tracked(p->tgid))
 		return;
-	count_tracked(c, prog);
+	count_tracked(c, TA_PROG_WAKEUP_NEW);
 	now = bpf_ktime_get_ns();
 	t = get_or_create(p, TA_STATE_RUNNABLE, now);
 	if (!t)
 		return;
-	if (t->exited && new_task) {
+	if (t->exited) {
 		/* The tid was reused within the window (pid_max is 32768 on
 		 * many machines: a workload that makes threads by the
 		 * thousand wraps it in a second). The thread that exited is
@@ -1700,51 +1677,11 @@ static __always_inline void wakeup(struct task_struct *p, bool new_task)
 		if (!t)
 			return;
 	}
-	if (t->exited) {
+	if (t->exited && c) {
 		/* Still the exited thread's entry (the aggregates are full):
 		 * the new thread is not accounted. */
-		if (new_task && c)
-			c->dropped++;
-		return;
+		c->dropped++;
 	}
-	if (t->state == TA_STATE_BLOCKED) {
-		__u64 enq_stale = 0;
-		__u64 end = queued_at(p, t, now, c, &enq_stale);
-		__u64 stale = stale_wait(p, t, now, end);
-
-		/* Both are the kernel's wait beyond this one's: stale_wait
-		 * all of it (when its clock was since updated), enq_stale
-		 * the enqueue's stamp only. */
-		if (enq_stale > stale)
-			stale = enq_stale;
-
-		if (stale) {
-			t->stale_wakeups++;
-			t->stale_ns += stale;
-		}
-
-		/* What woke it, as sched_waking saw it in the waker's context. */
-		close_interval_by(t, end, t->wkind, t->wid);
-		t->wkind = TA_WAKER_NONE;
-		t->wid = 0;
-		t->state = TA_STATE_RUNNABLE;
-		t->rd_block = 0;
-		t->wakeups++;
-	}
-}
-
-/* The blocked interval ends where the thread was queued to run (queued_at,
- * from handle_enqueue's time of the enqueue; at this event when that is not
- * known), as the kernel's own run-queue accounting (schedstat's run_delay)
- * starts there: sched_waking comes earlier, before a wake-up sent to an
- * idle CPU is queued there (17% more cpu-wait than schedstat, in a test
- * here). What woke it is told at sched_waking, which runs in the waker's
- * context, and kept in the entry until then. */
-SEC("tp_btf/sched_wakeup")
-int BPF_PROG(handle_wakeup, struct task_struct *p)
-{
-	wakeup(p, false);
-	return 0;
 }
 
 SEC("tp_btf/sched_waking")
@@ -1763,6 +1700,7 @@ int BPF_PROG(handle_waking, struct task_struct *p)
 	t = thread_of(p->pid);
 	if (!t || t->state != TA_STATE_BLOCKED)
 		return 0;
+	t->waking_ns = bpf_ktime_get_ns();
 	kind = waker_of(&id);
 	/* A wait for asynchronous IO (io_getevents, io_uring_enter) or an
 	 * unclassified kernel wait that a block completion ends is a wait for
@@ -1977,7 +1915,7 @@ SEC("tp_btf/sched_wakeup_new")
 int BPF_PROG(handle_wakeup_new, struct task_struct *p)
 {
 	/* The entry is created runnable here; a new thread is never blocked. */
-	wakeup(p, true);
+	wakeup_new(p);
 	return 0;
 }
 

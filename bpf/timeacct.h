@@ -167,7 +167,7 @@ struct ta_thread {
 	__u64 stime_ns;         /* task->stime at the last switch-out or exit */
 	__u64 switches;         /* switch-outs */
 	__u64 involuntary;      /* switch-outs while runnable (preempted) */
-	__u64 wakeups;          /* sched_wakeup of this thread while blocked */
+	__u64 wakeups;          /* switch-ins of this thread after a sleep */
 	__u64 futex_lock_blocks;  /* blocks in futex classified as lock */
 	__u64 futex_sleep_blocks; /* blocks in futex classified as sleep (FUTEX_WAIT_BITSET) */
 	__u32 tid;
@@ -178,8 +178,13 @@ struct ta_thread {
 	__s32 kstack;           /* off-CPU stack ids of the open blocked interval (want_stacks) */
 	__s32 ustack;
 	__u32 act;              /* TA_ACT_* at the switch-out that opened the interval */
-	__u32 wkind;            /* TA_WAKER_* of the wake-up under way (sched_waking to sched_wakeup) */
+	__u32 wkind;            /* TA_WAKER_* of the wake-up under way (sched_waking to the switch-in) */
 	__u32 wid;
+	/* When sched_waking woke the thread from the sleep under way (0: not
+	 * seen): its sleep ends at its switch-in, at the kernel's queueing of
+	 * it, and no earlier than this. Beside wkind, which sched_waking
+	 * writes too. */
+	__u64 waking_ns;
 	__u8 comm[TA_COMM_LEN];
 	/* The edges being accumulated (see edge_add): TA_EDGE_CPU_SLOTS for
 	 * run-queue waits (they end with what had the CPU, which alternates
@@ -278,7 +283,7 @@ struct ta_ranges {
 /* Programs, for the run counters that the overhead estimate multiplies by
  * each program's calibrated cost. */
 #define TA_PROG_SWITCH 0
-#define TA_PROG_WAKEUP 1
+#define TA_PROG_WAKEUP 1 /* sched_wakeup: no longer attached (the switch-in ends a sleep); the index is kept */
 #define TA_PROG_WAKEUP_NEW 2
 #define TA_PROG_FORK 3
 #define TA_PROG_EXIT 4
@@ -312,15 +317,12 @@ struct ta_counters {
 	__u64 unseen_ins_timed;      /* of those, the run's start read from the kernel (sched_info) */
 	__u64 unseen_outs;           /* tracked threads switched in whose switch-out was not seen */
 	__u64 unseen_outs_timed;     /* of those, the run-queue wait's start read from the kernel */
-	__u64 wakeups_queued;        /* wake-ups whose sleep was ended at the kernel's enqueue, before sched_wakeup */
-	__u64 wakeups_queued_ns;     /* the time between, cpu-wait rather than the blocked category */
+	__u64 wakeups_queued;        /* wake-ups whose sleep was ended where the kernel queued the thread (sched_info.last_queued) */
+	__u64 wakeups_queued_ns;     /* their run-queue waits, from there to the switch-in */
 	__u64 lock_dropped;          /* lock waits not in the locks map: full */
 	__u64 lock_walks;            /* lock waits whose stacks were walked */
 	__u64 tick_stacks;           /* ticks whose stacks were walked */
 	__u64 tick_dropped;          /* of those, not counted: tick_counts full */
-	__u64 wakeups_requeued;      /* wake-ups whose enqueue was not timed, ended at sched_info.last_queued */
-	__u64 wakeups_requeued_ns;   /* the time between it and sched_wakeup */
-	__u64 wakeups_requeued_old;  /* last_queued in the sleep, too old for its enqueue: ended at sched_wakeup */
 	__u64 edge_cpu_evictions;    /* run-queue waits whose key no slot of the thread held (edge_add): a hash update each */
 };
 

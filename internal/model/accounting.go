@@ -122,18 +122,14 @@ type TimeAccounting struct {
 	// queueing instead; nil when none.
 	Unseen *UnseenSwitches `json:"unseen_switches,omitempty"`
 	// QueuedWakeups are the wake-ups whose sleep ended where the kernel
-	// queued the thread on a run queue (the enqueue's time, from
-	// sched_update_nr_running_tp, identified by sched_info.last_queued),
-	// as schedstat's run-queue wait starts there, rather than at the
-	// sched_wakeup event that follows; and those whose enqueue changed no
-	// count of runnable tasks (a thread that blocked under delayed
-	// dequeue is requeued), ended at sched_info.last_queued put in ktime
-	// by its CPU's last enqueue. The time between, QueuedWakeupsSec, is
-	// cpu-wait rather than the blocked category.
+	// queued the thread on a run queue (sched_info.last_queued, read at
+	// its switch-in), as schedstat's run-queue wait starts there;
+	// QueuedWakeupsSec is their run-queue wait, cpu-wait.
 	QueuedWakeups    int64   `json:"wakeups_queued,omitempty"`
 	QueuedWakeupsSec float64 `json:"wakeups_queued_sec,omitempty"`
-	// QueuedWakeupsNote says why no wake-up is timed so, when none is
-	// (the kernel lacks the enqueue's tracepoint).
+	// QueuedWakeupsNote says why no wake-up is timed so (a kernel
+	// without CONFIG_SCHED_INFO), or timed less exactly (without the
+	// enqueue's tracepoint the cut lag is not added), when it is not.
 	QueuedWakeupsNote string `json:"wakeups_queued_note,omitempty"`
 	// Kernel holds the accounting against the kernel's own figures for
 	// the same threads and window (schedstat, delay accounting); nil when

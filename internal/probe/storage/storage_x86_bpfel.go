@@ -283,6 +283,7 @@ type storageTaThread struct {
 	Act              uint32
 	Wkind            uint32
 	Wid              uint32
+	WakingNs         uint64
 	Comm             [16]uint8
 	Ek               [5]struct {
 		_    structs.HostLayout

@@ -17,7 +17,7 @@ import (
 // child bounces a byte between two threads pinned to one CPU through pipes,
 // once bare and once observed, and the difference in time per round trip is
 // divided by the switches the probe counted per round trip. It also reports
-// the run time per invocation of the switch and wake-up programs (kernel
+// the run time per invocation of the switch and waking programs (kernel
 // BPF statistics, enabled for the benchmark only). Run with
 // sudo go test -run '^$' -bench SwitchCost -benchtime 3x ./internal/probe/timeacct/
 func BenchmarkSwitchCost(b *testing.B) {
@@ -36,7 +36,7 @@ func BenchmarkSwitchCost(b *testing.B) {
 		bares = append(bares, pingPongRate(b, false, nil, nil))
 		observeds = append(observeds, pingPongRate(b, true, &switches, &runs))
 	}
-	for i, name := range []string{"ns/switch-prog-run", "ns/wakeup-prog-run"} {
+	for i, name := range []string{"ns/switch-prog-run", "ns/waking-prog-run"} {
 		if runs[i].RunCount > 0 {
 			b.ReportMetric(float64(runs[i].Runtime.Nanoseconds())/float64(runs[i].RunCount), name)
 		}
@@ -71,7 +71,7 @@ func pingPongRate(b *testing.B, probe bool, switches *float64, runs *[2]ebpf.Pro
 	}
 	c.run(b)
 	if p != nil {
-		for i, prog := range []*ebpf.Program{p.objs.HandleSwitch, p.objs.HandleWakeup} {
+		for i, prog := range []*ebpf.Program{p.objs.HandleSwitch, p.objs.HandleWaking} {
 			if st, err := prog.Stats(); err == nil {
 				runs[i].RunCount += st.RunCount
 				runs[i].Runtime += st.Runtime

@@ -217,14 +217,14 @@ func (o *observer) Check() sysinfo.Check {
 	case res.SyncNote != "":
 		c.Status, c.Detail = sysinfo.StatusDegraded, "eBPF time accounting works; sync calls are not timed: "+res.SyncNote
 	case res.QueuedNote != "":
-		c.Status, c.Detail = sysinfo.StatusDegraded, "eBPF time accounting works; "+res.QueuedNote+" (a few microseconds of each run-queue wait on a busy machine read as the sleep before it)"
+		c.Status, c.Detail = sysinfo.StatusDegraded, "eBPF time accounting works; "+res.QueuedNote
 	default:
 		c.Status, c.Detail = sysinfo.StatusOK, "the eBPF probe loads and attaches: observe accounts every thread's time by cause"
 	}
 	if costs, note := calibrated(Config{}); costs != nil {
-		c.Detail += fmt.Sprintf("; calibrated cost per run: sched_switch %.0f ns (other tasks) / %.0f ns (the workload's), sched_wakeup %.0f / %.0f ns",
+		c.Detail += fmt.Sprintf("; calibrated cost per run: sched_switch %.0f ns (other tasks) / %.0f ns (the workload's), sched_waking %.0f / %.0f ns",
 			costs.UntrackedNs[ProgSwitch], costs.TrackedNs[ProgSwitch],
-			costs.UntrackedNs[ProgWakeup], costs.TrackedNs[ProgWakeup])
+			costs.UntrackedNs[ProgWaking], costs.TrackedNs[ProgWaking])
 	} else {
 		c.Detail += "; " + note
 	}
@@ -266,7 +266,7 @@ func toModel(r *Result) *model.TimeAccounting {
 	}
 	ta.PeakThreads = r.PeakThreads
 	ta.MissedRuns = r.MissedRuns
-	ta.QueuedWakeups, ta.QueuedWakeupsSec, ta.QueuedWakeupsNote = int64(r.QueuedWakeups+r.RequeuedWakeups), float64(r.QueuedWakeupsNs+r.RequeuedWakeupsNs)/1e9, r.QueuedNote
+	ta.QueuedWakeups, ta.QueuedWakeupsSec, ta.QueuedWakeupsNote = int64(r.QueuedWakeups), float64(r.QueuedWakeupsNs)/1e9, r.QueuedNote
 	if u := r.Unseen; u != (Unseen{}) {
 		ta.Unseen = &model.UnseenSwitches{Switches: int64(u.Switches), Ins: int64(u.Ins), InsTimed: int64(u.InsTimed),
 			Outs: int64(u.Outs), OutsTimed: int64(u.OutsTimed)}

@@ -33,14 +33,13 @@ type objects struct {
 	HandleFree      *ebpf.Program `ebpf:"handle_free"`
 	HandleFork      *ebpf.Program `ebpf:"handle_fork"`
 	HandleSwitch    *ebpf.Program `ebpf:"handle_switch"`
-	HandleWakeup    *ebpf.Program `ebpf:"handle_wakeup"`
 	HandleWakeupNew *ebpf.Program `ebpf:"handle_wakeup_new"`
 	HandleWaking    *ebpf.Program `ebpf:"handle_waking"`
 	Seed            *ebpf.Program `ebpf:"seed"`
 }
 
 func (o *objects) programs() []*ebpf.Program {
-	return []*ebpf.Program{o.HandleExit, o.HandleFree, o.HandleFork, o.HandleSwitch, o.HandleWakeup, o.HandleWakeupNew, o.HandleWaking, o.Seed}
+	return []*ebpf.Program{o.HandleExit, o.HandleFree, o.HandleFork, o.HandleSwitch, o.HandleWakeupNew, o.HandleWaking, o.Seed}
 }
 
 // Probe is an attached timeacct probe. Stop it to read the result.
@@ -67,8 +66,9 @@ type Probe struct {
 	progs    [NumPrograms]*ebpf.Program
 	ctxProgs []*ebpf.Program
 	ctxNote  string
-	// enqueueNote says why a woken thread's sleep ends at sched_wakeup
-	// rather than at its enqueue (handle_enqueue), when it does.
+	// enqueueNote says why the cut lag (from a run queue's clock update
+	// to the switch) is not timed (handle_enqueue anchors the clocks),
+	// when it is not.
 	enqueueNote string
 	// sampleNote says why the threads' cpu time is not split by activity
 	// (ProgSample, at the scheduler tick), when it is not.
@@ -138,7 +138,7 @@ func start(cfg Config) (_ *Probe, err error) {
 	}
 	if missing := probe.MissingTracepoints([]string{"sched_update_nr_running_tp"}, ""); missing != "" {
 		delete(spec.Programs, "handle_enqueue")
-		p.enqueueNote = "a woken thread's sleep ends at sched_wakeup, after its enqueue: " + missing
+		p.enqueueNote = "a woken thread's run-queue wait is read from its run queue's clock, without the microseconds from the clock's update to the switch (" + missing + ")"
 	}
 	ncpu, err := ebpf.PossibleCPU()
 	if err != nil {
@@ -191,7 +191,8 @@ func start(cfg Config) (_ *Probe, err error) {
 		return nil, fmt.Errorf("timeacct: map sync_dirs: %w", err)
 	}
 	o := &p.objs
-	p.progs = [NumPrograms]*ebpf.Program{o.HandleSwitch, o.HandleWakeup, o.HandleWakeupNew, o.HandleFork, o.HandleExit,
+	// No sched_wakeup program: a sleep ends at the switch-in (woken).
+	p.progs = [NumPrograms]*ebpf.Program{o.HandleSwitch, nil, o.HandleWakeupNew, o.HandleFork, o.HandleExit,
 		coll.Programs["ext4_sync_enter"], coll.Programs["ext4_sync_exit"], coll.Programs["sys_enter"], coll.Programs["sys_exit"], nil, o.HandleWaking, nil, coll.Programs["handle_enqueue"]}
 
 	if err := p.loadRanges(); err != nil {
@@ -226,7 +227,7 @@ func start(cfg Config) (_ *Probe, err error) {
 	}
 	// Fork first, so no process created while the others attach escapes.
 	// The enqueues before the wake-ups that read them.
-	for _, i := range []int{ProgFork, ProgExit, ProgWakeupNew, ProgEnqueue, ProgWakeup, ProgWaking, ProgSwitch, ProgSyncEnter, ProgSyncExit, ProgSysEnter, ProgSysExit} {
+	for _, i := range []int{ProgFork, ProgExit, ProgWakeupNew, ProgEnqueue, ProgWaking, ProgSwitch, ProgSyncEnter, ProgSyncExit, ProgSysEnter, ProgSysExit} {
 		if p.progs[i] == nil {
 			continue
 		}
@@ -469,9 +470,6 @@ func (p *Probe) read() (*Result, error) {
 		res.Unseen.OutsTimed += c.UnseenOutsTimed
 		res.QueuedWakeups += c.WakeupsQueued
 		res.QueuedWakeupsNs += c.WakeupsQueuedNs
-		res.RequeuedWakeups += c.WakeupsRequeued
-		res.RequeuedWakeupsNs += c.WakeupsRequeuedNs
-		res.RequeuedOld += c.WakeupsRequeuedOld
 		for i := range NumPrograms {
 			res.Runs[i] += c.Runs[i]
 			res.TrackedRuns[i] += c.Tracked[i]
@@ -526,6 +524,15 @@ func (p *Probe) read() (*Result, error) {
 			}
 		}
 		res.Threads = append(res.Threads, th)
+	}
+	var wakeups uint64
+	for _, th := range res.Threads {
+		wakeups += th.Wakeups
+	}
+	if wakeups > 0 && res.QueuedWakeups == 0 {
+		// Measured, not assumed: a kernel without CONFIG_SCHED_INFO
+		// keeps no last_queued (bpf/timeacct.bpf.c woken).
+		res.QueuedNote = joinNotes(res.QueuedNote, "no wake-up's run-queue wait was read from the kernel's record of its queueing (sched_info.last_queued: a kernel without CONFIG_SCHED_INFO): sleeps end at sched_waking, a few microseconds of each run-queue wait on a busy machine reading as the sleep before it")
 	}
 	errs = append(errs, p.readFiles(res), p.readSyscalls(res), p.readLocks(res, entries, end), p.readTickStacks(res))
 	if p.cfg.Stacks {

@@ -70,7 +70,8 @@ const (
 	// softirq_entry/exit, hrtimer_expire_entry/exit, block_rq_complete).
 	ProgCtx
 	// ProgWaking tells what woke a thread (sched_waking, in the waker's
-	// context); ProgWakeup (sched_wakeup) ends its wait.
+	// context). ProgWakeup (sched_wakeup) is no longer attached: the
+	// switch-in ends a sleep, at the kernel's queueing of the thread.
 	ProgWaking
 	// ProgSample samples what the threads do on a CPU at the scheduler
 	// tick (in hrtimer_expire_entry, one of ProgCtx's programs: its runs
@@ -250,19 +251,12 @@ type Result struct {
 	// for, and what was made of them.
 	Unseen Unseen
 	// QueuedWakeups are the wake-ups whose sleep ended where the kernel
-	// queued the thread (sched_info.last_queued) rather than at
-	// sched_wakeup, which comes after the enqueue; QueuedWakeupsNs is
-	// the time between, cpu-wait rather than sleep. QueuedNote says why
-	// wake-ups are not timed so, when they are not.
+	// queued the thread (sched_info.last_queued, read at its switch-in),
+	// as schedstat's run-queue wait starts there; QueuedWakeupsNs is their
+	// run-queue wait, cpu-wait. QueuedNote says why wake-ups are not
+	// timed so, or timed less exactly, when they are not.
 	QueuedWakeups, QueuedWakeupsNs uint64
 	QueuedNote                     string
-	// RequeuedWakeups are the wake-ups whose enqueue was not timed (a
-	// thread that blocked under delayed dequeue is requeued, which
-	// changes no count of runnable tasks): their sleep ended at
-	// sched_info.last_queued in ktime, RequeuedWakeupsNs before
-	// sched_wakeup. RequeuedOld are those whose last_queued was too old
-	// to be their enqueue (set in the sleep): ended at sched_wakeup.
-	RequeuedWakeups, RequeuedWakeupsNs, RequeuedOld uint64
 	// ClockSkewNs is how far apart the CPUs' scheduler clocks were
 	// against ktime: the largest less the least of each CPU's least
 	// ktime - rq->clock at enqueues made on the run queue's own CPU

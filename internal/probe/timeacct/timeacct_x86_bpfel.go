@@ -45,35 +45,32 @@ type timeacctTaAgg struct {
 }
 
 type timeacctTaCounters struct {
-	_                  structs.HostLayout
-	ProcessForks       uint64
-	ThreadCreates      uint64
-	Exits              uint64
-	Dropped            uint64
-	Runs               [13]uint64
-	Tracked            [13]uint64
-	StackWalks         uint64
-	SysDropped         uint64
-	FileDropped        uint64
-	FileFolded         uint64
-	EdgeDropped        uint64
-	RqReads            uint64
-	RqMisses           uint64
-	UnseenSwitches     uint64
-	UnseenIns          uint64
-	UnseenInsTimed     uint64
-	UnseenOuts         uint64
-	UnseenOutsTimed    uint64
-	WakeupsQueued      uint64
-	WakeupsQueuedNs    uint64
-	LockDropped        uint64
-	LockWalks          uint64
-	TickStacks         uint64
-	TickDropped        uint64
-	WakeupsRequeued    uint64
-	WakeupsRequeuedNs  uint64
-	WakeupsRequeuedOld uint64
-	EdgeCpuEvictions   uint64
+	_                structs.HostLayout
+	ProcessForks     uint64
+	ThreadCreates    uint64
+	Exits            uint64
+	Dropped          uint64
+	Runs             [13]uint64
+	Tracked          [13]uint64
+	StackWalks       uint64
+	SysDropped       uint64
+	FileDropped      uint64
+	FileFolded       uint64
+	EdgeDropped      uint64
+	RqReads          uint64
+	RqMisses         uint64
+	UnseenSwitches   uint64
+	UnseenIns        uint64
+	UnseenInsTimed   uint64
+	UnseenOuts       uint64
+	UnseenOutsTimed  uint64
+	WakeupsQueued    uint64
+	WakeupsQueuedNs  uint64
+	LockDropped      uint64
+	LockWalks        uint64
+	TickStacks       uint64
+	TickDropped      uint64
+	EdgeCpuEvictions uint64
 }
 
 type timeacctTaCpuCtx struct {
@@ -257,6 +254,7 @@ type timeacctTaThread struct {
 	Act              uint32
 	Wkind            uint32
 	Wid              uint32
+	WakingNs         uint64
 	Comm             [16]uint8
 	Ek               [5]timeacctTaEdgeKey
 	_                [4]byte
@@ -351,7 +349,6 @@ const (
 	timeacctProgHandleFork       = "handle_fork"
 	timeacctProgHandleFree       = "handle_free"
 	timeacctProgHandleSwitch     = "handle_switch"
-	timeacctProgHandleWakeup     = "handle_wakeup"
 	timeacctProgHandleWakeupNew  = "handle_wakeup_new"
 	timeacctProgHandleWaking     = "handle_waking"
 	timeacctProgResetSysStart    = "reset_sys_start"
@@ -436,7 +433,6 @@ type timeacctProgramSpecs struct {
 	HandleFork       *ebpf.ProgramSpec `ebpf:"handle_fork"`
 	HandleFree       *ebpf.ProgramSpec `ebpf:"handle_free"`
 	HandleSwitch     *ebpf.ProgramSpec `ebpf:"handle_switch"`
-	HandleWakeup     *ebpf.ProgramSpec `ebpf:"handle_wakeup"`
 	HandleWakeupNew  *ebpf.ProgramSpec `ebpf:"handle_wakeup_new"`
 	HandleWaking     *ebpf.ProgramSpec `ebpf:"handle_waking"`
 	ResetSysStart    *ebpf.ProgramSpec `ebpf:"reset_sys_start"`
@@ -631,7 +627,6 @@ type timeacctPrograms struct {
 	HandleFork       *ebpf.Program `ebpf:"handle_fork"`
 	HandleFree       *ebpf.Program `ebpf:"handle_free"`
 	HandleSwitch     *ebpf.Program `ebpf:"handle_switch"`
-	HandleWakeup     *ebpf.Program `ebpf:"handle_wakeup"`
 	HandleWakeupNew  *ebpf.Program `ebpf:"handle_wakeup_new"`
 	HandleWaking     *ebpf.Program `ebpf:"handle_waking"`
 	ResetSysStart    *ebpf.Program `ebpf:"reset_sys_start"`
@@ -657,7 +652,6 @@ func (p *timeacctPrograms) Close() error {
 		p.HandleFork,
 		p.HandleFree,
 		p.HandleSwitch,
-		p.HandleWakeup,
 		p.HandleWakeupNew,
 		p.HandleWaking,
 		p.ResetSysStart,
