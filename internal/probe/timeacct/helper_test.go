@@ -314,34 +314,18 @@ func (m *futexMutex) unlock() {
 
 func lockScenario() error {
 	var mu futexMutex
-	start := make(chan struct{})
-	tids := make(chan int, 2)
-	var wg sync.WaitGroup
-	for range 2 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			runtime.LockOSThread()
-			tids <- unix.Gettid()
-			<-start
-			// The holder sleeps rather than spins, so that the share of
-			// lock does not depend on how much CPU the shared machine
-			// leaves us; the pause after unlock lets the other thread in.
-			for range 150 {
-				mu.lock()
-				nap(time.Millisecond)
-				mu.unlock()
-				nap(200 * time.Microsecond)
-			}
-		}()
+	// The holder sleeps rather than spins, so that the share of lock does
+	// not depend on how much CPU the shared machine leaves us; the pause
+	// after unlock lets the other thread in.
+	contend := func() {
+		for range 150 {
+			mu.lock()
+			nap(time.Millisecond)
+			mu.unlock()
+			nap(200 * time.Microsecond)
+		}
 	}
-	announce(<-tids, <-tids)
-	if err := waitGo(); err != nil {
-		return err
-	}
-	close(start)
-	wg.Wait()
-	return nil
+	return onThreads(contend, contend)
 }
 
 // eventScenario has a thread wait, 100 times, in FUTEX_WAIT for a flag
@@ -350,27 +334,15 @@ func lockScenario() error {
 // not on a lock.
 func eventScenario() error {
 	var flag uint32
-	start := make(chan struct{})
-	waiter, waker := make(chan int, 1), make(chan int, 1)
-	var wg sync.WaitGroup
-	wg.Add(2)
-	go func() {
-		defer wg.Done()
-		runtime.LockOSThread()
-		waiter <- unix.Gettid()
-		<-start
+	waiter := func() {
 		for range 100 {
 			for atomic.LoadUint32(&flag) == 0 {
 				futex(&flag, 0 /* FUTEX_WAIT */, 0)
 			}
 			atomic.StoreUint32(&flag, 0)
 		}
-	}()
-	go func() {
-		defer wg.Done()
-		runtime.LockOSThread()
-		waker <- unix.Gettid()
-		<-start
+	}
+	waker := func() {
 		for range 100 {
 			nap(2 * time.Millisecond)
 			atomic.StoreUint32(&flag, 1)
@@ -379,8 +351,33 @@ func eventScenario() error {
 				nap(100 * time.Microsecond)
 			}
 		}
-	}()
-	announce(<-waiter, <-waker) // the waiter first: tids[0]
+	}
+	return onThreads(waiter, waker) // the waiter first: tids[0]
+}
+
+// onThreads runs each of fns on an OS thread of its own, announces their
+// tids in the order of fns, and once told to go starts them together and
+// waits for them all.
+func onThreads(fns ...func()) error {
+	start := make(chan struct{})
+	tids := make([]chan int, len(fns))
+	var wg sync.WaitGroup
+	for i, fn := range fns {
+		tids[i] = make(chan int, 1)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			runtime.LockOSThread()
+			tids[i] <- unix.Gettid()
+			<-start
+			fn()
+		}()
+	}
+	order := make([]int, len(fns))
+	for i := range tids {
+		order[i] = <-tids[i]
+	}
+	announce(order...)
 	if err := waitGo(); err != nil {
 		return err
 	}
