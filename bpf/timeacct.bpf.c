@@ -1452,12 +1452,10 @@ int BPF_PROG(handle_switch, bool preempt, struct task_struct *prev, struct task_
 			} else if (t->state == TA_STATE_BLOCKED) {
 				woken(next, t, rq, now, c);
 			}
-			/* A blocked thread switched in without a wakeup seen keeps
-			 * its blocked category up to now. A runnable one's wait
-			 * ends with the task that had the CPU (prev): on a busy
-			 * machine, what took the CPUs it waited for. */
-			close_interval_by(t, now, t->state == TA_STATE_RUNNABLE ? cpu_holder(prev, prev_tracked) : TA_WAKER_NONE,
-					  t->state == TA_STATE_RUNNABLE ? prev->tgid : 0);
+			/* Runnable now, whatever it was: its wait ends with the
+			 * task that had the CPU (prev): on a busy machine, what
+			 * took the CPUs it waited for. */
+			close_interval_by(t, now, cpu_holder(prev, prev_tracked), prev->tgid);
 			t->state = TA_STATE_RUNNING;
 			/* Counted from the window's opening: a run under way
 			 * then is left out (what it was not charged is a

@@ -226,7 +226,7 @@ func start(cfg Config) (_ *Probe, err error) {
 		p.ctxProgs = append(p.ctxProgs, prog)
 	}
 	// Fork first, so no process created while the others attach escapes.
-	// The enqueues before the wake-ups that read them.
+	// The enqueues before the switches, which read their clocks (woken).
 	for _, i := range []int{ProgFork, ProgExit, ProgWakeupNew, ProgEnqueue, ProgWaking, ProgSwitch, ProgSyncEnter, ProgSyncExit, ProgSysEnter, ProgSysExit} {
 		if p.progs[i] == nil {
 			continue
