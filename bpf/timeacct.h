@@ -157,44 +157,90 @@ struct ta_lock_file {
 #define TA_EDGE_CPU_SLOTS 4
 #define TA_EDGE_SLOTS (TA_EDGE_CPU_SLOTS + 1)
 
-/* Per-thread accounting, keyed by tid. */
+/* A thread's edge being accumulated (ta_thread.edge, edge_add): its key,
+ * count and time together, 32 bytes, so that a slot is half a cache line
+ * to read and write, not a part of each of three arrays. edge_add sends a
+ * slot to the map before its count can wrap. */
+struct ta_edge_slot {
+	struct ta_edge_key k;
+	__u32 count;
+	__u64 ns;
+};
+
+/* Per-thread accounting, in a slot of the threads array (threads.bpf.h).
+ *
+ * Laid out by what a context switch touches, each group a cache line (the
+ * size a multiple of 64, so that in the array, whose values start on a
+ * page, every entry starts on a line): under a server's load the entry is
+ * out of the CPU's caches by the thread's next switch, and each line a
+ * switch touches costs it a miss (eight random lines of a 1 MiB array
+ * added about 200 ns to the switch program under MariaDB + sysbench).
+ * Line 0: what every switch of the thread reads or writes; 1: the time
+ * per category; 2-3: the switch's counters and the run queue's clocks;
+ * 4-6: the edges, two slots a line, most used first; then what is read at
+ * exit, by the other programs or by user space. */
 struct ta_thread {
-	__u64 ns[TA_NUM_CATS];  /* time per category, closed intervals only */
-	__u64 last_ns;          /* start of the open interval */
-	__u64 first_ns;         /* when the entry was created */
-	__u64 exit_ns;          /* sched_process_exit time, 0 while alive */
-	__u64 utime_ns;         /* task->utime at the last switch-out or exit */
-	__u64 stime_ns;         /* task->stime at the last switch-out or exit */
-	__u64 switches;         /* switch-outs */
-	__u64 involuntary;      /* switch-outs while runnable (preempted) */
-	__u64 wakeups;          /* switch-ins of this thread after a sleep */
-	__u64 futex_lock_blocks;  /* blocks in futex classified as lock */
-	__u64 futex_sleep_blocks; /* blocks in futex classified as sleep (FUTEX_WAIT_BITSET) */
+	/* line 0 */
 	__u32 tid;
 	__u32 tgid;
 	__u32 state;            /* TA_STATE_* */
 	__u32 cat;              /* TA_CAT_* while TA_STATE_BLOCKED */
-	__u32 exited;
-	__s32 kstack;           /* off-CPU stack ids of the open blocked interval (want_stacks) */
-	__s32 ustack;
 	__u32 act;              /* TA_ACT_* at the switch-out that opened the interval */
+	__u32 exited;
 	__u32 wkind;            /* TA_WAKER_* of the wake-up under way (sched_waking to the switch-in) */
 	__u32 wid;
+	__u64 last_ns;          /* start of the open interval */
 	/* When sched_waking woke the thread from the sleep under way (0: not
 	 * seen): its sleep ends at its switch-in, at the kernel's queueing of
-	 * it, and no earlier than this. Beside wkind, which sched_waking
-	 * writes too. */
+	 * it, and no earlier than this. */
 	__u64 waking_ns;
-	__u8 comm[TA_COMM_LEN];
+	/* sched_info.run_delay at the switch-out that opened the blocked
+	 * interval, plus 1 (0: that switch-out was not seen): what the kernel
+	 * adds to it before the wake-up is sleep it counted as wait. */
+	__u64 rd_block;
+	__u32 rq_in;            /* the run queue's clocks were read at the switch-in (rq_unch_in, rq_steal_in) */
+	__u32 lock_set;         /* lock_begin ran for the open wait (else it began before the window) */
+	/* line 1 */
+	__u64 ns[TA_NUM_CATS];  /* time per category, closed intervals only */
+	/* line 2. Of the thread's on-CPU time, what its CPU's run queue did
+	 * not charge to it (the growth of rq->clock - rq->clock_task while it
+	 * ran: hypervisor steal time, and interrupt time on kernels with
+	 * IRQ_TIME_ACCOUNTING), and of that the steal
+	 * (rq->prev_steal_time_rq): schedstat's run time leaves both out.
+	 * rq_unch_in and rq_steal_in are the run queue's at the switch-in
+	 * (rq_in set). */
+	__u64 rq_unch_in;
+	__u64 rq_steal_in;
+	__u64 uncharged_ns;
+	__u64 steal_ns;
+	__u64 switches;         /* switch-outs */
+	__u64 involuntary;      /* switch-outs while runnable (preempted) */
+	__u64 wakeups;          /* switch-ins of this thread after a sleep */
+	__u64 utime_ns;         /* task->utime at the last switch-out or exit */
+	/* line 3 */
+	__u64 stime_ns;         /* task->stime at the last switch-out or exit */
+	__u64 futex_lock_blocks;  /* blocks in futex classified as lock */
+	__u64 futex_sleep_blocks; /* blocks in futex classified as sleep (FUTEX_WAIT_BITSET) */
+	__u64 first_ns;         /* when the entry was created */
+	__s32 kstack;           /* off-CPU stack ids of the open blocked interval (want_stacks) */
+	__s32 ustack;
+	__u64 exit_ns;          /* sched_process_exit time, 0 while alive */
+	/* Of its switch-outs that blocked it, how long before each the
+	 * kernel had ended its run (cut_lag): schedstat's run time stops at
+	 * the run queue's clock, read at __schedule's start, this account at
+	 * the tracepoint after the next task was picked. cut_lags counts the
+	 * switch-outs measured. */
+	__u64 cut_lag_ns;
+	__u64 cut_lags;
 	/* The edges being accumulated (see edge_add): TA_EDGE_CPU_SLOTS for
 	 * run-queue waits (they end with what had the CPU, which alternates
 	 * between a few processes) and the last for blocked intervals, as a
 	 * thread alternates between the two: each goes to the edges map when
 	 * an interval of its kind has a key no slot holds and it is the slot
-	 * to give up, at exit, and is read by user space at the end. */
-	struct ta_edge_key ek[TA_EDGE_SLOTS];
-	__u64 edge_ns[TA_EDGE_SLOTS];
-	__u64 edge_count[TA_EDGE_SLOTS];
+	 * to give up, at exit, and is read by user space at the end. Lines
+	 * 4-6: two slots a line, the blocked slot first in line 6. */
+	struct ta_edge_slot edge[TA_EDGE_SLOTS];
+	__u8 comm[TA_COMM_LEN];
 	/* On-CPU samples of the thread in the window, by what it was doing
 	 * (TA_ACT_*): they split its cpu time by activity. */
 	__u32 samples[TA_SAMPLE_SLOTS];
@@ -205,18 +251,6 @@ struct ta_thread {
 	__u64 exit_run_ns;
 	__u64 exit_wait_ns;
 	__u64 exit_runs;
-	/* Of the thread's on-CPU time, what its CPU's run queue did not
-	 * charge to it (the growth of rq->clock - rq->clock_task while it ran:
-	 * hypervisor steal time, and interrupt time on kernels with
-	 * IRQ_TIME_ACCOUNTING), and of that the steal (rq->prev_steal_time_rq):
-	 * schedstat's run time leaves both out. rq_unch_in and rq_steal_in
-	 * are the run queue's at the switch-in (rq_in set). */
-	__u64 uncharged_ns;
-	__u64 steal_ns;
-	__u64 rq_unch_in;
-	__u64 rq_steal_in;
-	__u32 rq_in;
-	__u32 _pad2;
 	/* Wake-ups at which the kernel's record of the thread's queueing
 	 * (sched_info.last_queued) was older than the wake-up's enqueue, and
 	 * by how much: schedstat will count that part of its sleep as
@@ -231,21 +265,13 @@ struct ta_thread {
 	__s32 lock_kstack;
 	__s32 lock_ustack;
 	__s32 lock_hstack;
-	__u32 lock_set;         /* lock_begin ran for the open wait (else it began before the window) */
-	__u32 _pad3;
 	__u64 lock_walk_ns;
-	/* sched_info.run_delay at the switch-out that opened the blocked
-	 * interval, plus 1 (0: that switch-out was not seen): what the kernel
-	 * adds to it before the wake-up is sleep it counted as wait. */
-	__u64 rd_block;
-	/* Of its switch-outs that blocked it, how long before each the
-	 * kernel had ended its run (cut_lag): schedstat's run time stops at
-	 * the run queue's clock, read at __schedule's start, this account at
-	 * the tracepoint after the next task was picked. cut_lags counts the
-	 * switch-outs measured. */
-	__u64 cut_lag_ns;
-	__u64 cut_lags;
+	__u64 _pad_end[2];      /* to 576 bytes, nine lines */
 };
+
+_Static_assert(sizeof(struct ta_edge_slot) == 32, "an edge slot is half a cache line");
+_Static_assert(sizeof(struct ta_thread) % 64 == 0, "a thread entry is whole cache lines");
+_Static_assert(__builtin_offsetof(struct ta_thread, edge) == 256, "the edges start line 4");
 
 /* The exited threads of one process, folded together at exit so that a
  * thread-per-message workload cannot fill the threads map. */
@@ -326,15 +352,16 @@ struct ta_counters {
 	__u64 edge_cpu_evictions;    /* run-queue waits whose key no slot of the thread held (edge_add): a hash update each */
 };
 
-/* Per CPU, indexed by the CPU of the run queue (not the CPU that changed
- * it, which may be another): its last enqueue, timed by
- * sched_update_nr_running_tp. A cache line each, as every CPU writes them. */
+/* Per CPU, indexed by the CPU of the run queue: its anchor, timed by
+ * sched_update_nr_running_tp at an enqueue made on that CPU. A cache line
+ * each. */
 struct ta_enq {
-	__u64 ns;    /* ktime of the enqueue */
-	__u64 clock; /* the run queue's clock then (a task's sched_info.last_queued is set from it) */
-	/* The same at the last enqueue made on the run queue's own CPU: its
-	 * clock is then that CPU's sched_clock (another CPU updates a remote
-	 * run queue's clock from its own). */
+	/* The ktime of an enqueue made on the run queue's own CPU and the
+	 * run queue's clock then (a task's sched_info.last_queued is set
+	 * from it): the CPU's anchor, which relates its sched_clock to ktime
+	 * (another CPU updates a remote run queue's clock from its own, so a
+	 * remote enqueue is no anchor). Taken again once the clock has moved
+	 * TA_ANCHOR_REFRESH_NS past it, not at every enqueue. */
 	__u64 local_ns;
 	__u64 local_clock;
 	/* Of the enqueues made on the run queue's own CPU, the least ktime -
@@ -344,7 +371,7 @@ struct ta_enq {
 	 * schedstat stamps a remote wake-up's queueing with the waker's. */
 	__s64 off_min;
 	__u64 off_n;
-	__u64 _pad[2];
+	__u64 _pad[4];
 };
 
 /* Sync calls, timed by the filesystem's fsync tracepoints (ext4:

@@ -262,53 +262,58 @@ type storageStThreadFileKey struct {
 
 type storageTaThread struct {
 	_                structs.HostLayout
-	Ns               [8]uint64
-	LastNs           uint64
-	FirstNs          uint64
-	ExitNs           uint64
-	UtimeNs          uint64
-	StimeNs          uint64
-	Switches         uint64
-	Involuntary      uint64
-	Wakeups          uint64
-	FutexLockBlocks  uint64
-	FutexSleepBlocks uint64
 	Tid              uint32
 	Tgid             uint32
 	State            uint32
 	Cat              uint32
-	Exited           uint32
-	Kstack           int32
-	Ustack           int32
 	Act              uint32
+	Exited           uint32
 	Wkind            uint32
 	Wid              uint32
+	LastNs           uint64
 	WakingNs         uint64
-	Comm             [16]uint8
-	Ek               [5]struct {
-		_    structs.HostLayout
-		Tid  uint32
-		Tgid uint32
-		Id   uint32
-		Gen  uint32
-		Act  uint8
-		Cat  uint8
-		Kind uint8
-		Pad  uint8
+	RdBlock          uint64
+	RqIn             uint32
+	LockSet          uint32
+	Ns               [8]uint64
+	RqUnchIn         uint64
+	RqStealIn        uint64
+	UnchargedNs      uint64
+	StealNs          uint64
+	Switches         uint64
+	Involuntary      uint64
+	Wakeups          uint64
+	UtimeNs          uint64
+	StimeNs          uint64
+	FutexLockBlocks  uint64
+	FutexSleepBlocks uint64
+	FirstNs          uint64
+	Kstack           int32
+	Ustack           int32
+	ExitNs           uint64
+	CutLagNs         uint64
+	CutLags          uint64
+	Edge             [5]struct {
+		_ structs.HostLayout
+		K struct {
+			_    structs.HostLayout
+			Tid  uint32
+			Tgid uint32
+			Id   uint32
+			Gen  uint32
+			Act  uint8
+			Cat  uint8
+			Kind uint8
+			Pad  uint8
+		}
+		Count uint32
+		Ns    uint64
 	}
-	_            [4]byte
-	EdgeNs       [5]uint64
-	EdgeCount    [5]uint64
+	Comm         [16]uint8
 	Samples      [14]uint32
 	ExitRunNs    uint64
 	ExitWaitNs   uint64
 	ExitRuns     uint64
-	UnchargedNs  uint64
-	StealNs      uint64
-	RqUnchIn     uint64
-	RqStealIn    uint64
-	RqIn         uint32
-	Pad2         uint32
 	StaleWakeups uint64
 	StaleNs      uint64
 	LockObj      uint64
@@ -316,12 +321,8 @@ type storageTaThread struct {
 	LockKstack   int32
 	LockUstack   int32
 	LockHstack   int32
-	LockSet      uint32
-	Pad3         uint32
 	LockWalkNs   uint64
-	RdBlock      uint64
-	CutLagNs     uint64
-	CutLags      uint64
+	PadEnd       [2]uint64
 }
 
 // Names of all BPF objects in the ELF.

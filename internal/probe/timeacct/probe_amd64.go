@@ -577,9 +577,9 @@ func (p *Probe) readEdges(res *Result, entries []timeacctTaThread, end uint64) e
 	}
 	for i := range entries {
 		t := &entries[i]
-		for i := range t.Ek {
-			if t.EdgeCount[i] > 0 {
-				add(t.Ek[i], t.EdgeNs[i], t.EdgeCount[i])
+		for _, e := range t.Edge {
+			if e.Count > 0 {
+				add(e.K, e.Ns, uint64(e.Count))
 			}
 		}
 		if from := max(t.LastNs, p.startNs); t.Exited == 0 && t.State != stateRunning && end > from && t.LastNs > 0 {
