@@ -469,8 +469,19 @@ const maxProfile = 5 * time.Minute
 // serveProfile answers /profile?seconds=N (default 10): the on-CPU and
 // off-CPU stacks of the selected processes over N seconds, as a gzipped
 // pprof profile (the same as observe --stacks and export --pprof), taken
-// by an observation of their own beside the windows.
+// by an observation of their own beside the windows. With push=otlp the
+// profile goes to the --otlp collector instead, as OTLP profiles
+// (pushProfiles), and the answer says what was sent.
 func (a *Agent) serveProfile(w http.ResponseWriter, r *http.Request) {
+	push := r.URL.Query().Get("push")
+	switch {
+	case push != "" && push != "otlp":
+		http.Error(w, fmt.Sprintf("push=%s: the one place a profile is pushed to is otlp (push=otlp), the --otlp collector", push), http.StatusBadRequest)
+		return
+	case push == "otlp" && a.cfg.OTLP == "":
+		http.Error(w, "push=otlp: no collector to push to: start the agent with --otlp ADDRESS (e.g. http://otel-collector:4318)", http.StatusBadRequest)
+		return
+	}
 	secs := 10 * time.Second
 	if v := r.URL.Query().Get("seconds"); v != "" {
 		n, err := strconv.Atoi(v)
@@ -500,6 +511,16 @@ func (a *Agent) serveProfile(w http.ResponseWriter, r *http.Request) {
 	b, err := export.Pprof(run)
 	if err != nil {
 		http.Error(w, "profile: "+err.Error(), http.StatusInternalServerError)
+		return
+	}
+	if push == "otlp" {
+		msg, err := pushProfiles(r.Context(), a.cfg.OTLP, b)
+		if err != nil {
+			http.Error(w, "profile: "+err.Error(), http.StatusBadGateway)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprintln(w, msg)
 		return
 	}
 	w.Header().Set("Content-Type", "application/octet-stream")

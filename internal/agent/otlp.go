@@ -1,17 +1,27 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"net/url"
+	"os"
+	"strings"
 	"time"
 
+	"github.com/google/pprof/profile"
 	"github.com/prometheus/procfs"
+	"go.opentelemetry.io/collector/pdata/pprofile/pprofileotlp"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/otlp/otlpmetric/otlpmetrichttp"
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/resource"
+
+	"github.com/perfsleuth/perfsleuth/internal/export"
+	"github.com/perfsleuth/perfsleuth/internal/runner"
 )
 
 // OTLP export: the same figures as /metrics, pushed to an OpenTelemetry
@@ -92,4 +102,63 @@ func endpointURL(u *url.URL) string {
 		c.Path = "/v1/metrics"
 	}
 	return c.String()
+}
+
+// profilesURL is where OTLP/HTTP profiles go on the collector at u: the
+// signal's path (/v1development/profiles while the signal is in
+// development) under u's, with a /v1/metrics path, the metrics', replaced.
+func profilesURL(u *url.URL) string {
+	c := *u
+	c.Path = strings.TrimSuffix(strings.TrimSuffix(c.Path, "/"), "/v1/metrics") + "/v1development/profiles"
+	return c.String()
+}
+
+// pushProfiles sends the gzipped pprof profile b to the collector at
+// endpoint (--otlp) as one OTLP profiles request (protobuf over HTTP, the
+// collector's pdata encoding: export.OTLPProfiles), and says what it sent.
+func pushProfiles(ctx context.Context, endpoint string, b []byte) (string, error) {
+	u, err := url.Parse(endpoint) // checked by New
+	if err != nil {
+		return "", err
+	}
+	p, err := profile.ParseData(b)
+	if err != nil {
+		return "", err
+	}
+	host, _ := os.Hostname()
+	ps, err := export.OTLPProfiles(p, b, map[string]string{"service.name": "perfsleuth-agent", "host.name": host}, runner.Version)
+	if err != nil {
+		return "", err
+	}
+	body, err := pprofileotlp.NewExportRequestFromProfiles(ps).MarshalProto()
+	if err != nil {
+		return "", err
+	}
+	to := profilesURL(u)
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, to, bytes.NewReader(body))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Content-Type", "application/x-protobuf")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("push to %s: %w", to, err)
+	}
+	defer resp.Body.Close()
+	reply, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	if resp.StatusCode/100 != 2 {
+		return "", fmt.Errorf("push to %s: %s: %s", to, resp.Status, strings.TrimSpace(string(reply)))
+	}
+	msg := fmt.Sprintf("pushed %d profiles (%d samples, %d bytes) to %s", ps.ProfileCount(), ps.SampleCount(), len(body), to)
+	// A collector that took part of it says so in the response
+	// (partial_success); an empty body is a whole success.
+	res := pprofileotlp.NewExportResponse()
+	if len(reply) > 0 && res.UnmarshalProto(reply) == nil {
+		if ps := res.PartialSuccess(); ps.RejectedProfiles() > 0 || ps.ErrorMessage() != "" {
+			msg += fmt.Sprintf("; the collector rejected %d of them: %s", ps.RejectedProfiles(), ps.ErrorMessage())
+		}
+	}
+	return msg, nil
 }

@@ -34,9 +34,13 @@ each category by cgroup, process name and category (counters added up over the w
 each cgroup's last verdict, and the agent's own CPU time, its probes' and its memory.
 Prometheus text format, or OpenMetrics when the scraper asks for it. At most
 --max-processes process names per cgroup get series of their own; the rest are summed
-under process="other". Runs until Ctrl-C or SIGTERM. See docs/agent.md.`,
+under process="other". At /profile?seconds=N, the on- and off-CPU stacks of the next N
+seconds as a pprof profile; with push=otlp, sent to the --otlp collector as OTLP profiles
+instead. Runs until Ctrl-C or SIGTERM. See docs/agent.md.`,
 		Example: `  perfsleuth agent --cgroup /sys/fs/cgroup/system.slice/mariadb.service --listen :9464
-  perfsleuth agent -p 1234 --window 10s`,
+  perfsleuth agent -p 1234 --window 10s
+  curl -o cpu.pb.gz 'http://localhost:9464/profile?seconds=30'
+  perfsleuth agent -p 1234 --otlp http://otel-collector:4318   # then: curl 'http://localhost:9464/profile?seconds=30&push=otlp'`,
 		Args: cobra.NoArgs,
 	}
 	fs := cmd.Flags()
@@ -49,7 +53,7 @@ under process="other". Runs until Ctrl-C or SIGTERM. See docs/agent.md.`,
 	fs.StringVar(&cfg.HostRoot, "host-root", "/", "where the host's root is mounted (in a container: /host), under which the container runtime's state names each container, its pod and namespace")
 	var storage bool
 	fs.BoolVar(&storage, "storage", false, "also count page-cache lookups and additions and SQLite pages by type: per-page programs that fire for every buffered read and page added, machine-wide (docs/probes.md: their cost)")
-	fs.StringVar(&cfg.OTLP, "otlp", "", "also push the figures to an OpenTelemetry Collector's OTLP/HTTP address once a window, e.g. http://otel-collector:4318 (default: none)")
+	fs.StringVar(&cfg.OTLP, "otlp", "", "also push the figures to an OpenTelemetry Collector's OTLP/HTTP address once a window, and profiles asked for with /profile?push=otlp, e.g. http://otel-collector:4318 (default: none)")
 	fs.IntVar(&cfg.MaxCgroups, "max-cgroups", agent.DefaultMaxCgroups, "containers observed at most under --kubepods")
 	cmd.RunE = func(cmd *cobra.Command, _ []string) error {
 		cfg.Probe = probe.Options{Interval: agentInterval, Storage: storage}
