@@ -407,19 +407,35 @@ func TestAgentProfile(t *testing.T) {
 		}
 	}
 	t.Logf("off-CPU ns by category: %v", per)
+	wantMostlyStorageRead(t, per)
+	wantBadRequests(t, addr, "seconds=0", "seconds=x", "seconds=100000", "push=otlp")
+}
+
+// wantMostlyStorageRead: the read loop's off-CPU time (ns by category) is
+// mostly storage-read.
+func wantMostlyStorageRead(t *testing.T, per map[string]int64) {
+	t.Helper()
+	if per["storage-read"] == 0 {
+		t.Errorf("no storage-read time in the off-CPU profile (%v)", per)
+	}
 	for c, v := range per {
 		if c != "storage-read" && v > per["storage-read"] {
 			t.Errorf("off-CPU time mostly %s (%v): want storage-read for an O_DIRECT read loop", c, per)
 		}
 	}
-	for _, bad := range []string{"0", "x", "100000"} {
-		resp, err := http.Get("http://" + addr + "/profile?seconds=" + bad)
+}
+
+// wantBadRequests: /profile with each query gets a 400.
+func wantBadRequests(t *testing.T, addr string, queries ...string) {
+	t.Helper()
+	for _, q := range queries {
+		resp, err := http.Get("http://" + addr + "/profile?" + q)
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
 		if resp.StatusCode != http.StatusBadRequest {
-			t.Errorf("seconds=%s: %s, want 400", bad, resp.Status)
+			t.Errorf("%s: %s, want 400", q, resp.Status)
 		}
 	}
 }

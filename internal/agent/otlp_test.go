@@ -172,24 +172,8 @@ func TestAgentProfileOTLP(t *testing.T) {
 		}
 	}
 	t.Logf("off-CPU ns by category at the collector: %v", per)
-	if per["storage-read"] == 0 {
-		t.Fatalf("no storage-read time in the pushed off-CPU profile (%v)", per)
-	}
-	for c, v := range per {
-		if c != "storage-read" && v > per["storage-read"] {
-			t.Errorf("off-CPU time mostly %s (%v): want storage-read for an O_DIRECT read loop", c, per)
-		}
-	}
-	for _, q := range []string{"push=elsewhere", "push=otlp&seconds=0"} {
-		resp, err := http.Get("http://" + addr + "/profile?" + q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusBadRequest {
-			t.Errorf("%s: %s, want 400", q, resp.Status)
-		}
-	}
+	wantMostlyStorageRead(t, per)
+	wantBadRequests(t, addr, "push=elsewhere", "push=otlp&seconds=0")
 }
 
 // TestProfilesURL: the profiles' path on the --otlp address.
