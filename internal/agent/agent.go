@@ -157,6 +157,9 @@ func New(cfg Config) (*Agent, error) {
 		if pid < 1 {
 			return nil, fmt.Errorf("--pid %d: not a process id: give a running process's pid", pid)
 		}
+		if pid == os.Getpid() {
+			return nil, fmt.Errorf("--pid %d: that is the agent itself, which cannot observe itself (its cost is served as perfsleuth_agent_cpu_seconds_total): give another pid", pid)
+		}
 		if !alive(pid) {
 			return nil, fmt.Errorf("--pid %d: no such process: check the pid with ps", pid)
 		}
@@ -265,8 +268,13 @@ func (a *Agent) members() (map[int]string, []string) {
 		a.kube = kube
 		a.mu.Unlock()
 	}
+	self := os.Getpid()
 	for _, dir := range dirs {
-		pids := proctree.InCgroup(dir)
+		// The agent itself is left out of a cgroup that holds it (its own
+		// pod's under --kubepods): observe refuses to watch itself, and
+		// its cost has metrics of its own. Regression: every window of
+		// such an agent failed ("perfsleuth cannot observe itself").
+		pids := slices.DeleteFunc(proctree.InCgroup(dir), func(pid int) bool { return pid == self })
 		for _, pid := range pids {
 			by[pid] = dir
 		}
@@ -406,8 +414,12 @@ func (a *Agent) add(run *model.Run, by map[int]string) {
 			procName[t.PID] = t.Comm
 		}
 	}
+	self := os.Getpid()
 	for _, t := range ta.Threads {
-		if t.Idle {
+		// The agent's own threads are tracked when it descends from an
+		// observed process (the shell that started it, in the root
+		// cgroup): its cost has metrics of its own, not the workload's.
+		if t.Idle || t.PID == self {
 			continue
 		}
 		cg, ok := by[t.PID]

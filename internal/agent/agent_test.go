@@ -20,6 +20,7 @@ import (
 	"github.com/prometheus/procfs"
 
 	"github.com/perfsleuth/perfsleuth/internal/export"
+	"github.com/perfsleuth/perfsleuth/internal/model"
 	"github.com/perfsleuth/perfsleuth/internal/probe"
 	"golang.org/x/sys/unix"
 )
@@ -339,7 +340,7 @@ func must(b []byte, err error) []byte {
 // TestAgentBounds: the process names per cgroup stop at MaxProcesses, the
 // rest summed under other; bad configurations are refused with what to do.
 func TestAgentBounds(t *testing.T) {
-	a, err := New(Config{Listen: "127.0.0.1:0", Window: time.Second, PIDs: []int{os.Getpid()}, MaxProcesses: 2, MaxCgroups: 1})
+	a, err := New(Config{Listen: "127.0.0.1:0", Window: time.Second, PIDs: []int{1}, MaxProcesses: 2, MaxCgroups: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -362,10 +363,56 @@ func TestAgentBounds(t *testing.T) {
 		{Config{Window: time.Second, PIDs: []int{1}, MaxCgroups: 1}, "--max-processes 0"},
 		{Config{Window: time.Second, PIDs: []int{1}, MaxProcesses: 1}, "--max-cgroups 0"},
 		{Config{Window: time.Second, Kubepods: []string{"/nonexistent"}, MaxProcesses: 1, MaxCgroups: 1}, "--kubepods /nonexistent: not a directory"},
+		{Config{Window: time.Second, PIDs: []int{os.Getpid()}, MaxProcesses: 1, MaxCgroups: 1}, "that is the agent itself"},
 	} {
 		if _, err := New(c.cfg); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: %v, want %q", c.cfg, err, c.want)
 		}
+	}
+}
+
+// TestAgentLeavesItselfOut: a cgroup that holds the agent (the root
+// cgroup, or its own pod's under --kubepods) is observed without it:
+// observe refuses to watch itself, and every window failed so before.
+func TestAgentLeavesItselfOut(t *testing.T) {
+	both, alone := t.TempDir(), t.TempDir()
+	self := strconv.Itoa(os.Getpid())
+	if err := os.WriteFile(filepath.Join(both, "cgroup.procs"), []byte("1\n"+self+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(alone, "cgroup.procs"), []byte(self+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a, err := New(Config{Window: time.Second, Cgroups: []string{both, alone}, MaxProcesses: 1, MaxCgroups: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	by, empty := a.members()
+	if len(by) != 1 || by[1] != both {
+		t.Errorf("members %v: want pid 1 of %s alone", by, both)
+	}
+	if len(empty) != 1 || empty[0] != alone {
+		t.Errorf("empty %v: want %s, which holds only the agent", empty, alone)
+	}
+}
+
+// TestAgentLeavesItsOwnThreadsOut: a window's threads of the agent's own
+// process (tracked when it descends from an observed one, as from the
+// shell that started it in the root cgroup) go to no series: the agent's
+// cost has metrics of its own.
+func TestAgentLeavesItsOwnThreadsOut(t *testing.T) {
+	a, err := New(Config{Window: time.Second, PIDs: []int{1}, MaxProcesses: 20, MaxCgroups: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	self := os.Getpid()
+	run := &model.Run{TimeAccounting: &model.TimeAccounting{WindowSec: 1, Threads: []model.ThreadTime{
+		{PID: 1, TID: 1, Comm: "init", Seconds: map[string]float64{"sleep": 1}},
+		{PID: self, TID: self, Comm: "perfsleuth", Seconds: map[string]float64{"sleep": 0.9, "cpu": 0.1}},
+	}}}
+	a.add(run, map[int]string{1: byPID})
+	if len(a.seconds) != 1 || a.seconds[seriesKey{byPID, "init", "sleep"}] != 1 {
+		t.Errorf("series %v: want init's sleep alone", a.seconds)
 	}
 }
 
