@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"net"
 	"net/http"
@@ -48,7 +49,9 @@ type Config struct {
 	// Window is the length of one observation.
 	Window time.Duration
 	// Cgroups are cgroup directories (in a v1 or v2 hierarchy) whose
-	// processes are observed; PIDs are processes observed by pid.
+	// processes, and those of the cgroups below them, are observed (a
+	// hierarchy's root is the whole machine); PIDs are processes
+	// observed by pid.
 	Cgroups []string
 	PIDs    []int
 	// Kubepods are directories (a kubelet's kubepods cgroup) whose
@@ -274,7 +277,7 @@ func (a *Agent) members() (map[int]string, []string) {
 		// pod's under --kubepods): observe refuses to watch itself, and
 		// its cost has metrics of its own. Regression: every window of
 		// such an agent failed ("perfsleuth cannot observe itself").
-		pids := slices.DeleteFunc(proctree.InCgroup(dir), func(pid int) bool { return pid == self })
+		pids := slices.DeleteFunc(inTree(dir), func(pid int) bool { return pid == self })
 		for _, pid := range pids {
 			by[pid] = dir
 		}
@@ -290,6 +293,23 @@ func (a *Agent) members() (map[int]string, []string) {
 		}
 	}
 	return by, empty
+}
+
+// inTree lists the processes of cgroup dir and of every cgroup below it: a
+// slice's are in its services' cgroups, and a hierarchy's root holds the
+// whole machine (its kernel threads too, on cgroup v2).
+func inTree(dir string) []int {
+	var pids []int
+	filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return nil // a cgroup removed meanwhile: the rest are listed
+		}
+		if d.IsDir() {
+			pids = append(pids, proctree.InCgroup(path)...)
+		}
+		return nil
+	})
+	return pids
 }
 
 // window observes the members for one window and adds what it found.
@@ -450,12 +470,26 @@ func (a *Agent) cgroupOf(pid int) string {
 	}
 	for _, dir := range dirs {
 		for _, g := range groups {
-			if g.Path != "/" && strings.HasSuffix(dir, g.Path) {
+			if within(dir, g.Path) {
 				return dir
 			}
 		}
 	}
 	return other
+}
+
+// within says whether a process whose cgroup (in some hierarchy) is path
+// belongs to the cgroup directory dir: dir is the mount point of that
+// hierarchy followed by path or one of its ancestors. A hierarchy's root
+// (a dir whose parent holds no cgroup.procs) holds every path.
+func within(dir, path string) bool {
+	for p := path; p != "/" && p != "." && p != ""; p = filepath.Dir(p) {
+		if strings.HasSuffix(dir, p) {
+			return true
+		}
+	}
+	_, err := os.Stat(filepath.Join(filepath.Dir(dir), "cgroup.procs"))
+	return os.IsNotExist(err) && path != ""
 }
 
 // nameFor is the process label of name in cgroup cg: the name, while the

@@ -396,6 +396,46 @@ func TestAgentLeavesItselfOut(t *testing.T) {
 	}
 }
 
+// TestAgentCgroupTree: a --cgroup's processes are those of its whole
+// subtree (a slice's live in its services' cgroups; a hierarchy's root is
+// the machine), and a process born in a window is in the cgroup given when
+// its own cgroup is that one or below it.
+func TestAgentCgroupTree(t *testing.T) {
+	root := t.TempDir()
+	slice := filepath.Join(root, "system.slice")
+	svc := filepath.Join(slice, "db.service")
+	if err := os.MkdirAll(svc, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for dir, procs := range map[string]string{root: "", slice: "", svc: "1\n"} {
+		if err := os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(procs), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, err := New(Config{Window: time.Second, Cgroups: []string{slice}, MaxProcesses: 1, MaxCgroups: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if by, empty := a.members(); len(by) != 1 || by[1] != slice || len(empty) != 0 {
+		t.Errorf("members %v, empty %v: want pid 1, in %s's service, under the slice", by, empty, slice)
+	}
+	for _, c := range []struct {
+		dir, path string
+		want      bool
+	}{
+		{slice, "/system.slice/db.service", true},
+		{slice, "/system.slice", true},
+		{slice, "/user.slice/user-0.slice", false},
+		{slice, "/", false},
+		{root, "/user.slice/user-0.slice", true}, // the hierarchy's root: its parent is no cgroup
+		{root, "/", true},
+	} {
+		if got := within(c.dir, c.path); got != c.want {
+			t.Errorf("within(%s, %s) = %v, want %v", c.dir, c.path, got, c.want)
+		}
+	}
+}
+
 // TestAgentLeavesItsOwnThreadsOut: a window's threads of the agent's own
 // process (tracked when it descends from an observed one, as from the
 // shell that started it in the root cgroup) go to no series: the agent's

@@ -46,7 +46,7 @@ instead. Runs until Ctrl-C or SIGTERM. See docs/agent.md.`,
 	fs := cmd.Flags()
 	fs.StringVar(&cfg.Listen, "listen", cfg.Listen, "address to serve /metrics on (host:port; :9464 for every interface)")
 	fs.DurationVar(&cfg.Window, "window", cfg.Window, "length of one observation window")
-	fs.StringSliceVar(&cfg.Cgroups, "cgroup", nil, "a cgroup directory whose processes are observed (repeatable), e.g. /sys/fs/cgroup/system.slice/redis.service")
+	fs.StringSliceVar(&cfg.Cgroups, "cgroup", nil, "a cgroup directory whose processes, and those of the cgroups below it, are observed (repeatable), e.g. /sys/fs/cgroup/system.slice/redis.service; /sys/fs/cgroup for the whole machine")
 	fs.IntSliceVarP(&cfg.PIDs, "pid", "p", nil, "a process observed by pid (repeatable)")
 	fs.IntVar(&cfg.MaxProcesses, "max-processes", cfg.MaxProcesses, "process names per cgroup with series of their own; the rest are summed under process=\"other\"")
 	fs.StringSliceVar(&cfg.Kubepods, "kubepods", nil, "the kubelet's kubepods cgroup (e.g. /sys/fs/cgroup/kubepods.slice): each Kubernetes container below it observed as a cgroup of its own, named by perfsleuth_agent_cgroup_info (repeatable)")
