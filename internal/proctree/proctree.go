@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -15,6 +16,15 @@ import (
 // Descendants returns the pids of the processes below root in procRoot
 // (/proc), read from each process's stat ppid.
 func Descendants(procRoot string, root int) ([]int, error) {
+	return Below(procRoot, []int{root})
+}
+
+// Below returns the pids of the processes below any of roots in procRoot
+// (/proc), each once and none of the roots, from one pass over procRoot.
+// Regression: a pass per root made an agent of a whole machine's root
+// cgroup (170 processes, each a root) spend 56% of its CPU time reading
+// /proc/PID/stat, each process's once per root.
+func Below(procRoot string, roots []int) ([]int, error) {
 	ents, err := os.ReadDir(procRoot)
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", procRoot, err)
@@ -36,8 +46,11 @@ func Descendants(procRoot string, root int) ([]int, error) {
 		children[ppid] = append(children[ppid], pid)
 	}
 	var out []int
-	queue := []int{root}
-	seen := map[int]bool{root: true}
+	queue := slices.Clone(roots)
+	seen := map[int]bool{}
+	for _, r := range roots {
+		seen[r] = true
+	}
 	for len(queue) > 0 {
 		p := queue[0]
 		queue = queue[1:]

@@ -75,4 +75,23 @@ func TestDescendants(t *testing.T) {
 	if !slices.Equal(got, []int{11, 12}) {
 		t.Errorf("Descendants of 10 = %v, want [11 12]", got)
 	}
+	// Several roots, one below another (an agent's cgroup lists every
+	// process in it): each process below any of them once, no root.
+	for _, c := range []struct {
+		roots []int
+		want  []int
+	}{
+		{[]int{10, 20}, []int{11, 12, 30}},
+		{[]int{1, 11, 10}, []int{12, 20, 30}},
+		{[]int{12, 30}, nil},
+	} {
+		got, err := Below(root, c.roots)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("Below %v = %v, want %v", c.roots, got, c.want)
+		}
+	}
 }

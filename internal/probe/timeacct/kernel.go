@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -85,32 +86,32 @@ type kernelSnapshot struct {
 // the other for each thread, and the pressure of cg (nil: none).
 func readKernel(roots []int, ts *delayacct.Client, cg *workloadCgroup) *kernelSnapshot {
 	k := &kernelSnapshot{threads: map[int]kernelReading{}}
-	for _, root := range roots {
-		below, _ := proctree.Descendants("/proc", root)
-		for _, pid := range append(below, root) {
-			dir := filepath.Join("/proc", strconv.Itoa(pid), "task")
-			tasks, err := os.ReadDir(dir)
+	// Each process once, the roots too: an agent's cgroup lists every
+	// process in it as a root, and one root may be below another.
+	below, _ := proctree.Below("/proc", roots)
+	for _, pid := range append(slices.Compact(slices.Sorted(slices.Values(roots))), below...) {
+		dir := filepath.Join("/proc", strconv.Itoa(pid), "task")
+		tasks, err := os.ReadDir(dir)
+		if err != nil {
+			continue
+		}
+		for _, t := range tasks {
+			tid, err := strconv.Atoi(t.Name())
 			if err != nil {
 				continue
 			}
-			for _, t := range tasks {
-				tid, err := strconv.Atoi(t.Name())
-				if err != nil {
-					continue
+			r := kernelReading{pid: pid, tid: tid}
+			r.runNs, r.waitNs, r.runs, r.sched = readSchedstat(filepath.Join(dir, t.Name()))
+			r.runnable = r.sched && runnable(filepath.Join(dir, t.Name(), "stat"))
+			if ts != nil {
+				if d, err := ts.Task(tid); err == nil {
+					r.delay = &d
+				} else if k.delayErr == nil && !os.IsNotExist(err) {
+					k.delayErr = err
 				}
-				r := kernelReading{pid: pid, tid: tid}
-				r.runNs, r.waitNs, r.runs, r.sched = readSchedstat(filepath.Join(dir, t.Name()))
-				r.runnable = r.sched && runnable(filepath.Join(dir, t.Name(), "stat"))
-				if ts != nil {
-					if d, err := ts.Task(tid); err == nil {
-						r.delay = &d
-					} else if k.delayErr == nil && !os.IsNotExist(err) {
-						k.delayErr = err
-					}
-				}
-				if r.sched || r.delay != nil {
-					k.threads[tid] = r
-				}
+			}
+			if r.sched || r.delay != nil {
+				k.threads[tid] = r
 			}
 		}
 	}

@@ -126,13 +126,8 @@ func (cg *workloadCgroup) read() *psiReading {
 
 // workloadPids are roots and every process below them.
 func workloadPids(procRoot string, roots []int) []int {
-	var pids []int
-	for _, root := range roots {
-		below, _ := proctree.Descendants(procRoot, root)
-		pids = append(pids, root)
-		pids = append(pids, below...)
-	}
-	return pids
+	below, _ := proctree.Below(procRoot, roots)
+	return append(slices.Compact(slices.Sorted(slices.Values(roots))), below...)
 }
 
 // affinity is the Cpus_allowed_list all the threads of pids share, ""

@@ -258,13 +258,9 @@ func start(cfg Config) (_ *Probe, err error) {
 	// them before it was tracked is still in /proc on the next pass.
 	seen := map[int]bool{}
 	for pass := 0; len(cfg.Roots) > 0 && pass < 3; pass++ {
-		var pids []int
-		for _, root := range cfg.Roots {
-			below, err := proctree.Descendants("/proc", root)
-			if err != nil {
-				return nil, err
-			}
-			pids = append(pids, below...)
+		pids, err := proctree.Below("/proc", cfg.Roots)
+		if err != nil {
+			return nil, err
 		}
 		added := 0
 		for _, pid := range pids {
