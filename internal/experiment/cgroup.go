@@ -163,12 +163,10 @@ func makeCgroup(p cgroupPlace, l cgroupLimit) (*cgroupRun, error) {
 // process; cgroup.procs moves all of a process's threads, and what they
 // start later is born inside).
 func (c *cgroupRun) enter(pids []int) error {
-	for _, pid := range pids {
-		below, _ := proctree.Descendants("/proc", pid)
-		for _, p := range append([]int{pid}, below...) {
-			if err := writeProc(c.dir, p); err != nil && !errors.Is(err, unix.ESRCH) {
-				return fmt.Errorf("move pid %d into %s: %w", p, c.dir, err)
-			}
+	below, _ := proctree.Below("/proc", pids)
+	for _, p := range append(slices.Clone(pids), below...) {
+		if err := writeProc(c.dir, p); err != nil && !errors.Is(err, unix.ESRCH) {
+			return fmt.Errorf("move pid %d into %s: %w", p, c.dir, err)
 		}
 	}
 	return nil

@@ -148,10 +148,7 @@ func (k *Keeper) pids() []int {
 	if k.list != nil {
 		out = k.list()
 	} else {
-		for _, root := range k.roots {
-			pids, _ := proctree.Descendants("/proc", root)
-			out = append(out, pids...)
-		}
+		out, _ = proctree.Below("/proc", k.roots)
 	}
 	return append(out, k.roots...)
 }

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -88,8 +87,7 @@ func readKernel(roots []int, ts *delayacct.Client, cg *workloadCgroup) *kernelSn
 	k := &kernelSnapshot{threads: map[int]kernelReading{}}
 	// Each process once, the roots too: an agent's cgroup lists every
 	// process in it as a root, and one root may be below another.
-	below, _ := proctree.Below("/proc", roots)
-	for _, pid := range append(slices.Compact(slices.Sorted(slices.Values(roots))), below...) {
+	for _, pid := range workloadPids("/proc", roots) {
 		dir := filepath.Join("/proc", strconv.Itoa(pid), "task")
 		tasks, err := os.ReadDir(dir)
 		if err != nil {

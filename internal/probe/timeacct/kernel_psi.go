@@ -124,7 +124,7 @@ func (cg *workloadCgroup) read() *psiReading {
 	return r
 }
 
-// workloadPids are roots and every process below them.
+// workloadPids are roots and every process below them, each once.
 func workloadPids(procRoot string, roots []int) []int {
 	below, _ := proctree.Below(procRoot, roots)
 	return append(slices.Compact(slices.Sorted(slices.Values(roots))), below...)
