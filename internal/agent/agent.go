@@ -435,6 +435,7 @@ func (a *Agent) add(run *model.Run, by map[int]string) {
 		}
 	}
 	self := os.Getpid()
+	born := map[int]string{} // cgroupOf per process, not per thread
 	for _, t := range ta.Threads {
 		// The agent's own threads are tracked when it descends from an
 		// observed process (the shell that started it, in the root
@@ -444,7 +445,10 @@ func (a *Agent) add(run *model.Run, by map[int]string) {
 		}
 		cg, ok := by[t.PID]
 		if !ok {
-			cg = a.cgroupOf(t.PID)
+			if cg, ok = born[t.PID]; !ok {
+				cg = a.cgroupOf(t.PID)
+				born[t.PID] = cg
+			}
 		}
 		name := a.nameFor(cg, procName[t.PID])
 		for cat, v := range t.Seconds {
