@@ -1246,12 +1246,12 @@ struct {
  * the run of the task switching out: at rq->clock, which __schedule
  * updates at its start (or left at the wake-up's update, when it skipped
  * it), before it picks the next task. The run queue's clock is
- * sched_clock's, not ktime's: the last enqueue on this CPU gives both at
- * one moment (handle_enqueue, right after the clock's update), so the lag
- * is (now - rq->clock) - (enqueue's ns - its clock). 0 when it cannot be
+ * sched_clock's, not ktime's: the CPU's anchor, an enqueue on it, gives
+ * both at one moment (handle_enqueue, right after the clock's update), so
+ * the lag is (now - rq->clock) - (the anchor's ns - its clock). 0 when it cannot be
  * told. */
-/* anchor_of is ktime - sched_clock on e's CPU at its last enqueue made
- * on that CPU (its clock is then that CPU's sched_clock), into *off; false
+/* anchor_of is ktime - sched_clock on e's CPU at its anchor, an enqueue
+ * made on that CPU (its clock is then that CPU's sched_clock), into *off; false
  * when there is none or it is older than TA_CUT_ANCHOR_MAX_NS at now. */
 static __always_inline bool anchor_of(struct ta_enq *e, __u64 now, __s64 *off)
 {
@@ -1271,8 +1271,8 @@ static __always_inline __u64 cut_lag(struct rq *rq, __u64 now)
 		return 0;
 	cpu = rq->cpu;
 	e = bpf_map_lookup_elem(&rq_enq, &cpu);
-	/* The anchor is the last enqueue made on this CPU: its clock is this
-	 * CPU's sched_clock, as rq->clock is here. */
+	/* The anchor is an enqueue made on this CPU: its clock is this CPU's
+	 * sched_clock, as rq->clock is here. */
 	if (!e || !anchor_of(e, now, &off))
 		return 0;
 	lag = (__s64)(now - rq->clock) - off;
@@ -1284,7 +1284,7 @@ static __always_inline __u64 cut_lag(struct rq *rq, __u64 now)
  * cpu-wait, and schedstat's run_delay counts the same wait
  * (sched_info.last_queued to the arrival, which comes after this
  * tracepoint). last_queued is on the run queue's clock: put in ktime by
- * this CPU's last enqueue made on it (cut_lag's anchor), else by the
+ * this CPU's anchor (cut_lag's, an enqueue made on it), else by the
  * clock now, which the switch updated (or left at the wake-up's update,
  * when it skipped it: the wait then runs to now, as the anchor's does). A
  * wait the kernel closed early, in what run_delay grew since the
