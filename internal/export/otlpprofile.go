@@ -4,6 +4,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -29,12 +30,7 @@ func OTLPProfiles(p *profile.Profile, payload []byte, resource map[string]string
 	}
 	d := newOTLPDict(out.Dictionary())
 	rp := out.ResourceProfiles().AppendEmpty()
-	keys := make([]string, 0, len(resource))
-	for k := range resource {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(resource)) {
 		rp.Resource().Attributes().PutStr(k, resource[k])
 	}
 	sp := rp.ScopeProfiles().AppendEmpty()
@@ -191,12 +187,12 @@ func (o *otlpDict) stack(locs []*profile.Location) int32 {
 // attribute table, in key order.
 func (o *otlpDict) labels(s *profile.Sample) []int32 {
 	var out []int32
-	for _, k := range sortedKeys(s.Label) {
+	for _, k := range slices.Sorted(maps.Keys(s.Label)) {
 		for _, v := range s.Label[k] {
 			out = append(out, o.attr(k, "", v, 0, false))
 		}
 	}
-	for _, k := range sortedKeys(s.NumLabel) {
+	for _, k := range slices.Sorted(maps.Keys(s.NumLabel)) {
 		for j, v := range s.NumLabel[k] {
 			unit := ""
 			if u := s.NumUnit[k]; j < len(u) {
@@ -231,13 +227,4 @@ func (o *otlpDict) attr(key, unit, s string, n int64, num bool) int32 {
 	}
 	o.attrs[id] = i
 	return i
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
